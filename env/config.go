@@ -1,0 +1,61 @@
+package env
+
+// SizeConfig is the engineer's three numbers for one map size.
+type SizeConfig struct {
+	// Size is the grid side N (the grid is N×N). Paper: 3..10.
+	Size int `json:"size" msgpack:"size"`
+	// DataRatio is this size's share of the stage's instances; the shares
+	// sum to 1 over sizes.
+	DataRatio float64 `json:"data_ratio" msgpack:"data_ratio"`
+	// HoleRatio is the fraction of cells that are holes, in [0,1].
+	HoleRatio float64 `json:"hole_ratio" msgpack:"hole_ratio"`
+	// WaitRatio is the fraction of instances whose optimal solution needs
+	// a wait (Instance.NeedsWait), in [0,1].
+	WaitRatio float64 `json:"wait_ratio" msgpack:"wait_ratio"`
+}
+
+// Config is the generator configuration: the environment engineer's
+// decision space. Field names are part of the JSON and msgpack formats.
+type Config struct {
+	// Sizes lists one entry per map size, in increasing size order.
+	// Default: sizes 3..10.
+	Sizes []SizeConfig `json:"sizes" msgpack:"sizes"`
+	// Agents is the number of agents per instance. Default 2 (the paper
+	// trains on 2-agent instances only).
+	Agents int `json:"agents" msgpack:"agents"`
+	// Instances is the number of training instances per stage. Default
+	// 4000 (the paper); DefaultLocalConfig uses fewer.
+	Instances int `json:"instances" msgpack:"instances"`
+}
+
+// Paper sizes.
+const (
+	PaperMinSize = 3
+	PaperMaxSize = 10
+)
+
+// DefaultConfig returns the paper-shaped configuration: sizes 3..10 with
+// equal data ratios, hole ratio 0.2, wait ratio 0.3, 2 agents, 4000
+// instances per stage.
+func DefaultConfig() Config {
+	c := Config{Agents: 2, Instances: 4000}
+	n := PaperMaxSize - PaperMinSize + 1
+	for s := PaperMinSize; s <= PaperMaxSize; s++ {
+		c.Sizes = append(c.Sizes, SizeConfig{Size: s, DataRatio: 1 / float64(n), HoleRatio: 0.2, WaitRatio: 0.3})
+	}
+	return c
+}
+
+// DefaultLocalConfig is DefaultConfig with 512 instances per stage, sized
+// for a laptop run.
+func DefaultLocalConfig() Config {
+	c := DefaultConfig()
+	c.Instances = 512
+	return c
+}
+
+// Clone returns a deep copy.
+func (c Config) Clone() Config {
+	c.Sizes = append([]SizeConfig(nil), c.Sizes...)
+	return c
+}
