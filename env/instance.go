@@ -123,6 +123,9 @@ type Instance struct {
 	Makespan  int
 	NeedsWait bool
 	Seed      uint64
+	// Paths is an optimal (sum-of-costs) plan when one is known, nil
+	// otherwise. JSON "paths", omitted when empty.
+	Paths [][]Pos
 }
 
 // Solved reports whether the optimal costs have been filled in.
@@ -255,6 +258,12 @@ func (in *Instance) Clone() *Instance {
 	out := *in
 	out.Holes = append([]bool(nil), in.Holes...)
 	out.Agents = append([]Agent(nil), in.Agents...)
+	if in.Paths != nil {
+		out.Paths = make([][]Pos, len(in.Paths))
+		for i, p := range in.Paths {
+			out.Paths[i] = append([]Pos(nil), p...)
+		}
+	}
 	return &out
 }
 
@@ -268,13 +277,14 @@ type instanceJSON struct {
 	Makespan  int      `json:"makespan"`
 	NeedsWait bool     `json:"needs_wait"`
 	Seed      uint64   `json:"seed"`
+	Paths     [][]Pos  `json:"paths,omitempty"`
 }
 
 // MarshalJSON writes the documented JSON form.
 func (in *Instance) MarshalJSON() ([]byte, error) {
 	return json.Marshal(instanceJSON{
 		ID: in.ID, Width: in.Width, Height: in.Height, Grid: in.GridRows(), Agents: in.Agents,
-		SOC: in.SOC, Makespan: in.Makespan, NeedsWait: in.NeedsWait, Seed: in.Seed,
+		SOC: in.SOC, Makespan: in.Makespan, NeedsWait: in.NeedsWait, Seed: in.Seed, Paths: in.Paths,
 	})
 }
 
@@ -311,9 +321,12 @@ func (in *Instance) UnmarshalJSON(b []byte) error {
 		}
 	}
 	out := Instance{Width: j.Width, Height: j.Height, Holes: holes, Agents: j.Agents,
-		SOC: j.SOC, Makespan: j.Makespan, NeedsWait: j.NeedsWait, Seed: j.Seed}
+		SOC: j.SOC, Makespan: j.Makespan, NeedsWait: j.NeedsWait, Seed: j.Seed, Paths: j.Paths}
 	if err := out.Validate(); err != nil {
 		return err
+	}
+	if len(j.Paths) != 0 && len(j.Paths) != len(j.Agents) {
+		return &FieldError{Field: "paths", Value: len(j.Paths), Reason: fmt.Sprintf("want one path per agent (%d)", len(j.Agents))}
 	}
 	if j.SOC < 0 || j.Makespan < 0 {
 		return &FieldError{Field: "soc", Value: j.SOC, Reason: "costs must be >= 0"}

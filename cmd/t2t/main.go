@@ -4,15 +4,132 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"sort"
+	"strings"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:]))
+// command is one subcommand. run gets the arguments after the subcommand's
+// name and returns an error; a *usageError (bad input) exits with status 2,
+// any other error with status 1.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
 }
 
-func run(args []string) int {
-	fmt.Fprintln(os.Stderr, "t2t: no subcommands yet")
+// usageError marks bad input: a malformed file, a flag out of range. Its
+// message is one line that names the file, line and field where known.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func badInput(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+func commands() []command {
+	return []command{
+		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt", runEnv},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		}
+		printUsage(stdout, cmds)
+		return 0
+	}
+	for _, c := range cmds {
+		if c.name == args[0] {
+			return exitCode(c.run(args[1:], stdout, stderr), "t2t "+c.name, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "t2t: unknown command %q (see 't2t help')\n", args[0])
 	return 2
+}
+
+func exitCode(err error, prefix string, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+func printUsage(w io.Writer, cmds []command) {
+	fmt.Fprintln(w, "t2t — trainee to trainer: RL for LLM agents on MAPF-FrozenLake, with an environment engineer.")
+	fmt.Fprintln(w, "\nUsage: t2t <command> [flags]\n\nCommands:")
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 't2t <command> --help' for a command's flags.")
+}
+
+// subcommands dispatches "t2t <group> <sub> ...".
+func subcommands(group string, subs []command, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintf(stdout, "Usage: t2t %s <subcommand> [flags]\n\nSubcommands:\n", group)
+		for _, c := range subs {
+			fmt.Fprintf(stdout, "  %-8s %s\n", c.name, c.summary)
+		}
+		fmt.Fprintf(stdout, "\nRun 't2t %s <subcommand> --help' for its flags.\n", group)
+		if len(args) == 0 {
+			return badInput("missing subcommand")
+		}
+		return nil
+	}
+	for _, c := range subs {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	names := make([]string, len(subs))
+	for i, c := range subs {
+		names[i] = c.name
+	}
+	return badInput("unknown subcommand %q (want one of %s)", args[0], strings.Join(names, ", "))
+}
+
+// newFlags returns a flag set that prints its usage to stderr and returns
+// errors instead of exiting.
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args and turns flag errors into bad-input errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return badInput("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
 }
