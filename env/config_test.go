@@ -474,3 +474,49 @@ func cfgNear(a, b Config, tol float64) bool {
 	}
 	return true
 }
+
+func BenchmarkConfigHash(b *testing.B) {
+	c := DefaultConfig()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = c.Hash()
+	}
+}
+
+func BenchmarkConfigValidate(b *testing.B) {
+	c := DefaultConfig()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkConfigProject(b *testing.B) {
+	c := DefaultConfig()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = c.Project()
+	}
+}
+
+func BenchmarkParseConfig(b *testing.B) {
+	data, err := json.Marshal(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseConfig(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestConfigValidateNoAlloc(t *testing.T) {
+	c := DefaultConfig()
+	if n := testing.AllocsPerRun(100, func() { _ = c.Validate() }); n != 0 {
+		t.Errorf("Validate of a valid config allocates %v times", n)
+	}
+}

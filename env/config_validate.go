@@ -46,19 +46,19 @@ func (c Config) Validate() error {
 	}
 	sum := 0.0
 	for i, s := range c.Sizes {
-		f := fmt.Sprintf("sizes[%d]", i)
+		field := func(name string) string { return fmt.Sprintf("sizes[%d].%s", i, name) } // only on error
 		if s.Size < MinSize || s.Size > MaxSize {
-			return cfgErr(f+".size", s.Size, fmt.Sprintf("must be in [%d,%d]", MinSize, MaxSize))
+			return cfgErr(field("size"), s.Size, fmt.Sprintf("must be in [%d,%d]", MinSize, MaxSize))
 		}
 		if i > 0 && s.Size <= c.Sizes[i-1].Size {
-			return cfgErr(f+".size", s.Size, fmt.Sprintf("sizes must be strictly increasing, previous is %d", c.Sizes[i-1].Size))
+			return cfgErr(field("size"), s.Size, fmt.Sprintf("sizes must be strictly increasing, previous is %d", c.Sizes[i-1].Size))
 		}
 		for _, r := range [...]struct {
 			name string
 			v    float64
 		}{{"data_ratio", s.DataRatio}, {"hole_ratio", s.HoleRatio}, {"wait_ratio", s.WaitRatio}} {
 			if math.IsNaN(r.v) || r.v < 0 || r.v > 1 {
-				return cfgErr(f+"."+r.name, r.v, "must be a finite number in [0,1]")
+				return cfgErr(field(r.name), r.v, "must be a finite number in [0,1]")
 			}
 		}
 		sum += s.DataRatio

@@ -214,7 +214,11 @@ func rndMoves(path []Pos) string {
 // Horizon showing where every agent stands, with 'X' on conflict cells and a
 // line per event on the step into the frame (vertex or swap conflict, hole,
 // out of bounds, jump). Agents hold their last cell once their path ends.
+// A nil plan renders as a plan without paths.
 func RenderPlanASCII(in *Instance, p *Plan) string {
+	if p == nil {
+		p = &Plan{}
+	}
 	var b strings.Builder
 	b.WriteString(RenderASCII(in))
 	soc, mk := p.Costs(in)

@@ -491,3 +491,48 @@ func TestRenderRandomNoPanic(t *testing.T) {
 		rndDecodePNG(t, b)
 	}
 }
+
+func TestRenderPlanASCIINil(t *testing.T) {
+	s := RenderPlanASCII(rndInstance4(), nil)
+	if !strings.HasPrefix(s, RenderASCII(rndInstance4())) || !strings.Contains(s, "no paths") {
+		t.Errorf("nil plan:\n%s", s)
+	}
+}
+
+func TestRenderDoesNotMutate(t *testing.T) {
+	in, p := rndInstance4(), rndPlanConflict()
+	id, paths := in.ComputeID(), RenderPlanASCII(in, p)
+	_ = RenderSVG(in, p, []Pos{{1, 0}})
+	if _, err := RenderPNG(in, p, []Pos{{1, 0}}, 16); err != nil {
+		t.Fatal(err)
+	}
+	if in.ComputeID() != id || RenderPlanASCII(in, p) != paths {
+		t.Error("rendering changed its inputs")
+	}
+}
+
+func BenchmarkRenderPlanASCII(b *testing.B) {
+	in, p := rndInstance4(), rndPlanOK()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = RenderPlanASCII(in, p)
+	}
+}
+
+func BenchmarkRenderSVG(b *testing.B) {
+	in, p := rndInstance4(), rndPlanConflict()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = RenderSVG(in, p, []Pos{{1, 0}})
+	}
+}
+
+func BenchmarkRenderPNG(b *testing.B) {
+	in, p := rndInstance4(), rndPlanConflict()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := RenderPNG(in, p, []Pos{{1, 0}}, 32); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
