@@ -5,13 +5,12 @@ package env
 // records is exactly what the policy wrote, so Verify judges it like any
 // other plan. What happens on each step:
 //
-//   - every agent that is not stopped moves by its move (Move.Apply) and the
+//   - every agent moves by its move (Move.Apply) and the
 //     new cell is recorded, even when it is a hole or off the grid;
 //   - an agent that lands on a hole or off the grid is stopped: its path
-//     ends on that cell, later moves for it are ignored, and the episode has
-//     failed;
+//     ends on that cell (Stopped reports it) and the episode has failed;
 //   - two agents on one grid cell (vertex conflict) or swapping cells (edge
-//     conflict) fail the episode; stopped agents keep blocking their cell;
+//     conflict) fail the episode;
 //   - the episode is done when it has failed, when every agent is on its
 //     goal, or after maxSteps steps. Step after Done does nothing.
 //
@@ -40,10 +39,10 @@ const (
 
 // Scalars after the planes, as offsets from ObsChannels·W².
 const (
-	ObsGoalDR  = iota // (goal row − row) / N, N = max(width, height)
-	ObsGoalDC         // (goal col − col) / N
-	ObsAtGoal         // 1: the observer is on its goal
-	ObsTime           // t / maxSteps
+	ObsGoalDR = iota // (goal row − row) / N, N = max(width, height)
+	ObsGoalDC        // (goal col − col) / N
+	ObsAtGoal        // 1: the observer is on its goal
+	ObsTime          // t / maxSteps
 	ObsScalars
 )
 
@@ -65,7 +64,6 @@ const (
 	EventOutOfBounds                          // left the grid this step
 	EventVertexConflict                       // shares its cell with another agent after the step
 	EventEdgeConflict                         // swapped cells with another agent this step
-	EventStopped                              // already stopped before the step; its move was ignored
 )
 
 // StepResult describes one joint step.
@@ -158,8 +156,7 @@ func (s *Sim) MaxSteps() int { return s.maxSteps }
 // it stopped).
 func (s *Sim) Pos(i int) Pos { return s.pos[i] }
 
-// LastMove returns agent i's last applied move (Wait at t = 0 and for a
-// stopped agent).
+// LastMove returns agent i's last applied move (Wait at t = 0).
 func (s *Sim) LastMove(i int) Move { return s.last[i] }
 
 // Stopped reports whether agent i fell into a hole or left the grid.
@@ -199,34 +196,31 @@ func (s *Sim) Step(moves []Move) StepResult {
 		var ev StepEvent
 		before := s.pos[i]
 		old[i] = before
-		if s.stopped[i] {
-			ev |= EventStopped
-			s.last[i] = Wait
-		} else {
-			m := moves[i]
-			if m >= NumMoves {
-				m = Wait
-			}
-			q := m.Apply(before)
-			s.pos[i], s.last[i] = q, m
-			s.flat[i*s.stride+s.plen[i]] = q
-			s.plen[i]++
-			switch {
-			case !in.InBounds(q):
-				ev |= EventOutOfBounds
-				s.stopped[i] = true
-			case in.Hole(q):
-				ev |= EventHole
-				s.stopped[i] = true
-			}
-			if before == g && q != g {
-				ev |= EventLeftGoal
-			}
-			if before != g && q == g {
-				ev |= EventArrived
-			}
+		// No agent is stopped here: a stop fails the episode, and Step
+		// after Done does nothing.
+		m := moves[i]
+		if m >= NumMoves {
+			m = Wait
 		}
-		if s.pos[i] == g {
+		q := m.Apply(before)
+		s.pos[i], s.last[i] = q, m
+		s.flat[i*s.stride+s.plen[i]] = q
+		s.plen[i]++
+		switch {
+		case !in.InBounds(q):
+			ev |= EventOutOfBounds
+			s.stopped[i] = true
+		case in.Hole(q):
+			ev |= EventHole
+			s.stopped[i] = true
+		}
+		if before == g && q != g {
+			ev |= EventLeftGoal
+		}
+		if before != g && q == g {
+			ev |= EventArrived
+		}
+		if q == g {
 			ev |= EventAtGoal
 		}
 		if ev&(EventHole|EventOutOfBounds) != 0 {
@@ -263,8 +257,9 @@ func (s *Sim) Step(moves []Move) StepResult {
 	return res
 }
 
-// Plan returns a copy of the trajectory so far: each agent's cells from
-// t = 0 (a stopped agent's path ends where it stopped). Verify judges it.
+// Plan returns a copy of the trajectory so far: each agent's cells for
+// t = 0..T(), as written (a stopped agent's path ends on the hole or
+// off-grid cell where it stopped). Verify judges it.
 func (s *Sim) Plan() Plan {
 	n := 0
 	for _, l := range s.plen {
