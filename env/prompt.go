@@ -113,7 +113,7 @@ func RenderPrompt(in *Instance, opt PromptOptions) string {
 	if k == 1 {
 		agents = "agent"
 	}
-	p("You control %d %s on a %dx%d frozen lake. Plan the moves of every agent at once: write the complete joint plan in one answer. It is checked as a whole after you finish.\n\n", k, agents, in.Height, in.Width)
+	p("You control %d %s on a frozen lake of %dx%d cells. Plan the moves of every agent at once: write the complete joint plan in one answer. It is checked as a whole after you finish.\n\n", k, agents, in.Height, in.Width)
 
 	p("Map (rows r0..r%d from top to bottom, columns c0..c%d from left to right):\n\n", in.Height-1, in.Width-1)
 	b.WriteString(planRenderMap(in))
