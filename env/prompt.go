@@ -139,9 +139,9 @@ Rules:
 `)
 
 	if opt.Objective == MakespanObjective {
-		b.WriteString("\nObjective: among valid plans, minimise the makespan: the timestep at which the last agent reaches its goal for good. An agent reaches its goal for good at the timestep after which it never leaves it again.\n")
+		b.WriteString("\nObjective: among valid plans, minimise the makespan: the largest cost of any agent. An agent's cost is the first timestep from which it stays on its goal until the end of the plan.\n")
 	} else {
-		b.WriteString("\nObjective: among valid plans, minimise the sum of costs. An agent's cost is the timestep at which it reaches its goal for good (after which it never leaves it again); waits before that count. The sum of costs adds the costs of all agents.\n")
+		b.WriteString("\nObjective: among valid plans, minimise the sum of costs. An agent's cost is the first timestep from which it stays on its goal until the end of the plan; waits before that count. The sum of costs adds the costs of all agents.\n")
 	}
 
 	b.WriteString("\nAnswer format: think as needed, then write the plan inside <answer></answer> tags")
