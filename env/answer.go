@@ -96,7 +96,9 @@ type planLine struct {
 // offsets always map to the original lines.
 type planParser struct {
 	text  string
-	lines []planLine // indexed by agent
+	fixed [MaxAgents]planLine // agents 0..MaxAgents-1
+	extra []planLine          // agents from MaxAgents on (only for oversized instances)
+	n     int                 // highest agent seen + 1
 	total int        // moves over all agents
 	k     int        // agent numbers must be below k
 	open  bool       // k is only a limit: the agent count is the highest agent + 1
@@ -460,10 +462,8 @@ func (p *planParser) agentLine(a, b int) error {
 	if agent >= p.k {
 		return p.errAt(d, fmt.Sprintf("agent %d out of range (want 0..%d)", agent, p.k-1))
 	}
-	for len(p.lines) <= agent {
-		p.lines = append(p.lines, planLine{})
-	}
-	if p.lines[agent].seen {
+	ln := p.line(agent)
+	if ln.seen {
 		return p.errAt(d, fmt.Sprintf("duplicate agent %d", agent))
 	}
 	n := 0
@@ -486,9 +486,21 @@ func (p *planParser) agentLine(a, b int) error {
 		n++
 		q = next
 	}
-	p.lines[agent] = planLine{seen: true, lo: x, hi: b, n: n, off: a}
+	*ln = planLine{seen: true, lo: x, hi: b, n: n, off: a}
+	p.n = max(p.n, agent+1)
 	p.total += n
 	return nil
+}
+
+// line returns agent i's slot.
+func (p *planParser) line(i int) *planLine {
+	if i < MaxAgents {
+		return &p.fixed[i]
+	}
+	for len(p.extra) <= i-MaxAgents {
+		p.extra = append(p.extra, planLine{})
+	}
+	return &p.extra[i-MaxAgents]
 }
 
 // parse reads answer. For a text answer it fills p.lines and returns
@@ -496,7 +508,9 @@ func (p *planParser) agentLine(a, b int) error {
 func (p *planParser) parse(answer string, k int, open bool) (isJSON bool, lo, hi int, err error) {
 	p.k, p.open = k, open
 	p.total = 0
-	p.lines = p.lines[:0]
+	p.fixed = [MaxAgents]planLine{}
+	p.extra = p.extra[:0]
+	p.n = 0
 	lo, hi, err = p.body(answer)
 	if err != nil {
 		return false, 0, 0, err
@@ -533,10 +547,10 @@ func (p *planParser) parse(answer string, k int, open bool) (isJSON bool, lo, hi
 	}
 	n := k
 	if open {
-		n = len(p.lines)
+		n = p.n
 	}
 	for i := range n {
-		if i >= len(p.lines) || !p.lines[i].seen {
+		if !p.line(i).seen {
 			return false, 0, 0, &ParseError{Reason: fmt.Sprintf("missing agent %d", i)}
 		}
 	}
@@ -558,7 +572,7 @@ func (p *planParser) fillPaths(in *Instance, flat []Pos, paths [][]Pos) ([]Pos, 
 	paths = paths[:k]
 	off := 0
 	for i := range k {
-		ln := p.lines[i]
+		ln := p.line(i)
 		path := flat[off : off+ln.n+1 : off+ln.n+1]
 		off += ln.n + 1
 		cur := in.Agents[i].Start
@@ -605,8 +619,7 @@ func (p *planParser) parseJSON(lo, hi int) (Plan, error) {
 // returns the paths as given, whatever their number. in must be non-nil.
 // Errors are *ParseError.
 func ParseAnswer(answer string, in *Instance) (Plan, error) {
-	var buf [MaxAgents]planLine
-	p := planParser{lines: buf[:0]}
+	var p planParser
 	isJSON, lo, hi, err := p.parse(answer, len(in.Agents), false)
 	if err != nil {
 		return Plan{}, err
@@ -622,8 +635,7 @@ func ParseAnswer(answer string, in *Instance) (Plan, error) {
 // returns each agent's moves, indexed by agent. The agents must be 0..n-1
 // for some n <= MaxAgents. Errors are *ParseError.
 func ParseMoves(answer string) ([][]Move, error) {
-	var buf [MaxAgents]planLine
-	p := planParser{lines: buf[:0]}
+	var p planParser
 	isJSON, lo, _, err := p.parse(answer, MaxAgents, true)
 	if err != nil {
 		return nil, err
@@ -631,12 +643,12 @@ func ParseMoves(answer string) ([][]Move, error) {
 	if isJSON {
 		return nil, p.errAt(lo, "ParseMoves reads the text form only, not JSON")
 	}
-	k := len(p.lines)
+	k := p.n
 	flat := make([]Move, p.total)
 	moves := make([][]Move, k)
 	off := 0
 	for i := range k {
-		ln := p.lines[i]
+		ln := p.line(i)
 		ms := flat[off : off+ln.n : off+ln.n]
 		off += ln.n
 		t := 0

@@ -144,9 +144,8 @@ type Report struct {
 
 	// scratch
 	occA, occB   []int32 // per cell: latest occupant + 1 at t and t-1
-	linkA, linkB []int32 // per agent: previous occupant of its cell + 1
+	linkA, linkB []int32 // per agent: previous occupant of its cell + 1, then its cell
 	parser       planParser
-	lineBuf      []planLine
 	flat         []Pos
 	paths        [][]Pos
 }
@@ -284,6 +283,7 @@ func planAt(path []Pos, t int) Pos {
 // in O(agents × horizon) (plus the number of conflicting pairs), with one
 // occupancy array per timestep: occ[cell] holds the latest occupant + 1 and
 // link[agent] the occupant before it, so all agents in a cell form a chain.
+// cell[agent] is the agent's cell index at t (-1 off the grid or no path).
 func (r *Report) conflicts(in *Instance, paths [][]Pos, horizon int) {
 	n := len(paths)
 	if n < 2 {
@@ -293,23 +293,30 @@ func (r *Report) conflicts(in *Instance, paths [][]Pos, horizon int) {
 	cells := w * h
 	r.occA = planGrow32(r.occA, cells)
 	r.occB = planGrow32(r.occB, cells)
-	r.linkA = planGrow32(r.linkA, n)
-	r.linkB = planGrow32(r.linkB, n)
+	r.linkA = planGrow32(r.linkA, 2*n)
+	r.linkB = planGrow32(r.linkB, 2*n)
 	cur, prev := r.occA, r.occB
-	lcur, lprev := r.linkA, r.linkB
+	lcur, lprev := r.linkA[:n], r.linkB[:n]
+	ccur, cprev := r.linkA[n:2*n], r.linkB[n:2*n]
 	clear(cur)
 	clear(prev)
 	for t := 0; t <= horizon; t++ {
-		for i := range n {
-			path := paths[i]
+		for i, path := range paths {
+			ccur[i] = -1
 			if len(path) == 0 {
 				continue
 			}
-			q := planAt(path, t)
+			var q Pos
+			if t < len(path) {
+				q = path[t]
+			} else {
+				q = path[len(path)-1]
+			}
 			if q.R < 0 || q.C < 0 || q.R >= h || q.C >= w {
 				continue
 			}
-			c := q.R*w + q.C
+			c := int32(q.R*w + q.C)
+			ccur[i] = c
 			for j := cur[c] - 1; j >= 0; j = lcur[j] - 1 {
 				r.add(KindVertexConflict, int(j), i, t, q)
 			}
@@ -318,29 +325,27 @@ func (r *Report) conflicts(in *Instance, paths [][]Pos, horizon int) {
 			if t == 0 {
 				continue
 			}
-			q0 := planAt(path, t-1)
-			if q0 == q || q0.R < 0 || q0.C < 0 || q0.R >= h || q0.C >= w {
+			c0 := cprev[i]
+			if c0 == c || c0 < 0 {
 				continue
 			}
-			// Agents that were on q at t-1 and are on q0 at t swap with i.
+			// Agents j < i that were on c at t-1 and are on c0 at t swap with i.
 			for j := prev[c] - 1; j >= 0; j = lprev[j] - 1 {
-				if int(j) < i && planAt(paths[j], t) == q0 {
-					r.add(KindEdgeConflict, int(j), i, t, q0)
+				if int(j) < i && ccur[j] == c0 {
+					r.add(KindEdgeConflict, int(j), i, t, in.PosOf(int(c0)))
 				}
 			}
 		}
 		if t > 0 {
-			for i := range n {
-				if len(paths[i]) == 0 {
-					continue
-				}
-				if q := planAt(paths[i], t-1); q.R >= 0 && q.C >= 0 && q.R < h && q.C < w {
-					prev[q.R*w+q.C] = 0
+			for _, c := range cprev {
+				if c >= 0 {
+					prev[c] = 0
 				}
 			}
 		}
 		cur, prev = prev, cur
 		lcur, lprev = lprev, lcur
+		ccur, cprev = cprev, ccur
 	}
 }
 
@@ -352,9 +357,7 @@ func (r *Report) conflicts(in *Instance, paths [][]Pos, horizon int) {
 func VerifyAnswer(in *Instance, answer string, rep *Report) {
 	var p Plan
 	ps := &rep.parser
-	ps.lines = rep.lineBuf[:0]
 	isJSON, lo, hi, err := ps.parse(answer, len(in.Agents), false)
-	rep.lineBuf = ps.lines[:0]
 	if err == nil {
 		if isJSON {
 			p, err = ps.parseJSON(lo, hi)
