@@ -99,9 +99,9 @@ type planParser struct {
 	fixed [MaxAgents]planLine // agents 0..MaxAgents-1
 	extra []planLine          // agents from MaxAgents on (only for oversized instances)
 	n     int                 // highest agent seen + 1
-	total int        // moves over all agents
-	k     int        // agent numbers must be below k
-	open  bool       // k is only a limit: the agent count is the highest agent + 1
+	total int                 // moves over all agents
+	k     int                 // agent numbers must be below k
+	open  bool                // k is only a limit: the agent count is the highest agent + 1
 }
 
 // planTag identifies one of the tags the parser cares about.

@@ -11,14 +11,14 @@ type AnswerFormat uint8
 
 // Answer formats.
 const (
-	// FormatText asks for "Agent i: MOVE MOVE ..." lines.
-	FormatText AnswerFormat = iota
-	// FormatJSON asks for {"paths":[[[r,c],...],...]}.
-	FormatJSON
+	// AnswerText asks for "Agent i: MOVE MOVE ..." lines.
+	AnswerText AnswerFormat = iota
+	// AnswerJSON asks for {"paths":[[[r,c],...],...]}.
+	AnswerJSON
 )
 
 func (f AnswerFormat) String() string {
-	if f == FormatJSON {
+	if f == AnswerJSON {
 		return "json"
 	}
 	return "text"
@@ -32,7 +32,7 @@ type PromptOptions struct {
 	// ShowCoordinates adds a list of every agent's start and goal as
 	// (row, col) under the map. Default (DefaultPromptOptions) true.
 	ShowCoordinates bool
-	// Format is the answer form asked for. Default FormatText.
+	// Format is the answer form asked for. Default AnswerText.
 	Format AnswerFormat
 	// NoExample leaves out the worked answer example.
 	NoExample bool
@@ -41,7 +41,7 @@ type PromptOptions struct {
 // DefaultPromptOptions returns SumOfCosts, coordinates shown, text answers,
 // with the example.
 func DefaultPromptOptions() PromptOptions {
-	return PromptOptions{Objective: SumOfCosts, ShowCoordinates: true, Format: FormatText}
+	return PromptOptions{Objective: SumOfCosts, ShowCoordinates: true, Format: AnswerText}
 }
 
 // planCellLabel returns the map label of cell p.
@@ -145,7 +145,7 @@ Rules:
 	}
 
 	b.WriteString("\nAnswer format: think as needed, then write the plan inside <answer></answer> tags")
-	if opt.Format == FormatJSON {
+	if opt.Format == AnswerJSON {
 		p(` as one JSON object whose "paths" list gives, for each agent in order 0..%d, its cell [row, col] at every timestep, starting with its start cell at timestep 0:
 <answer>
 {"paths": [`, k-1)

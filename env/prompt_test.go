@@ -58,7 +58,7 @@ func TestRenderPromptGolden(t *testing.T) {
 	}{
 		{"prompt_soc.golden", "five", DefaultPromptOptions()},
 		{"prompt_makespan_nocoords.golden", "four", PromptOptions{Objective: MakespanObjective}},
-		{"prompt_json.golden", "four", PromptOptions{Objective: SumOfCosts, ShowCoordinates: true, Format: FormatJSON}},
+		{"prompt_json.golden", "four", PromptOptions{Objective: SumOfCosts, ShowCoordinates: true, Format: AnswerJSON}},
 		{"prompt_large_noexample.golden", "eleven", PromptOptions{ShowCoordinates: true, NoExample: true}},
 	}
 	for _, c := range cases {
@@ -80,7 +80,7 @@ func TestRenderPromptGolden(t *testing.T) {
 			}
 			// The prompt's own example must parse; without an example the
 			// last <answer> block is the template, which must not.
-			if c.opt.Format == FormatText {
+			if c.opt.Format == AnswerText {
 				ms, err := ParseMoves(got)
 				if c.opt.NoExample != (err != nil) {
 					t.Errorf("example parses: %v %v", ms, err)
@@ -116,7 +116,7 @@ func TestRenderMapCells(t *testing.T) {
 		for c := range n {
 			starts = append(starts, strings.Index(lines[0], fmt.Sprint(" c", c, " ")+"")+1)
 		}
-		starts[n-1] = strings.LastIndex(lines[0], " c")+1
+		starts[n-1] = strings.LastIndex(lines[0], " c") + 1
 		for r := range n {
 			f := strings.Fields(lines[r+1])
 			if len(f) != n+1 || f[0] != fmt.Sprint("r", r) {

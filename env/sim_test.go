@@ -15,10 +15,10 @@ func planPolicy(rng *rand.Rand, s *Sim, in *Instance, i int) Move {
 	var legal [NumMoves]bool
 	s.LegalMask(i, legal[:])
 	p, g := s.Pos(i), in.Agents[i].Goal
-	best, bestD := Wait, abs(p.R-g.R)+abs(p.C-g.C)
+	best, bestD := Wait, planAbs(p.R-g.R)+planAbs(p.C-g.C)
 	for m := Up; m < NumMoves; m++ {
 		q := m.Apply(p)
-		if d := abs(q.R-g.R) + abs(q.C-g.C); legal[m] && d < bestD && rng.IntN(4) != 0 {
+		if d := planAbs(q.R-g.R) + planAbs(q.C-g.C); legal[m] && d < bestD && rng.IntN(4) != 0 {
 			best, bestD = m, d
 		}
 	}

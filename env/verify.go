@@ -33,11 +33,11 @@ const (
 	NumChecks
 )
 
-var checkNames = [NumChecks]string{"parsable", "legal_move", "conflict_free", "goal_reached", "start_correct", "agent_count", "hole_free", "in_bounds"}
+var planCheckNames = [NumChecks]string{"parsable", "legal_move", "conflict_free", "goal_reached", "start_correct", "agent_count", "hole_free", "in_bounds"}
 
 func (c Check) String() string {
 	if c < NumChecks {
-		return checkNames[c]
+		return planCheckNames[c]
 	}
 	return fmt.Sprintf("Check(%d)", uint8(c))
 }
@@ -60,13 +60,13 @@ const (
 	NumFailureKinds
 )
 
-var kindNames = [NumFailureKinds]string{"parse", "illegal_step", "vertex_conflict", "edge_conflict", "not_at_goal", "wrong_start", "missing_agent", "extra_agent", "hole", "out_of_bounds"}
+var planKindNames = [NumFailureKinds]string{"parse", "illegal_step", "vertex_conflict", "edge_conflict", "not_at_goal", "wrong_start", "missing_agent", "extra_agent", "hole", "out_of_bounds"}
 
-var kindChecks = [NumFailureKinds]Check{CheckParsable, CheckLegalMove, CheckConflictFree, CheckConflictFree, CheckGoalReached, CheckStartCorrect, CheckAgentCount, CheckAgentCount, CheckHoleFree, CheckInBounds}
+var planKindChecks = [NumFailureKinds]Check{CheckParsable, CheckLegalMove, CheckConflictFree, CheckConflictFree, CheckGoalReached, CheckStartCorrect, CheckAgentCount, CheckAgentCount, CheckHoleFree, CheckInBounds}
 
 func (k FailureKind) String() string {
 	if k < NumFailureKinds {
-		return kindNames[k]
+		return planKindNames[k]
 	}
 	return fmt.Sprintf("FailureKind(%d)", uint8(k))
 }
@@ -74,7 +74,7 @@ func (k FailureKind) String() string {
 // Check returns the check that k fails.
 func (k FailureKind) Check() Check {
 	if k < NumFailureKinds {
-		return kindChecks[k]
+		return planKindChecks[k]
 	}
 	return NumChecks
 }
@@ -185,7 +185,7 @@ func (r *Report) Reset() {
 }
 
 func (r *Report) add(kind FailureKind, agent, other, t int, cell Pos) {
-	c := kindChecks[kind]
+	c := planKindChecks[kind]
 	r.Counts[c]++
 	if len(r.Failures) >= MaxFailures {
 		r.Truncated++
@@ -270,13 +270,6 @@ func Verify(in *Instance, p *Plan, rep *Report) {
 		rep.GapMakespan = rep.Makespan - in.Makespan
 		rep.Optimal = rep.GapSOC <= 0
 	}
-}
-
-func planAt(path []Pos, t int) Pos {
-	if t < len(path) {
-		return path[t]
-	}
-	return path[len(path)-1]
 }
 
 // conflicts finds every vertex and edge conflict among paths up to horizon
@@ -393,11 +386,11 @@ const (
 	NumCategories
 )
 
-var categoryNames = [NumCategories]string{"parse", "illegal_move", "conflict", "hole", "out_of_bounds", "goal", "start", "agent_count"}
+var planCategoryNames = [NumCategories]string{"parse", "illegal_move", "conflict", "hole", "out_of_bounds", "goal", "start", "agent_count"}
 
 func (c Category) String() string {
 	if c < NumCategories {
-		return categoryNames[c]
+		return planCategoryNames[c]
 	}
 	return fmt.Sprintf("Category(%d)", uint8(c))
 }

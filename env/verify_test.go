@@ -280,7 +280,7 @@ func planNaiveFailures(in *Instance, p *Plan) []Failure {
 					out = append(out, planF(KindHole, i, -1, t, q))
 				}
 				if t > 0 {
-					d := abs(q.R-path[t-1].R) + abs(q.C-path[t-1].C)
+					d := planAbs(q.R-path[t-1].R) + planAbs(q.C-path[t-1].C)
 					if d > 1 {
 						out = append(out, planF(KindIllegalStep, i, -1, t, q))
 					}
@@ -321,7 +321,7 @@ func planNaiveFailures(in *Instance, p *Plan) []Failure {
 	return out
 }
 
-func abs(x int) int {
+func planAbs(x int) int {
 	if x < 0 {
 		return -x
 	}
