@@ -2,6 +2,7 @@ package env
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -480,4 +481,50 @@ func TestVerifyZeroAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(200, func() { VerifyAnswer(in, answer, &rep) }); a != 0 {
 		t.Fatalf("VerifyAnswer: %v allocs per call", a)
 	}
+}
+
+func ExampleVerifyAnswer() {
+	in := &Instance{Width: 3, Height: 3, Holes: make([]bool, 9),
+		Agents: []Agent{{Start: Pos{0, 0}, Goal: Pos{0, 2}}, {Start: Pos{0, 2}, Goal: Pos{2, 2}}}}
+	in.Holes[4] = true // (1,1)
+	in.SOC, in.Makespan = 4, 2
+
+	var rep Report
+	VerifyAnswer(in, "<think>agent 1 clears the way first</think>\n<answer>\nAgent 0: RIGHT RIGHT\nAgent 1: DOWN DOWN\n</answer>", &rep)
+	fmt.Println(rep.Valid, rep.Optimal, rep.SOC, rep.Makespan)
+
+	VerifyAnswer(in, "<answer>\nAgent 0: DOWN RIGHT\nAgent 1: LEFT\n</answer>", &rep)
+	fmt.Println(rep.Valid)
+	for _, f := range rep.Failures {
+		fmt.Println(f)
+	}
+	fmt.Println(rep.Categories()[CategoryConflict], AccuracyReward(in, &rep, SumOfCosts))
+	// Output:
+	// true true 4 2
+	// false
+	// hole: agent 0 at t=2 (1,1)
+	// not_at_goal: agent 0 at t=2 (1,1)
+	// not_at_goal: agent 1 at t=1 (0,1)
+	// 0 0
+}
+
+func ExampleSim() {
+	in := &Instance{Width: 3, Height: 3, Holes: make([]bool, 9),
+		Agents: []Agent{{Start: Pos{0, 0}, Goal: Pos{0, 2}}, {Start: Pos{2, 0}, Goal: Pos{2, 2}}}}
+	s := NewSim(in, 10)
+	for !s.Done() {
+		s.Step([]Move{Right, Right})
+	}
+	p := s.Plan()
+	var rep Report
+	Verify(in, &p, &rep)
+	ms, _ := PlanMoves(&p)
+	fmt.Println(s.T(), rep.Valid, rep.SOC)
+	fmt.Println(FormatMoves(ms))
+	// Output:
+	// 2 true 4
+	// <answer>
+	// Agent 0: RIGHT RIGHT
+	// Agent 1: RIGHT RIGHT
+	// </answer>
 }
