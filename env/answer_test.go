@@ -106,6 +106,8 @@ func TestParseAnswerAccepts(t *testing.T) {
 		{"any order", "<answer>\nAgent 2:\nAgent 1: LEFT LEFT\nAgent 0: RIGHT,DOWN,\n</answer>", want},
 		{"tight arrows", "<answer>Agent 0: RIGHT->DOWN\nAgent 1:LEFT,LEFT\nAgent 2:</answer>", want},
 		{"answer around think", "<answer>\nAgent 0: RIGHT DOWN\n<think>hmm, agent 1?\nstill thinking</think>\nAgent 1: LEFT LEFT\nAgent 2:\n</answer>", want},
+		{"orphan close then blocks", "junk</think>Agent 0: RIGHT DOWN\n<think>x</think>\nAgent 1: LEFT LEFT\nAgent 2:", want},
+		{"many think blocks", "Agent 0: RIGHT<think>1</think> DOWN<think>2\n</think>\nAgent 1: LEFT<think>3</think> LEFT\n<think>4</think>Agent 2:<think>5</think>", want},
 		{"json", `<answer>{"paths":[[[0,0],[0,1],[1,1]],[[3,3],[3,2],[3,1]],[[2,0]]]}</answer>`, want},
 		{"json in fence", "<think>...</think>\n<answer>\n```json\n{\"paths\": [[[0,0],[0,1],[1,1]], [[3,3],[3,2],[3,1]], [[2,0]]]}\n```\n</answer>", want},
 		{"json as given", `{"paths":[[[0,0],[5,5]]]}`, Plan{Paths: [][]Pos{{{0, 0}, {5, 5}}}}},
