@@ -1,0 +1,733 @@
+package env
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Answer grammar
+//
+// A response is the model's whole output. The parser first removes the
+// parts that are not the answer, then reads the answer body.
+//
+//  1. Thinking. Every <think>…</think> block is ignored. A </think> with no
+//     <think> before it (chat templates often open the block in the prompt)
+//     means everything before it was thinking. A <think> that is never
+//     closed means the response ended while thinking: there is no answer
+//     (parse error), whatever came before it.
+//  2. Answer tags. If the rest contains <answer>, only the LAST
+//     <answer>…</answer> block counts (a missing </answer> runs to the end).
+//     Without <answer>, the whole rest is the body (up to a stray </answer>).
+//     Tags match in any case.
+//  3. The body, once blank lines and markdown code-fence lines (```…) are
+//     skipped, is either the JSON form or agent lines:
+//
+//     JSON form (the body starts with '{'):
+//     {"paths":[[[r,c],[r,c],...],...]}  — agent i's cell at t = 0,1,...
+//     Unknown fields and trailing text are errors.
+//
+//     Text form, one line per agent:
+//     line    = ws [bullet ws] [stars] label ws [stars] ws ":" [stars] moves
+//     bullet  = "-" | "*" | "+" | "•"
+//     stars   = "*" | "**" | "***"            (markdown bold/italic markers)
+//     label   = ("agent" | "a") ws digits     (any case: "Agent 0", "agent0", "A0")
+//     moves   = { sep } [ move { sep } { move { sep } } ]
+//     move    = "UP" | "DOWN" | "LEFT" | "RIGHT" | "WAIT"   (any case)
+//     sep     = " " | "\t" | "," | "->"
+//
+//     The first move is taken from t=0 to t=1, the next from 1 to 2, and so
+//     on. An agent with no moves writes "Agent 1: WAIT" or nothing after the
+//     colon. Every agent 0..k-1 must appear exactly once, in any order.
+//
+// Anything else is a *ParseError: prose lines inside the body, unknown words
+// or characters in a move list, a missing colon, duplicate agents, missing
+// agents, agent numbers out of range.
+
+// ParseError reports why an answer could not be parsed. It unwraps to
+// ErrParse.
+type ParseError struct {
+	// Line is the 1-based line in the whole response; 0 when the error is
+	// about the answer as a whole (missing agent, no answer).
+	Line int
+	// Col is the 1-based byte column in that line; 0 when not known.
+	Col int
+	// Reason says what was wrong.
+	Reason string
+	// Text is the offending line (at most 120 bytes), or empty.
+	Text string
+}
+
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	b.WriteString("env: cannot parse plan: ")
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d", e.Line)
+		if e.Col > 0 {
+			fmt.Fprintf(&b, " col %d", e.Col)
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Reason)
+	if e.Text != "" {
+		fmt.Fprintf(&b, " (%q)", e.Text)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrParse.
+func (e *ParseError) Unwrap() error { return ErrParse }
+
+const planMaxErrText = 120
+
+// planLine is one parsed agent line: the byte span of its move list in the
+// parser's text and its number of moves.
+type planLine struct {
+	seen   bool
+	lo, hi int
+	n      int
+	off    int // byte offset of the line start, for errors
+}
+
+// planParser holds the state of one parse. text is the response, or a copy
+// of it with think blocks blanked out (same length, same line breaks), so
+// offsets always map to the original lines.
+type planParser struct {
+	text  string
+	fixed [MaxAgents]planLine // agents 0..MaxAgents-1
+	extra []planLine          // agents from MaxAgents on (only for oversized instances)
+	n     int                 // highest agent seen + 1
+	total int                 // moves over all agents
+	k     int                 // agent numbers must be below k
+	open  bool                // k is only a limit: the agent count is the highest agent + 1
+}
+
+// planTag identifies one of the tags the parser cares about.
+type planTag uint8
+
+const (
+	planTagNone planTag = iota
+	planTagThink
+	planTagThinkEnd
+	planTagAnswer
+	planTagAnswerEnd
+)
+
+// planTagAt reports which tag (if any) starts at s[i] (s[i] == '<').
+func planTagAt(s string, i int) (planTag, int) {
+	rest := s[i+1:]
+	end := len(rest) > 0 && rest[0] == '/'
+	if end {
+		rest = rest[1:]
+	}
+	switch {
+	case len(rest) >= 6 && planFoldPrefix(rest, "think>"):
+		if end {
+			return planTagThinkEnd, 8
+		}
+		return planTagThink, 7
+	case len(rest) >= 7 && planFoldPrefix(rest, "answer>"):
+		if end {
+			return planTagAnswerEnd, 9
+		}
+		return planTagAnswer, 8
+	}
+	return planTagNone, 1
+}
+
+// planFoldPrefix reports whether s starts with lower (ASCII lower case),
+// ignoring ASCII case.
+func planFoldPrefix(s, lower string) bool {
+	if len(s) < len(lower) {
+		return false
+	}
+	for i := 0; i < len(lower); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// planNextTag finds the next tag of interest at or after i; it returns -1
+// when there is none.
+func planNextTag(s string, i int) (int, planTag, int) {
+	for i < len(s) {
+		j := strings.IndexByte(s[i:], '<')
+		if j < 0 {
+			return -1, planTagNone, 0
+		}
+		i += j
+		if tag, n := planTagAt(s, i); tag != planTagNone {
+			return i, tag, n
+		}
+		i++
+	}
+	return -1, planTagNone, 0
+}
+
+func planIsBlank(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// errAt builds a ParseError for byte offset off of p.text.
+func (p *planParser) errAt(off int, reason string) *ParseError {
+	off = min(max(off, 0), len(p.text))
+	lineStart := strings.LastIndexByte(p.text[:off], '\n') + 1
+	lineEnd := strings.IndexByte(p.text[off:], '\n')
+	if lineEnd < 0 {
+		lineEnd = len(p.text)
+	} else {
+		lineEnd += off
+	}
+	text := strings.TrimSpace(p.text[lineStart:lineEnd])
+	if len(text) > planMaxErrText {
+		n := planMaxErrText
+		for n > 0 && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		text = text[:n]
+	}
+	return &ParseError{
+		Line:   strings.Count(p.text[:lineStart], "\n") + 1,
+		Col:    off - lineStart + 1,
+		Reason: reason,
+		Text:   text,
+	}
+}
+
+// body strips think blocks and answer tags and returns the answer body as a
+// span of p.text.
+func (p *planParser) body(answer string) (lo, hi int, err error) {
+	p.text = answer
+	// Pass over think tags: keep the regions outside think blocks.
+	var regions [4]struct{ lo, hi int }
+	nreg, many := 0, false
+	keep := func(a, b int) {
+		if a >= b || planIsBlank(answer[a:b]) {
+			return
+		}
+		if nreg < len(regions) {
+			regions[nreg].lo, regions[nreg].hi = a, b
+		} else {
+			many = true
+		}
+		nreg++
+	}
+	out := 0
+	i := 0
+	for {
+		j, tag, n := planNextTag(answer, i)
+		if j < 0 {
+			keep(out, len(answer))
+			break
+		}
+		switch tag {
+		case planTagThink:
+			keep(out, j)
+			k := j + n
+			for {
+				e, tag2, n2 := planNextTag(answer, k)
+				if e < 0 {
+					return 0, 0, p.errAt(j, "unclosed <think> block: the response ended while thinking, no answer")
+				}
+				if tag2 == planTagThinkEnd {
+					i, out = e+n2, e+n2
+					break
+				}
+				k = e + n2
+			}
+		case planTagThinkEnd:
+			// Orphan close: everything before it was thinking.
+			nreg, many = 0, false
+			i, out = j+n, j+n
+		default:
+			i = j + n
+		}
+	}
+	switch {
+	case nreg == 0:
+		return 0, 0, &ParseError{Reason: "no answer"}
+	case nreg == 1:
+		lo, hi = regions[0].lo, regions[0].hi
+	default:
+		// Rare: answer text on both sides of a think block. Blank the
+		// think blocks in a copy so offsets and lines stay the same.
+		b := []byte(answer)
+		in := false
+		for x := 0; x < len(b); {
+			if b[x] == '<' {
+				if tag, n := planTagAt(answer, x); tag == planTagThink || tag == planTagThinkEnd {
+					if tag == planTagThink && !in {
+						in = true
+					} else if tag == planTagThinkEnd && in {
+						in = false
+					}
+					for y := x; y < x+n; y++ {
+						b[y] = ' '
+					}
+					x += n
+					continue
+				}
+			}
+			if in && b[x] != '\n' {
+				b[x] = ' '
+			}
+			x++
+		}
+		// An orphan close resets the kept regions: start after it.
+		p.text = string(b)
+		lo, hi = regions[0].lo, len(answer)
+		if !many {
+			hi = regions[nreg-1].hi
+		}
+	}
+	// Answer tags: the last <answer> block counts.
+	open, closeAt := -1, -1
+	for x := lo; ; {
+		j, tag, n := planNextTag(p.text[:hi], x)
+		if j < 0 {
+			break
+		}
+		switch tag {
+		case planTagAnswer:
+			open, closeAt = j+n, -1
+		case planTagAnswerEnd:
+			if closeAt < 0 {
+				closeAt = j
+			}
+		}
+		x = j + n
+	}
+	switch {
+	case open >= 0:
+		lo = open
+		if closeAt >= open {
+			hi = closeAt
+		}
+	case closeAt >= 0:
+		hi = closeAt
+	}
+	return lo, hi, nil
+}
+
+// planTrimLine returns the span of the line at lo (up to '\n' or hi) and the
+// start of the next line.
+func planLineAt(s string, lo, hi int) (a, b, next int) {
+	e := strings.IndexByte(s[lo:hi], '\n')
+	if e < 0 {
+		next = hi
+		e = hi
+	} else {
+		e += lo
+		next = e + 1
+	}
+	a, b = lo, e
+	for a < b && (s[a] == ' ' || s[a] == '\t' || s[a] == '\r') {
+		a++
+	}
+	for b > a && (s[b-1] == ' ' || s[b-1] == '\t' || s[b-1] == '\r') {
+		b--
+	}
+	return a, b, next
+}
+
+// planMoveWord returns the move named by w (any case).
+func planMoveWord(w string) (Move, bool) {
+	var buf [5]byte
+	if len(w) < 2 || len(w) > 5 {
+		return 0, false
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	switch string(buf[:len(w)]) {
+	case "UP":
+		return Up, true
+	case "DOWN":
+		return Down, true
+	case "LEFT":
+		return Left, true
+	case "RIGHT":
+		return Right, true
+	case "WAIT":
+		return Wait, true
+	}
+	return 0, false
+}
+
+func planIsLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
+
+// planNextMove reads the next move of a move list in s[p:hi]. It returns
+// next == -1 at the end of the list; bad >= 0 is the offset of an error
+// (badWord says whether it is an unknown word rather than a character).
+func planNextMove(s string, p, hi int) (m Move, next, bad int, badWord bool) {
+	for p < hi {
+		c := s[p]
+		switch {
+		case c == ' ' || c == '\t' || c == ',' || c == '\r':
+			p++
+			continue
+		case c == '-' && p+1 < hi && s[p+1] == '>':
+			p += 2
+			continue
+		case planIsLetter(c):
+			q := p + 1
+			for q < hi && planIsLetter(s[q]) {
+				q++
+			}
+			mv, ok := planMoveWord(s[p:q])
+			if !ok {
+				return 0, -1, p, true
+			}
+			return mv, q, -1, false
+		}
+		return 0, -1, p, false
+	}
+	return 0, -1, -1, false
+}
+
+// agentLine parses one non-blank, non-fence line s[a:b] and records it.
+func (p *planParser) agentLine(a, b int) error {
+	s := p.text
+	x := a
+	// Bullet.
+	switch {
+	case s[x] == '-' || s[x] == '+':
+		x++
+	case s[x] == '*' && x+1 < b && s[x+1] != '*':
+		x++
+	case strings.HasPrefix(s[x:b], "•"):
+		x += len("•")
+	}
+	skipWS := func() {
+		for x < b && (s[x] == ' ' || s[x] == '\t') {
+			x++
+		}
+	}
+	skipStars := func() {
+		for n := 0; n < 3 && x < b && s[x] == '*'; n++ {
+			x++
+		}
+	}
+	skipWS()
+	skipStars()
+	// Label.
+	switch {
+	case planFoldPrefix(s[x:b], "agent"):
+		x += 5
+	case x < b && (s[x] == 'a' || s[x] == 'A'):
+		x++
+	default:
+		return p.errAt(x, `expected "Agent <i>: <moves>"`)
+	}
+	skipWS()
+	d := x
+	agent := 0
+	for x < b && '0' <= s[x] && s[x] <= '9' {
+		if x-d >= 4 {
+			return p.errAt(d, "agent number out of range")
+		}
+		agent = agent*10 + int(s[x]-'0')
+		x++
+	}
+	if x == d {
+		return p.errAt(x, "expected an agent number")
+	}
+	skipWS()
+	skipStars()
+	skipWS()
+	if x >= b || s[x] != ':' {
+		return p.errAt(x, `expected ':' after the agent label`)
+	}
+	x++
+	skipStars()
+	if agent >= p.k {
+		return p.errAt(d, fmt.Sprintf("agent %d out of range (want 0..%d)", agent, p.k-1))
+	}
+	ln := p.line(agent)
+	if ln.seen {
+		return p.errAt(d, fmt.Sprintf("duplicate agent %d", agent))
+	}
+	n := 0
+	for q := x; ; {
+		_, next, bad, badWord := planNextMove(s, q, b)
+		if bad >= 0 {
+			if badWord {
+				e := bad
+				for e < b && planIsLetter(s[e]) {
+					e++
+				}
+				return p.errAt(bad, fmt.Sprintf("unknown move %q (want UP, DOWN, LEFT, RIGHT or WAIT)", s[bad:e]))
+			}
+			r, _ := utf8.DecodeRuneInString(s[bad:b])
+			return p.errAt(bad, fmt.Sprintf("unexpected character %q in move list", r))
+		}
+		if next < 0 {
+			break
+		}
+		n++
+		q = next
+	}
+	*ln = planLine{seen: true, lo: x, hi: b, n: n, off: a}
+	p.n = max(p.n, agent+1)
+	p.total += n
+	return nil
+}
+
+// line returns agent i's slot.
+func (p *planParser) line(i int) *planLine {
+	if i < MaxAgents {
+		return &p.fixed[i]
+	}
+	for len(p.extra) <= i-MaxAgents {
+		p.extra = append(p.extra, planLine{})
+	}
+	return &p.extra[i-MaxAgents]
+}
+
+// parse reads answer. For a text answer it fills p.lines and returns
+// json == false; for a JSON answer it returns the JSON span.
+func (p *planParser) parse(answer string, k int, open bool) (isJSON bool, lo, hi int, err error) {
+	p.k, p.open = k, open
+	p.total = 0
+	p.fixed = [MaxAgents]planLine{}
+	p.extra = p.extra[:0]
+	p.n = 0
+	lo, hi, err = p.body(answer)
+	if err != nil {
+		return false, 0, 0, err
+	}
+	s := p.text
+	sawLine := false
+	for x := lo; x < hi; {
+		a, b, next := planLineAt(s, x, hi)
+		x = next
+		if a == b || strings.HasPrefix(s[a:b], "```") {
+			continue
+		}
+		if !sawLine && s[a] == '{' {
+			// JSON form: from here to the end of the body, less a closing fence.
+			end := hi
+			for {
+				t := strings.TrimRight(s[a:end], " \t\r\n")
+				end = a + len(t)
+				if strings.HasSuffix(t, "```") {
+					end -= 3
+					continue
+				}
+				break
+			}
+			return true, a, end, nil
+		}
+		sawLine = true
+		if err := p.agentLine(a, b); err != nil {
+			return false, 0, 0, err
+		}
+	}
+	if !sawLine {
+		return false, 0, 0, &ParseError{Reason: "empty answer: no agent lines"}
+	}
+	n := k
+	if open {
+		n = p.n
+	}
+	for i := range n {
+		if !p.line(i).seen {
+			return false, 0, 0, &ParseError{Reason: fmt.Sprintf("missing agent %d", i)}
+		}
+	}
+	return false, 0, 0, nil
+}
+
+// fillPaths turns the parsed text lines into positions from the agents'
+// starts, reusing flat and paths when they have room.
+func (p *planParser) fillPaths(in *Instance, flat []Pos, paths [][]Pos) ([]Pos, [][]Pos) {
+	k := len(in.Agents)
+	need := p.total + k
+	if cap(flat) < need {
+		flat = make([]Pos, need)
+	}
+	flat = flat[:need]
+	if cap(paths) < k {
+		paths = make([][]Pos, k)
+	}
+	paths = paths[:k]
+	off := 0
+	for i := range k {
+		ln := p.line(i)
+		path := flat[off : off+ln.n+1 : off+ln.n+1]
+		off += ln.n + 1
+		cur := in.Agents[i].Start
+		path[0] = cur
+		t := 1
+		for q := ln.lo; ; {
+			m, next, _, _ := planNextMove(p.text, q, ln.hi)
+			if next < 0 {
+				break
+			}
+			cur = m.Apply(cur)
+			path[t] = cur
+			t++
+			q = next
+		}
+		paths[i] = path
+	}
+	return flat, paths
+}
+
+type planJSON struct {
+	Paths *[][]Pos `json:"paths"`
+}
+
+func (p *planParser) parseJSON(lo, hi int) (Plan, error) {
+	dec := json.NewDecoder(strings.NewReader(p.text[lo:hi]))
+	dec.DisallowUnknownFields()
+	var j planJSON
+	if err := dec.Decode(&j); err != nil {
+		return Plan{}, p.errAt(lo, "bad JSON answer: "+err.Error())
+	}
+	if rest := p.text[lo+int(dec.InputOffset()) : hi]; !planIsBlank(rest) {
+		return Plan{}, p.errAt(lo+int(dec.InputOffset())+len(rest)-len(strings.TrimLeft(rest, " \t\r\n")), "text after the JSON answer")
+	}
+	if j.Paths == nil {
+		return Plan{}, p.errAt(lo, `JSON answer has no "paths"`)
+	}
+	return Plan{Paths: *j.Paths}, nil
+}
+
+// ParseAnswer parses a model response (see the grammar above) into a plan
+// for in. Text moves are applied from each agent's start; the positions may
+// leave the grid or enter holes (the verifier reports that). The JSON form
+// returns the paths as given, whatever their number. in must be non-nil.
+// Errors are *ParseError.
+func ParseAnswer(answer string, in *Instance) (Plan, error) {
+	var p planParser
+	isJSON, lo, hi, err := p.parse(answer, len(in.Agents), false)
+	if err != nil {
+		return Plan{}, err
+	}
+	if isJSON {
+		return p.parseJSON(lo, hi)
+	}
+	_, paths := p.fillPaths(in, nil, nil)
+	return Plan{Paths: paths}, nil
+}
+
+// ParseMoves parses the text grammar only (the JSON form is an error) and
+// returns each agent's moves, indexed by agent. The agents must be 0..n-1
+// for some n <= MaxAgents. Errors are *ParseError.
+func ParseMoves(answer string) ([][]Move, error) {
+	var p planParser
+	isJSON, lo, _, err := p.parse(answer, MaxAgents, true)
+	if err != nil {
+		return nil, err
+	}
+	if isJSON {
+		return nil, p.errAt(lo, "ParseMoves reads the text form only, not JSON")
+	}
+	k := p.n
+	flat := make([]Move, p.total)
+	moves := make([][]Move, k)
+	off := 0
+	for i := range k {
+		ln := p.line(i)
+		ms := flat[off : off+ln.n : off+ln.n]
+		off += ln.n
+		t := 0
+		for q := ln.lo; ; {
+			m, next, _, _ := planNextMove(p.text, q, ln.hi)
+			if next < 0 {
+				break
+			}
+			ms[t] = m
+			t++
+			q = next
+		}
+		moves[i] = ms
+	}
+	return moves, nil
+}
+
+// FormatMoves writes moves in the canonical answer form, inside <answer>
+// tags: "Agent i: M M ..." per line, in agent order; an agent without moves
+// gets nothing after the colon. ParseMoves reads it back unchanged.
+func FormatMoves(moves [][]Move) string {
+	n := len("<answer>\n</answer>")
+	for _, ms := range moves {
+		n += len("Agent 10:\n") + 6*len(ms)
+	}
+	var b bytes.Buffer
+	b.Grow(n)
+	b.WriteString("<answer>\n")
+	for i, ms := range moves {
+		b.WriteString("Agent ")
+		planWriteInt(&b, i)
+		b.WriteByte(':')
+		for _, m := range ms {
+			b.WriteByte(' ')
+			b.WriteString(m.String())
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("</answer>")
+	return b.String()
+}
+
+func planWriteInt(b *bytes.Buffer, v int) {
+	var d [20]byte
+	i := len(d)
+	if v == 0 {
+		b.WriteByte('0')
+		return
+	}
+	for v > 0 {
+		i--
+		d[i] = byte('0' + v%10)
+		v /= 10
+	}
+	b.Write(d[i:])
+}
+
+// PlanMoves turns each path's positions into moves. It fails with a
+// *FieldError naming the first step that is neither a wait nor a
+// 4-neighbour move. An empty path gives no moves.
+func PlanMoves(p *Plan) ([][]Move, error) {
+	moves := make([][]Move, len(p.Paths))
+	for i, path := range p.Paths {
+		if len(path) < 2 {
+			continue
+		}
+		ms := make([]Move, len(path)-1)
+		for t := 1; t < len(path); t++ {
+			m, ok := MoveBetween(path[t-1], path[t])
+			if !ok {
+				return nil, &FieldError{
+					Field:  fmt.Sprintf("paths[%d][%d]", i, t),
+					Value:  path[t],
+					Reason: fmt.Sprintf("not a wait or 4-neighbour step from %v", path[t-1]),
+				}
+			}
+			ms[t-1] = m
+		}
+		moves[i] = ms
+	}
+	return moves, nil
+}

@@ -1,0 +1,146 @@
+package env
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var planRewrite = flag.Bool("planrewrite", false, "rewrite env/testdata/prompt*.golden from the current output")
+
+func planGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *planRewrite {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -planrewrite to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (run with -planrewrite to accept):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func planPromptInstances(t *testing.T) map[string]*Instance {
+	five := planInst(t, []string{"..H..", ".....", "H..H.", ".....", "...H."},
+		planAg(0, 0, 4, 4), planAg(4, 0, 0, 0), planAg(1, 3, 1, 1))
+	five.SOC, five.Makespan = 99, 99 // must not leak into the prompt
+	four := planInst(t, []string{"....", ".H..", "....", "...."}, planAg(0, 0, 3, 3), planAg(3, 0, 0, 3))
+	var ten []string
+	for r := range 11 {
+		row := []byte("...........")
+		if r%3 == 1 {
+			row[(r*7)%11] = 'H'
+		}
+		ten = append(ten, string(row))
+	}
+	big := planInst(t, ten, planAg(0, 0, 10, 10), planAg(10, 0, 0, 10), planAg(5, 5, 0, 0), planAg(0, 10, 5, 5))
+	return map[string]*Instance{"five": five, "four": four, "eleven": big}
+}
+
+func TestRenderPromptGolden(t *testing.T) {
+	ins := planPromptInstances(t)
+	cases := []struct {
+		file string
+		in   string
+		opt  PromptOptions
+	}{
+		{"prompt_soc.golden", "five", DefaultPromptOptions()},
+		{"prompt_makespan_nocoords.golden", "four", PromptOptions{Objective: MakespanObjective}},
+		{"prompt_json.golden", "four", PromptOptions{Objective: SumOfCosts, ShowCoordinates: true, Format: AnswerJSON}},
+		{"prompt_large_noexample.golden", "eleven", PromptOptions{ShowCoordinates: true, NoExample: true}},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			in := ins[c.in]
+			got := RenderPrompt(in, c.opt)
+			planGolden(t, c.file, got)
+			if got != RenderPrompt(in.Clone(), c.opt) {
+				t.Error("not deterministic")
+			}
+			if strings.Contains(got, "99") {
+				t.Error("the optimal cost leaked into the prompt")
+			}
+			for i, a := range in.Agents {
+				line := fmt.Sprintf("- Agent %d: start (%d, %d), goal (%d, %d)", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C)
+				if strings.Contains(got, line) != c.opt.ShowCoordinates {
+					t.Errorf("coordinate line %q shown=%v", line, !c.opt.ShowCoordinates)
+				}
+			}
+			// The prompt's own example must parse; without an example the
+			// last <answer> block is the template, which must not.
+			if c.opt.Format == AnswerText {
+				ms, err := ParseMoves(got)
+				if c.opt.NoExample != (err != nil) {
+					t.Errorf("example parses: %v %v", ms, err)
+				}
+			} else {
+				p, err := ParseAnswer(got, in)
+				if err != nil || len(p.Paths) != 2 || len(p.Paths[0]) != 4 {
+					t.Errorf("JSON example: %v %v", p.Paths, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRenderMapCells reads the rendered map back, cell by cell.
+func TestRenderMapCells(t *testing.T) {
+	rng := planRNG(t)
+	for range 100 {
+		n := 2 + rng.IntN(13)
+		k := 1 + rng.IntN(min(n, MaxAgents))
+		in := planRandInstance(rng, n, k, 0.3)
+		lines := strings.Split(strings.TrimSuffix(planRenderMap(in), "\n"), "\n")
+		if len(lines) != n+1 {
+			t.Fatalf("%d lines for n=%d", len(lines), n)
+		}
+		head := strings.Fields(lines[0])
+		for c := range n {
+			if head[c] != fmt.Sprint("c", c) {
+				t.Fatalf("header %v", head)
+			}
+		}
+		var starts []int
+		for c := range n {
+			starts = append(starts, strings.Index(lines[0], fmt.Sprint(" c", c, " ")+"")+1)
+		}
+		starts[n-1] = strings.LastIndex(lines[0], " c") + 1
+		for r := range n {
+			f := strings.Fields(lines[r+1])
+			if len(f) != n+1 || f[0] != fmt.Sprint("r", r) {
+				t.Fatalf("row %d: %q", r, lines[r+1])
+			}
+			for c := range n {
+				if want := planCellLabel(in, Pos{r, c}); f[c+1] != want {
+					t.Fatalf("cell (%d,%d) = %q want %q\n%s", r, c, f[c+1], want, planRenderMap(in))
+				}
+			}
+			// Columns line up: cell c starts where the header's "c<c>" does.
+			for c, x := range starts {
+				if x <= 0 || x >= len(lines[r+1]) || lines[r+1][x] == ' ' || lines[r+1][x-1] != ' ' {
+					t.Fatalf("column %d not aligned at byte %d\n%s", c, x, planRenderMap(in))
+				}
+			}
+			if strings.HasSuffix(lines[r+1], " ") {
+				t.Fatalf("trailing space in %q", lines[r+1])
+			}
+		}
+		for i, a := range in.Agents {
+			if !strings.Contains(planCellLabel(in, a.Start), fmt.Sprint("A", i)) || !strings.Contains(planCellLabel(in, a.Goal), fmt.Sprint("G", i)) {
+				t.Fatalf("agent %d labels", i)
+			}
+		}
+	}
+}
