@@ -25,7 +25,7 @@
 //	|--------------------------------|--------|--------------------------------------------------------------|------------------------------------|----------------------------------|
 //	| P:runs                         | set    | run ids that have a run state                                | PutRunState (coordinator)          | Runs (status pages, resume)      |
 //	| P:run:{R}:state                | string | JSON RunState                                                | PutRunState (coordinator)          | RunState (status, resume)        |
-//	| P:run:{R}:stage:N:S:units      | set    | ids of the work units applied                                | RecordUnit script (rollout actors) | RecordUnit (dedup), UnitsApplied |
+//	| P:run:{R}:stage:N:S:units      | hash   | unit id → token of the RecordUnit call that applied it       | RecordUnit script (rollout actors) | RecordUnit (dedup), UnitsApplied |
 //	| P:run:{R}:stage:N:S:agg        | hash   | "<size>x<agents>:episodes", ":valid", ":optimal",            | RecordUnit script (rollout actors) | Aggregates (engineer, reports)   |
 //	|                                |        | ":reward_nano" (sum of rewards / 1e-9), ":cat:<category>"    |                                    |                                  |
 //	|                                |        | (int64 counters, HINCRBY; zero counters are not written)     |                                    |                                  |
@@ -42,11 +42,14 @@
 // # Exactly-once aggregates
 //
 // RecordUnit runs one Lua script (EVALSHA, falling back to EVAL after a
-// server restart empties the script cache) that SADDs the unit id into the
-// stage's applied set and, only if it was new, HINCRBYs every counter and
+// server restart empties the script cache) that adds the unit id to the
+// stage's applied hash and, only if it was new, HINCRBYs every counter and
 // XADDs the examples. Scripts run atomically, so a unit counts once however
 // many goroutines, processes or retries deliver it; the first delivery
-// wins and later ones return applied=false. Reward sums are kept as
+// wins and later ones return applied=false. The applied hash stores a
+// random token per RecordUnit call, so when a call's write went through
+// but its reply was lost, its retry recognises its own token and still
+// reports applied=true. Reward sums are kept as
 // integers of RewardQuantum (1e-9), so aggregates are exact and do not
 // depend on the order units arrive in. Config, audit and checkpoint records
 // are set once per key (a Lua check-and-set); rewriting the same record is

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,26 +102,36 @@ type Example struct {
 	ConfigVersion string `json:"config_version,omitempty"`
 }
 
-// recordUnitScript applies a unit at most once: the SADD into the applied
-// set decides; only a new unit's counters and examples are written. The
-// script runs atomically, so concurrent and retried calls cannot double
-// count.
+// recordUnitScript applies a unit at most once. The applied hash maps
+// each unit id to the token of the RecordUnit call that applied it; only a
+// new unit's counters and examples are written. The script runs
+// atomically, so concurrent and retried calls cannot double count, and a
+// retry of the call that applied the unit (its reply was lost) still
+// reports applied.
 //
-//	KEYS[1] applied set, KEYS[2] aggregate hash, KEYS[3] example stream
-//	ARGV[1] unit id, ARGV[2] stream MAXLEN, ARGV[3] number n of counters,
-//	ARGV[4 .. 3+2n] field/delta pairs, the rest example JSON documents.
+//	KEYS[1] applied hash, KEYS[2] aggregate hash, KEYS[3] example stream
+//	ARGV[1] unit id, ARGV[2] call token, ARGV[3] stream MAXLEN,
+//	ARGV[4] number n of counters, ARGV[5 .. 4+2n] field/delta pairs,
+//	the rest example JSON documents.
+//
+// It returns 1 when this call applied the unit, 0 for a duplicate.
 var recordUnitScript = redis.NewScript(`
-if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then
+local tok = redis.call('HGET', KEYS[1], ARGV[1])
+if tok then
+  if tok == ARGV[2] then
+    return 1
+  end
   return 0
 end
-local n = tonumber(ARGV[3])
-local i = 4
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local n = tonumber(ARGV[4])
+local i = 5
 for _ = 1, n do
   redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
   i = i + 2
 end
 for j = i, #ARGV do
-  redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[2], '*', 'e', ARGV[j])
+  redis.call('XADD', KEYS[3], 'MAXLEN', ARGV[3], '*', 'e', ARGV[j])
 end
 return 1
 `)
@@ -209,8 +220,8 @@ func (s *Store) unitArgs(r *UnitResult) ([]any, error) {
 	slices.SortFunc(keys, func(a, b Key) int {
 		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.Agents, b.Agents))
 	})
-	args := make([]any, 3, 3+len(keys)*2*(4+len(r.Buckets))+len(r.Examples))
-	args[0], args[1] = r.UnitID, s.opt.MaxExamples
+	args := make([]any, 4, 4+len(keys)*2*(4+len(CategoryNames()))+len(r.Examples))
+	args[0], args[1], args[2] = r.UnitID, rand.Text(), s.opt.MaxExamples
 	n := 0
 	add := func(pfx, field string, v int64) {
 		if v != 0 {
@@ -229,7 +240,7 @@ func (s *Store) unitArgs(r *UnitResult) ([]any, error) {
 			add(pfx, fieldCatPfx+name, c.Categories[name])
 		}
 	}
-	args[2] = n
+	args[3] = n
 	ex := r.Examples
 	if len(ex) > s.opt.MaxExamples {
 		ex = ex[len(ex)-s.opt.MaxExamples:] // only the newest survive MAXLEN anyway
@@ -252,8 +263,9 @@ func quantReward(r float64) int64 { return int64(math.Round(r * rewardScale)) }
 // RecordUnit adds a unit's buckets to the (run, stage, split) aggregates and
 // appends its examples to the bounded example stream, atomically and at
 // most once per unit id: applied is false when the unit was already
-// recorded (its new content is then ignored). Retries after ambiguous
-// failures are therefore safe.
+// recorded by another call (its new content is then ignored). Retries
+// after ambiguous failures are therefore safe, and the call whose write
+// went through reports applied=true even if its first reply was lost.
 func (s *Store) RecordUnit(ctx context.Context, r UnitResult) (applied bool, err error) {
 	if err := validateUnit(&r); err != nil {
 		return false, err
@@ -359,7 +371,7 @@ func (s *Store) UnitsApplied(ctx context.Context, runID string, stage int, split
 	key := s.stageKey(runID, stage, split, "units")
 	var n int64
 	err := s.do(ctx, "units_applied", func(ctx context.Context) (err error) {
-		n, err = s.rdb.SCard(ctx, key).Result()
+		n, err = s.rdb.HLen(ctx, key).Result()
 		return err
 	})
 	return n, err
