@@ -49,8 +49,8 @@ func newStoreLogs(t testing.TB) *storeLogs {
 }
 
 func (h *storeLogs) Enabled(context.Context, slog.Level) bool { return true }
-func (h *storeLogs) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h *storeLogs) WithGroup(string) slog.Handler             { return h }
+func (h *storeLogs) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *storeLogs) WithGroup(string) slog.Handler            { return h }
 func (h *storeLogs) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	h.records = append(h.records, r.Clone())

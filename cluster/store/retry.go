@@ -69,7 +69,7 @@ func jitter(rng *rand.Rand, d time.Duration) time.Duration {
 	if half <= 0 {
 		return d
 	}
-	return half + rand.N[time.Duration](half)
+	return half + time.Duration(rng.Int64N(int64(half)))
 }
 
 // isTransient reports whether err is worth retrying: the connection was
