@@ -51,7 +51,10 @@
 // but its reply was lost, its retry recognises its own token and still
 // reports applied=true. Reward sums are kept as
 // integers of RewardQuantum (1e-9), so aggregates are exact and do not
-// depend on the order units arrive in. Config, audit and checkpoint records
+// depend on the order units arrive in.
+// Inputs are validated first, so the script cannot fail halfway (Redis
+// does not roll scripts back) short of an int64 overflow or the server
+// running out of memory. Config, audit and checkpoint records
 // are set once per key (a Lua check-and-set); rewriting the same record is
 // a no-op, a different one is ErrConflict. Run state is last writer wins.
 //
