@@ -102,7 +102,7 @@ const (
 	// llmEchoBytes is the most of a rejected answer echoed back in a retry.
 	llmEchoBytes = 4 << 10
 	// llmBodyBytes is the most of a response body read.
-	llmBodyBytes = 8 << 20
+	llmBodyBytes  = 8 << 20
 	llmMaxBackoff = 30 * time.Second
 )
 
@@ -449,4 +449,3 @@ func (l *LLM) call(ctx context.Context, msgs []chatMessage) (string, int, error)
 	}
 	return content, used, nil
 }
-
