@@ -199,6 +199,10 @@ func ParseAnswer(answer string) (Answer, error) {
 }
 
 func decodeAnswer(obj string) (Answer, error) {
+	// Key names first: it names the field path of an unknown key.
+	if err := schemaExactKeys([]byte(obj)); err != nil {
+		return Answer{}, err
+	}
 	var w wireAnswer
 	dec := json.NewDecoder(strings.NewReader(obj))
 	dec.DisallowUnknownFields()
@@ -207,9 +211,6 @@ func decodeAnswer(obj string) (Answer, error) {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Answer{}, fmt.Errorf("%w: trailing data after the object", ErrSchema)
-	}
-	if err := schemaExactKeys([]byte(obj)); err != nil {
-		return Answer{}, err
 	}
 	missing := func(f string) error {
 		return fmt.Errorf("%w: %w", ErrSchema, &env.FieldError{Field: f, Value: "(missing)", Reason: "required field"})
@@ -256,8 +257,9 @@ func schemaDecodeErr(err error) error {
 	return fmt.Errorf("%w: %w", ErrSchema, err)
 }
 
-// schemaExactKeys rejects keys that encoding/json matched
-// case-insensitively. obj is one well-formed object (decoded already).
+// schemaExactKeys rejects unknown keys, including those that encoding/json
+// would match case-insensitively, naming their path. Parts that are not
+// objects are left to the struct decoder.
 func schemaExactKeys(obj []byte) error {
 	check := func(prefix string, raw json.RawMessage, known ...string) (map[string]json.RawMessage, error) {
 		var m map[string]json.RawMessage
