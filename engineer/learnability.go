@@ -11,12 +11,10 @@ import (
 
 // LearnabilityOptions configures the learnability strategy.
 type LearnabilityOptions struct {
-	// ValidCredit is the reward of a valid but not optimal answer relative
-	// to an optimal one, in [0,1]; it blends the valid and optimal rates
-	// into the reward variance that measures learnability (see
-	// Learnability). Default 0.7 (R_acc of a suboptimal valid answer lies
-	// in [0.3, 1)).
-	ValidCredit float64
+	// OptimalWeight w in [0,1] blends the two learnabilities of a size:
+	// (1−w)·v(1−v) + w·o(1−o) with v the valid and o the optimal rate (see
+	// Learnability). Default 0.5.
+	OptimalWeight float64
 	// Floor is the least data ratio of every size that can hold the
 	// agents, so that no size vanishes. Default 0.03.
 	Floor float64
@@ -38,7 +36,7 @@ type LearnabilityOptions struct {
 
 // DefaultLearnabilityOptions returns the documented defaults.
 func DefaultLearnabilityOptions() LearnabilityOptions {
-	return LearnabilityOptions{ValidCredit: 0.7, Floor: 0.03, UncertaintyBonus: 0.25,
+	return LearnabilityOptions{OptimalWeight: 0.5, Floor: 0.03, UncertaintyBonus: 0.25,
 		Target: 0.5, Tolerance: 0.1, Gain: 0.5, MaxStep: 0.1, MinEpisodes: 20}
 }
 
@@ -48,7 +46,7 @@ func (o LearnabilityOptions) Validate() error {
 		name string
 		v    float64
 		hi   float64
-	}{{"valid_credit", o.ValidCredit, 1}, {"floor", o.Floor, 1}, {"uncertainty_bonus", o.UncertaintyBonus, 10},
+	}{{"optimal_weight", o.OptimalWeight, 1}, {"floor", o.Floor, 1}, {"uncertainty_bonus", o.UncertaintyBonus, 10},
 		{"target", o.Target, 1}, {"tolerance", o.Tolerance, 1}, {"gain", o.Gain, 10}, {"max_step", o.MaxStep, 1}} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.hi {
 			return fmt.Errorf("%w: %w", ErrOptions, &env.FieldError{Field: "learnability." + f.name, Value: f.v, Reason: fmt.Sprintf("must be in [0,%g]", f.hi)})
@@ -64,14 +62,13 @@ func (o LearnabilityOptions) Validate() error {
 // literature (SFL: sample levels by learnability p(1−p)) adapted to the
 // generator config.
 //
-// Data: a size's learnability is the variance of a simplified reward over
-// its validation answers: 0 for an invalid answer, ValidCredit for a valid
-// but not optimal one, 1 for an optimal one. With valid rate v and optimal
-// rate o it is E[R²] − E[R]² with E[R] = a(v−o) + o and E[R²] = a²(v−o) + o
-// (a = ValidCredit): v(1−v) when a = 1, o(1−o) when a = 0. GRPO learns from
-// the reward differences within a group of answers, so this variance is the
-// learning signal a size offers; a size that is mostly valid but rarely
-// optimal still has one. Rates are smoothed as (k+0.5)/(n+1), and
+// Data: a size's learnability is SFL's p(1−p) for two kinds of success,
+// blended: (1−w)·v(1−v) + w·o(1−o), with v its validation valid rate, o its
+// validation optimal rate and w = OptimalWeight. A valid answer is the
+// first level of the reward and an optimal one the top level; GRPO
+// normalises advantages by the group's spread, so a size whose answers are
+// all valid still teaches while only some are optimal, and the paper
+// reports both rates. Rates are smoothed as (k+0.5)/(n+1), and
 // UncertaintyBonus/sqrt(n+1) is added for a size with n validation
 // episodes. The data ratios are Floor + (1 − m·Floor)·score/Σscore over the
 // m sizes that can hold the agents.
@@ -116,10 +113,8 @@ func (l *Learnability) Score(s SizeStats) float64 {
 	opt := min(max(float64(s.Optimal), 0), valid)
 	v := (valid + 0.5) / (n + 1)
 	o := (opt + 0.5) / (n + 1)
-	a := l.lo.ValidCredit
-	mean := a*(v-o) + o
-	sq := a*a*(v-o) + o
-	return max(sq-mean*mean, 0) + l.lo.UncertaintyBonus/math.Sqrt(n+1)
+	w := l.lo.OptimalWeight
+	return (1-w)*v*(1-v) + w*o*(1-o) + l.lo.UncertaintyBonus/math.Sqrt(n+1)
 }
 
 // Propose allocates data by learnability and steers difficulty.
