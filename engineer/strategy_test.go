@@ -28,7 +28,7 @@ func TestParseStrategy(t *testing.T) {
 		t.Errorf("unknown: %v", err)
 	}
 	bad := []Options{
-		{},                                     // llm without URL
+		{}, // llm without URL
 		{LLM: LLMOptions{BaseURL: "ftp://x/v1", Model: "m"}},
 		{LLM: LLMOptions{BaseURL: "http://x/v1"}},
 		{LLM: LLMOptions{BaseURL: "http://x/v1", Model: "m", Temperature: 3}},
