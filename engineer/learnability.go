@@ -19,8 +19,8 @@ type LearnabilityOptions struct {
 	// agents, so that no size vanishes. Default 0.03.
 	Floor float64
 	// UncertaintyBonus c adds c/sqrt(n+1) to the learnability of a size
-	// with n validation episodes. Default 0.25 (an unmeasured size scores
-	// as high as the best measured one can).
+	// with n validation episodes. Default 0.25 (an unmeasured size then
+	// scores above every measured one).
 	UncertaintyBonus float64
 	// Target is the valid rate that the hole and wait ratios steer toward,
 	// Tolerance the half-width of the band around it where they stay.

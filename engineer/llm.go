@@ -113,10 +113,11 @@ const (
 // object (ExtractJSON: think blocks, fences and text around it are
 // ignored), decode it strictly (ParseAnswer), check that it lists exactly
 // the previous config's sizes, each once, and at least one instance, then
-// project it (env.Config.Project: values out of range are clipped and the
-// data ratios renormalised, as in the paper: such an answer is accepted,
-// not retried, and the attempt's Reason records what the projection
-// changed), then dry-run Feasible on the projected config. A rejected
+// validate it; an invalid config is projected (env.Config.Project: values
+// out of range are clipped and the data ratios renormalised, as in the
+// paper) and accepted, not retried, with the attempt's Reason saying what
+// the projection changed; a valid one is kept bit for bit. Then Feasible
+// dry-runs the (projected) config. A rejected
 // answer is followed by a retry in the same conversation: the answer (think
 // blocks removed) and a user message with the reason are appended. A failed
 // call (transport error, timeout, non-2xx status, unusable body) is retried
@@ -253,15 +254,18 @@ func (l *LLM) judge(raw string, prev env.Config) (Attempt, Answer, env.Config, b
 		a.Reason = err.Error()
 		return a, ans, env.Config{}, false
 	}
-	proj := ans.Config.Project()
-	a.Projected = engConfigJSON(proj)
+	// A valid config is already in the valid space: it is kept bit for bit
+	// (projecting it would only perturb the last bits of the data ratios).
+	proj := ans.Config.Clone()
 	reason := "accepted"
 	if verr := ans.Config.Validate(); verr != nil {
+		proj = ans.Config.Project()
 		reason = "accepted after projection (" + verr.Error() + ")"
 		if d := proj.Diff(ans.Config); d != "" {
 			reason += ": " + strings.ReplaceAll(d, "\n", "; ")
 		}
 	}
+	a.Projected = engConfigJSON(proj)
 	if l.feasible != nil {
 		if err := l.feasible(proj); err != nil {
 			a.Reason = "the projected config is infeasible: " + err.Error()
