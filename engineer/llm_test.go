@@ -310,7 +310,9 @@ func TestLLMTimeoutsAndErrors(t *testing.T) {
 	noChoices := func(t *testing.T, w http.ResponseWriter, r *http.Request, _ chatRequest) {
 		_, _ = w.Write([]byte(`{"error": {"message": "model overloaded"}}`))
 	}
-	notJSON := func(t *testing.T, w http.ResponseWriter, r *http.Request, _ chatRequest) { _, _ = w.Write([]byte("<html>")) }
+	notJSON := func(t *testing.T, w http.ResponseWriter, r *http.Request, _ chatRequest) {
+		_, _ = w.Write([]byte("<html>"))
+	}
 	s := newEngServer(t, hang, noChoices, notJSON, engReply(engAnswerText("finally", engGoodConfig())))
 	p := engPropose(t, engLLM(t, s, func(o *Options) { o.LLM.Timeout = 50 * time.Millisecond }), engHandHistory())
 	if p.Fallback || len(p.Attempts) != 4 {
