@@ -347,7 +347,7 @@ func TestLLMCancelled(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	s = newEngServer(t, func(t *testing.T, w http.ResponseWriter, r *http.Request, _ chatRequest) {
 		cancel2()
-		http.Error(w, "down", 503)
+		http.Error(w, "down", http.StatusServiceUnavailable)
 	})
 	l = engLLM(t, s, func(o *Options) { o.LLM.Backoff = time.Hour })
 	if _, err := l.Propose(ctx2, engHandHistory()); !errors.Is(err, context.Canceled) {
