@@ -21,7 +21,7 @@ func (f *Fixed) Propose(ctx context.Context, h *History) (Proposal, error) {
 		return Proposal{}, err
 	}
 	if h == nil || len(h.Stages) == 0 {
-		c := f.base.base()
+		c := engPrevious(nil, f.base.base())
 		return Proposal{Config: c, Rationale: "fixed: no stage yet, base config", Attempts: []Attempt{{Projected: engConfigJSON(c), Accepted: true, Reason: "base config"}}}, nil
 	}
 	c := h.Stages[0].Config.Project()

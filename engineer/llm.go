@@ -194,7 +194,8 @@ func (l *LLM) Propose(ctx context.Context, h *History) (Proposal, error) {
 	p, err := engBuildPrompt(h, l.o.Modules, l.o.TokenBudget, l.base)
 	if err != nil {
 		log.Warn("engineer prompt failed", "err", err)
-		return engFallback(prev, "llm: cannot build the prompt: "+err.Error(), nil), nil
+		reason := "llm: cannot build the prompt: " + err.Error()
+		return engFallback(prev, reason, []Attempt{{Reason: reason}}), nil
 	}
 	msgs := []chatMessage{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}}
 	tries := 1 + l.o.MaxRetries
@@ -204,6 +205,7 @@ func (l *LLM) Propose(ctx context.Context, h *History) (Proposal, error) {
 	for try := range tries {
 		if err := l.reserve(runID, msgs); err != nil {
 			log.Warn("engineer budget spent", "err", err)
+			atts = append(atts, Attempt{PromptHash: p.Hash, Reason: "no call: " + err.Error()})
 			return engFallback(prev, "llm: "+err.Error(), atts), nil
 		}
 		raw, used, err := l.call(ctx, msgs)

@@ -314,7 +314,8 @@ func TestLLMTimeoutsAndErrors(t *testing.T) {
 		_, _ = w.Write([]byte("<html>"))
 	}
 	s := newEngServer(t, hang, noChoices, notJSON, engReply(engAnswerText("finally", engGoodConfig())))
-	p := engPropose(t, engLLM(t, s, func(o *Options) { o.LLM.Timeout = 50 * time.Millisecond }), engHandHistory())
+	// One second: long enough for the replies that do come, on a loaded machine.
+	p := engPropose(t, engLLM(t, s, func(o *Options) { o.LLM.Timeout = time.Second }), engHandHistory())
 	if p.Fallback || len(p.Attempts) != 4 {
 		t.Fatalf("got %+v", p)
 	}
@@ -360,11 +361,11 @@ func TestLLMCallBudget(t *testing.T) {
 	l := engLLM(t, s, func(o *Options) { o.LLM.CallBudget = 2 })
 	h := engHandHistory()
 	p := engPropose(t, l, h)
-	if !p.Fallback || len(p.Attempts) != 2 || !strings.Contains(p.Rationale, "call budget of 2 calls per run spent") {
+	if !p.Fallback || len(p.Attempts) != 3 || !strings.Contains(p.Rationale, "call budget of 2 calls per run spent") || !strings.HasPrefix(p.Attempts[2].Reason, "no call: ") {
 		t.Fatalf("got %q, %d attempts", p.Rationale, len(p.Attempts))
 	}
 	p = engPropose(t, l, h)
-	if !p.Fallback || len(p.Attempts) != 0 || len(s.requests()) != 2 {
+	if !p.Fallback || len(p.Attempts) != 1 || len(s.requests()) != 2 {
 		t.Fatalf("second proposal made calls: %+v", p)
 	}
 	if calls, _ := l.Usage(h.RunID); calls != 2 {

@@ -92,7 +92,7 @@ type Options struct {
 
 func (o Options) base() env.Config {
 	if o.Base != nil {
-		return o.Base.Project()
+		return o.Base.Clone() // engPrevious projects it should it be invalid
 	}
 	return env.DefaultConfig()
 }

@@ -128,7 +128,9 @@ type Proposal struct {
 	// Rationale explains the config; for a fallback it says why the
 	// previous config was kept.
 	Rationale string
-	// Attempts records every step, in order.
+	// Attempts records every step, in order: for llm one per call, plus
+	// a last one without a call when a budget or the prompt stopped it; for
+	// the heuristic strategies one per candidate tried.
 	Attempts []Attempt
 	// Fallback is true when Config is the previous config kept because no
 	// acceptable proposal was found.
