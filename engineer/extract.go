@@ -30,7 +30,7 @@ const (
 // true when an unclosed block was cut.
 func StripThink(s string) (string, bool) {
 	const open, closeTag = "<think>", "</think>"
-	lower := strings.ToLower(s)
+	lower := extractASCIILower(s) // same byte offsets as s, unlike strings.ToLower
 	var b strings.Builder
 	pos := 0
 	// An orphan close: thinking ran from the start.
@@ -52,6 +52,17 @@ func StripThink(s string) (string, bool) {
 		}
 		pos = pos + o + len(open) + c + len(closeTag)
 	}
+}
+
+// extractASCIILower lowers ASCII letters only, keeping every byte offset.
+func extractASCIILower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 // ExtractJSON finds the JSON object of a model answer. It strips think

@@ -23,6 +23,8 @@ func TestStripThink(t *testing.T) {
 		{"reasoning without open</think>answer", "answer", false},
 		{"answer<think>never closed {\"a\":1}", "answer", true},
 		{"</think>x</think>y", "x</think>y", false},
+		{"\x95</think>ok", "ok", false},
+		{"İ<THINK>x</THINK>ok", "İok", false},
 	}
 	for _, c := range cases {
 		got, unclosed := StripThink(c.in)
