@@ -73,12 +73,12 @@ func (e *MetaError) Unwrap() []error {
 
 // MetaTooLargeError reports encoded metadata over the memberlist limit.
 type MetaTooLargeError struct {
-	Size  int // encoded size in bytes
+	Size  int // encoded size in bytes, including the 10 bytes kept for the leave flag
 	Limit int // MaxMetaSize
 }
 
 func (e *MetaTooLargeError) Error() string {
-	return fmt.Sprintf("cluster: encoded node metadata is %d bytes, limit is %d (shorten Name, Version or Kinds)", e.Size, e.Limit)
+	return fmt.Sprintf("cluster: encoded node metadata needs %d bytes, limit is %d (shorten Name, Version or Kinds)", e.Size, e.Limit)
 }
 
 // Unwrap returns ErrMetaTooLarge.

@@ -27,7 +27,7 @@ const (
 	// Joined: a member became alive (new, or back after being declared
 	// failed and refuting).
 	Joined EventKind = iota + 1
-	// Left: a member left gracefully (Leave).
+	// Left: a member left gracefully (Leave): it announced its departure.
 	Left
 	// Failed: a member stopped answering probes and was declared dead.
 	Failed
@@ -83,12 +83,14 @@ type Membership struct {
 	logger *slog.Logger
 	ml     *memberlist.Memberlist
 
-	metaMu     sync.Mutex // guards local, localBytes
+	metaMu     sync.Mutex // guards local, localBytes, leaving
 	local      NodeMeta
 	localBytes []byte
+	leaving    bool
 
 	mu        sync.Mutex // guards members, closed, watchers, nextWatch; sends on events
 	members   map[string]NodeMeta
+	departed  map[string]struct{} // announced a leave; memberlist's dead notice still to come
 	events    chan Event
 	closed    bool
 	watchers  map[int]chan struct{}
@@ -138,6 +140,7 @@ func Join(ctx context.Context, cfg Config, meta NodeMeta, logger *slog.Logger) (
 		local:      meta,
 		localBytes: metaBytes,
 		members:    make(map[string]NodeMeta),
+		departed:   make(map[string]struct{}),
 		events:     make(chan Event, cfg.EventBuffer),
 		watchers:   make(map[int]chan struct{}),
 	}
@@ -323,6 +326,10 @@ func (m *Membership) UpdateMeta(meta NodeMeta, timeout time.Duration) error {
 		m.metaMu.Unlock()
 		return &MetaError{Field: "ID", Value: meta.ID, Reason: fmt.Sprintf("cannot change a running node's ID (%s)", m.local.ID)}
 	}
+	if m.leaving {
+		m.metaMu.Unlock()
+		return ErrShutdown
+	}
 	b, err := meta.Encode()
 	if err != nil {
 		m.metaMu.Unlock()
@@ -336,18 +343,33 @@ func (m *Membership) UpdateMeta(meta NodeMeta, timeout time.Duration) error {
 	return nil
 }
 
-// Leave announces a graceful departure (others emit Left for this node),
-// waits up to timeout for the announcement to spread, then shuts down. The
-// shutdown happens even if the announcement timed out; that error is
-// returned.
+// Leave departs gracefully, then shuts down. It first gossips this node's
+// metadata with a leave flag (others emit Left for it and drop it from
+// Members) and then memberlist's leave notice, waiting up to timeout for
+// each to go out. The shutdown happens even if an announcement timed out;
+// that error is returned. A member that misses the flag but gets the notice
+// reports Failed instead of Left.
 func (m *Membership) Leave(timeout time.Duration) error {
-	var leaveErr error
-	if !m.isClosed() {
-		if err := m.ml.Leave(timeout); err != nil {
-			leaveErr = fmt.Errorf("cluster: leave: %w", err)
-		}
+	if m.isClosed() {
+		return m.Shutdown()
 	}
-	return errors.Join(leaveErr, m.Shutdown())
+	var errs []error
+	m.metaMu.Lock()
+	b, err := encodeWire(m.local, true)
+	if err == nil {
+		m.leaving, m.localBytes = true, b
+	}
+	m.metaMu.Unlock()
+	if err != nil {
+		errs = append(errs, err)
+	} else if err := m.ml.UpdateNode(timeout); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: announce leave: %w", err))
+	}
+	if err := m.ml.Leave(timeout); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: leave: %w", err))
+	}
+	m.logger.Info("left cluster")
+	return errors.Join(append(errs, m.Shutdown())...)
 }
 
 // Shutdown stops gossip at once, without telling anyone: the others will
@@ -401,7 +423,7 @@ type mlDelegate struct{ m *Membership }
 func (d *mlDelegate) NodeMeta(limit int) []byte {
 	d.m.metaMu.Lock()
 	defer d.m.metaMu.Unlock()
-	if len(d.m.localBytes) > limit { // Encode enforces MaxMetaSize; never true
+	if len(d.m.localBytes) > limit { // Encode keeps room for the leave flag; never true
 		return nil
 	}
 	return bytes.Clone(d.m.localBytes)
@@ -440,7 +462,7 @@ func (d *mlDelegate) NotifyAlive(peer *memberlist.Node) error {
 
 // NotifyJoin implements memberlist.EventDelegate.
 func (d *mlDelegate) NotifyJoin(n *memberlist.Node) {
-	meta, err := DecodeNodeMeta(n.Meta)
+	meta, leaving, err := decodeWire(n.Meta)
 	if err != nil || meta.ID != n.Name { // refused by NotifyAlive already; defensive
 		d.m.rejected.Add(1)
 		return
@@ -451,14 +473,19 @@ func (d *mlDelegate) NotifyJoin(n *memberlist.Node) {
 	if m.closed {
 		return
 	}
+	if leaving { // first heard of while already leaving: never a member
+		m.departed[meta.ID] = struct{}{}
+		return
+	}
 	m.members[meta.ID] = meta
 	m.emitLocked(Event{Kind: Joined, Node: meta.Clone()})
 	m.logger.Info("member joined", slog.String("member", meta.ID), slog.String("name", meta.Name), slog.String("gossip", n.Address()))
 }
 
-// NotifyUpdate implements memberlist.EventDelegate.
+// NotifyUpdate implements memberlist.EventDelegate. A metadata update with
+// the leave flag set is the member's graceful Left.
 func (d *mlDelegate) NotifyUpdate(n *memberlist.Node) {
-	meta, err := DecodeNodeMeta(n.Meta)
+	meta, leaving, err := decodeWire(n.Meta)
 	if err != nil || meta.ID != n.Name {
 		d.m.rejected.Add(1)
 		return
@@ -470,7 +497,16 @@ func (d *mlDelegate) NotifyUpdate(n *memberlist.Node) {
 		return
 	}
 	if _, ok := m.members[meta.ID]; !ok {
-		m.unknown.Add(1)
+		if _, gone := m.departed[meta.ID]; !gone {
+			m.unknown.Add(1)
+		}
+		return
+	}
+	if leaving {
+		delete(m.members, meta.ID)
+		m.departed[meta.ID] = struct{}{}
+		m.emitLocked(Event{Kind: Left, Node: meta.Clone()})
+		m.logger.Info("member gone", slog.String("member", meta.ID), slog.String("how", Left.String()))
 		return
 	}
 	m.members[meta.ID] = meta
@@ -478,8 +514,9 @@ func (d *mlDelegate) NotifyUpdate(n *memberlist.Node) {
 	m.logger.Info("member updated", slog.String("member", meta.ID))
 }
 
-// NotifyLeave implements memberlist.EventDelegate; memberlist's node state
-// tells a graceful leave (StateLeft) from a failure (StateDead).
+// NotifyLeave implements memberlist.EventDelegate: memberlist declared the
+// node dead or gone. Unless it announced its leave first (NotifyUpdate),
+// that is a failure.
 func (d *mlDelegate) NotifyLeave(n *memberlist.Node) {
 	m := d.m
 	m.mu.Lock()
@@ -489,16 +526,16 @@ func (d *mlDelegate) NotifyLeave(n *memberlist.Node) {
 	}
 	meta, ok := m.members[n.Name]
 	if !ok {
-		m.unknown.Add(1)
+		if _, gone := m.departed[n.Name]; gone {
+			delete(m.departed, n.Name)
+		} else {
+			m.unknown.Add(1)
+		}
 		return
 	}
 	delete(m.members, n.Name)
-	kind := Failed
-	if n.State == memberlist.StateLeft {
-		kind = Left
-	}
-	m.emitLocked(Event{Kind: kind, Node: meta})
-	m.logger.Info("member gone", slog.String("member", meta.ID), slog.String("how", kind.String()))
+	m.emitLocked(Event{Kind: Failed, Node: meta})
+	m.logger.Info("member gone", slog.String("member", meta.ID), slog.String("how", Failed.String()))
 }
 
 // mlLogWriter turns memberlist's "[LEVEL] memberlist: text" log lines into

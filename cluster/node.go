@@ -70,8 +70,10 @@ func FormatRoles(roles []Role) string {
 	return strings.Join(names, ",")
 }
 
-// MaxMetaSize is the largest encoded NodeMeta memberlist carries (its
-// MetaMaxSize). Encode refuses anything longer with a *MetaTooLargeError.
+// MaxMetaSize is the largest encoded metadata memberlist carries (its
+// MetaMaxSize). Encode keeps 10 bytes of it for the leave flag and refuses a
+// NodeMeta whose encoding is longer than MaxMetaSize-10 with a
+// *MetaTooLargeError.
 const MaxMetaSize = 512
 
 // maxIDLen bounds NodeMeta.ID (also the memberlist node name).
@@ -191,43 +193,68 @@ func validateID(id string) error {
 	return nil
 }
 
+// wireMeta is the encoded form: NodeMeta plus the leave intent that
+// Membership.Leave gossips before departing, so that the others can tell a
+// graceful leave from a failure (memberlist's own notices do not say).
+type wireMeta struct {
+	NodeMeta
+	Leaving bool `json:"lv,omitempty"`
+}
+
+// leavingOverhead is the room Encode keeps free for the leave flag.
+var leavingOverhead = len(`,"lv":true`)
+
 // Encode validates m and returns its wire form: a format byte followed by
 // JSON. It fails with *MetaError or, when the result exceeds MaxMetaSize
-// bytes, *MetaTooLargeError.
+// bytes less 10 reserved for the leave flag, *MetaTooLargeError.
 func (m NodeMeta) Encode() ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.WriteByte(metaFormatV1)
-	if err := json.NewEncoder(&buf).Encode(m); err != nil {
-		return nil, fmt.Errorf("cluster: encode node meta: %w", err)
+	b, err := encodeWire(m, false)
+	if err != nil {
+		return nil, err
 	}
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if len(b) > MaxMetaSize {
-		return nil, &MetaTooLargeError{Size: len(b), Limit: MaxMetaSize}
+	if len(b)+leavingOverhead > MaxMetaSize {
+		return nil, &MetaTooLargeError{Size: len(b) + leavingOverhead, Limit: MaxMetaSize}
 	}
 	return b, nil
+}
+
+func encodeWire(m NodeMeta, leaving bool) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte(metaFormatV1)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(wireMeta{NodeMeta: m, Leaving: leaving}); err != nil {
+		return nil, fmt.Errorf("cluster: encode node meta: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // DecodeNodeMeta parses bytes made by Encode and validates the result. Any
 // failure wraps ErrBadMeta (and the validation error, if that is the cause).
 func DecodeNodeMeta(b []byte) (NodeMeta, error) {
+	m, _, err := decodeWire(b)
+	return m, err
+}
+
+func decodeWire(b []byte) (NodeMeta, bool, error) {
 	if len(b) == 0 {
-		return NodeMeta{}, fmt.Errorf("%w: empty", ErrBadMeta)
+		return NodeMeta{}, false, fmt.Errorf("%w: empty", ErrBadMeta)
 	}
 	if len(b) > MaxMetaSize {
-		return NodeMeta{}, fmt.Errorf("%w: %d bytes, limit %d", ErrBadMeta, len(b), MaxMetaSize)
+		return NodeMeta{}, false, fmt.Errorf("%w: %d bytes, limit %d", ErrBadMeta, len(b), MaxMetaSize)
 	}
 	if b[0] != metaFormatV1 {
-		return NodeMeta{}, fmt.Errorf("%w: unknown format byte %#x", ErrBadMeta, b[0])
+		return NodeMeta{}, false, fmt.Errorf("%w: unknown format byte %#x", ErrBadMeta, b[0])
 	}
-	var m NodeMeta
-	if err := json.Unmarshal(b[1:], &m); err != nil {
-		return NodeMeta{}, fmt.Errorf("%w: %w", ErrBadMeta, err)
+	var w wireMeta
+	if err := json.Unmarshal(b[1:], &w); err != nil {
+		return NodeMeta{}, false, fmt.Errorf("%w: %w", ErrBadMeta, err)
 	}
-	if err := m.Validate(); err != nil {
-		return NodeMeta{}, fmt.Errorf("%w: %w", ErrBadMeta, err)
+	if err := w.NodeMeta.Validate(); err != nil {
+		return NodeMeta{}, false, fmt.Errorf("%w: %w", ErrBadMeta, err)
 	}
-	return m, nil
+	return w.NodeMeta, w.Leaving, nil
 }
