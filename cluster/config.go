@@ -212,6 +212,9 @@ type Config struct {
 	// round up to JoinBackoffMax. Defaults 100ms and 2s.
 	JoinBackoff    time.Duration
 	JoinBackoffMax time.Duration
+	// LeaveTimeout is how long Provider.Shutdown(true) waits for the leave
+	// announcement to spread. Default 5s.
+	LeaveTimeout time.Duration
 	// EventBuffer is the capacity of the Events channel. When the consumer
 	// lags and it is full, new events are dropped and counted
 	// (Stats.DroppedEvents). Default 256.
@@ -221,7 +224,8 @@ type Config struct {
 // DefaultConfig returns the configuration for a node on a LAN: bind
 // 0.0.0.0:7946, no seeds, no encryption, label "t2t", ProfileLAN (a dead
 // node is reported Failed after about 6.4s in a 3-node cluster; see
-// LANTuning), join for up to 30s with 100ms..2s backoff, 256 buffered events.
+// LANTuning), join for up to 30s with 100ms..2s backoff, leave within 5s,
+// 256 buffered events.
 func DefaultConfig() Config {
 	return Config{
 		BindAddr:       "0.0.0.0",
@@ -231,6 +235,7 @@ func DefaultConfig() Config {
 		JoinTimeout:    30 * time.Second,
 		JoinBackoff:    100 * time.Millisecond,
 		JoinBackoffMax: 2 * time.Second,
+		LeaveTimeout:   5 * time.Second,
 		EventBuffer:    256,
 	}
 }
@@ -340,6 +345,9 @@ func (c Config) Validate() error {
 	}
 	if c.JoinBackoffMax < c.JoinBackoff {
 		return &ConfigError{Field: "JoinBackoffMax", Value: c.JoinBackoffMax, Reason: fmt.Sprintf("must be >= JoinBackoff (%v)", c.JoinBackoff)}
+	}
+	if c.LeaveTimeout <= 0 {
+		return &ConfigError{Field: "LeaveTimeout", Value: c.LeaveTimeout, Reason: "must be > 0"}
 	}
 	if c.EventBuffer < 1 {
 		return &ConfigError{Field: "EventBuffer", Value: c.EventBuffer, Reason: "must be >= 1"}

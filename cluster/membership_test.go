@@ -588,6 +588,7 @@ func TestConfigValidate(t *testing.T) {
 		{"JoinTimeout", func(c *Config) { c.JoinTimeout = 0 }},
 		{"JoinBackoff", func(c *Config) { c.JoinBackoff = 0 }},
 		{"JoinBackoffMax", func(c *Config) { c.JoinBackoffMax = time.Millisecond }},
+		{"LeaveTimeout", func(c *Config) { c.LeaveTimeout = 0 }},
 		{"EventBuffer", func(c *Config) { c.EventBuffer = 0 }},
 	} {
 		c := DefaultConfig()
