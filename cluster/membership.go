@@ -96,8 +96,9 @@ type Membership struct {
 	watchers  map[int]chan struct{}
 	nextWatch int
 
-	stopOnce sync.Once
-	stopErr  error
+	life    sync.Mutex // serialises UpdateMeta, Leave and Shutdown around memberlist calls
+	stopped bool       // guarded by life
+	stopErr error      // guarded by life
 
 	dropped, rejected, unknown, ignoredMsgs atomic.Uint64
 }
@@ -318,17 +319,19 @@ func (m *Membership) Stats() Stats {
 
 // UpdateMeta replaces this node's metadata (same ID required) and gossips
 // it; other members emit Updated. It waits up to timeout for the update to
-// reach at least one member.
+// go out. After Leave or Shutdown it returns ErrShutdown.
 func (m *Membership) UpdateMeta(meta NodeMeta, timeout time.Duration) error {
 	meta = meta.Clone()
+	m.life.Lock()
+	defer m.life.Unlock()
 	m.metaMu.Lock()
+	if m.stopped || m.leaving {
+		m.metaMu.Unlock()
+		return ErrShutdown
+	}
 	if meta.ID != m.local.ID {
 		m.metaMu.Unlock()
 		return &MetaError{Field: "ID", Value: meta.ID, Reason: fmt.Sprintf("cannot change a running node's ID (%s)", m.local.ID)}
-	}
-	if m.leaving {
-		m.metaMu.Unlock()
-		return ErrShutdown
 	}
 	b, err := meta.Encode()
 	if err != nil {
@@ -348,27 +351,28 @@ func (m *Membership) UpdateMeta(meta NodeMeta, timeout time.Duration) error {
 // Members) and then memberlist's leave notice, waiting up to timeout for
 // each to go out. The shutdown happens even if an announcement timed out;
 // that error is returned. A member that misses the flag but gets the notice
-// reports Failed instead of Left.
+// reports Failed instead of Left. After Shutdown, Leave does nothing.
 func (m *Membership) Leave(timeout time.Duration) error {
-	if m.isClosed() {
-		return m.Shutdown()
-	}
 	var errs []error
-	m.metaMu.Lock()
-	b, err := encodeWire(m.local, true)
-	if err == nil {
-		m.leaving, m.localBytes = true, b
+	m.life.Lock()
+	if !m.stopped {
+		m.metaMu.Lock()
+		b, err := encodeWire(m.local, true)
+		if err == nil {
+			m.leaving, m.localBytes = true, b
+		}
+		m.metaMu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+		} else if err := m.ml.UpdateNode(timeout); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: announce leave: %w", err))
+		}
+		if err := m.ml.Leave(timeout); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: leave: %w", err))
+		}
+		m.logger.Info("left cluster")
 	}
-	m.metaMu.Unlock()
-	if err != nil {
-		errs = append(errs, err)
-	} else if err := m.ml.UpdateNode(timeout); err != nil {
-		errs = append(errs, fmt.Errorf("cluster: announce leave: %w", err))
-	}
-	if err := m.ml.Leave(timeout); err != nil {
-		errs = append(errs, fmt.Errorf("cluster: leave: %w", err))
-	}
-	m.logger.Info("left cluster")
+	m.life.Unlock()
 	return errors.Join(append(errs, m.Shutdown())...)
 }
 
@@ -376,27 +380,25 @@ func (m *Membership) Leave(timeout time.Duration) error {
 // detect this node as Failed (see Tuning.DetectionTime). It closes the
 // Events and Watch channels. Safe to call more than once.
 func (m *Membership) Shutdown() error {
-	m.stopOnce.Do(func() {
-		if err := m.ml.Shutdown(); err != nil {
-			m.stopErr = fmt.Errorf("cluster: shutdown gossip: %w", err)
-		}
-		m.mu.Lock()
-		m.closed = true
-		close(m.events)
-		for id, w := range m.watchers {
-			close(w)
-			delete(m.watchers, id)
-		}
-		m.mu.Unlock()
-		m.logger.Info("membership stopped")
-	})
-	return m.stopErr
-}
-
-func (m *Membership) isClosed() bool {
+	m.life.Lock()
+	defer m.life.Unlock()
+	if m.stopped {
+		return m.stopErr
+	}
+	m.stopped = true
+	if err := m.ml.Shutdown(); err != nil {
+		m.stopErr = fmt.Errorf("cluster: shutdown gossip: %w", err)
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.closed
+	m.closed = true
+	close(m.events)
+	for id, w := range m.watchers {
+		close(w)
+		delete(m.watchers, id)
+	}
+	m.mu.Unlock()
+	m.logger.Info("membership stopped")
+	return m.stopErr
 }
 
 // emitLocked delivers an event without blocking and pokes the watchers.
@@ -453,8 +455,10 @@ func (d *mlDelegate) NotifyAlive(peer *memberlist.Node) error {
 		err = fmt.Errorf("%w: meta ID %q differs from node name %q", ErrBadMeta, meta.ID, peer.Name)
 	}
 	if err != nil {
-		d.m.rejected.Add(1)
-		d.m.logger.Warn("refused node with bad metadata", slog.String("peer", peer.Name), slog.String("addr", peer.Address()), slog.Any("error", err))
+		// Gossip repeats alive messages: warn on the 1st, 2nd, 4th, 8th...
+		if n := d.m.rejected.Add(1); n&(n-1) == 0 {
+			d.m.logger.Warn("refused node with bad metadata", slog.String("peer", peer.Name), slog.String("addr", peer.Address()), slog.Uint64("refused_total", n), slog.Any("error", err))
+		}
 		return err
 	}
 	return nil

@@ -774,3 +774,74 @@ func FuzzDecodeNodeMeta(f *testing.F) {
 		}
 	})
 }
+
+func TestMembershipConcurrentLifecycle(t *testing.T) {
+	memLeakCheck(t)
+	nodes := memCluster(t, 2, nil)
+	m := nodes[1]
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			switch i % 3 {
+			case 0:
+				_ = m.Leave(time.Second)
+			case 1:
+				_ = m.Shutdown()
+			case 2:
+				meta := m.LocalNode()
+				meta.Capacity = i
+				if err := m.UpdateMeta(meta, time.Second); err != nil && !errors.Is(err, ErrShutdown) {
+					t.Errorf("update during shutdown: %v", err)
+				}
+			}
+			_ = m.Members()
+			_ = m.Stats()
+		})
+	}
+	wg.Wait()
+	if err := m.UpdateMeta(m.LocalNode(), time.Second); !errors.Is(err, ErrShutdown) {
+		t.Errorf("update after shutdown: want ErrShutdown, got %v", err)
+	}
+	if err := m.Leave(time.Second); err != nil {
+		t.Errorf("leave after shutdown: %v", err)
+	}
+	_ = nodes[0].Shutdown()
+}
+
+func TestMembershipPortInUse(t *testing.T) {
+	memLeakCheck(t)
+	a := memStart(t, memConfig(), memMeta("a"))
+	cfg := memConfig()
+	_, port, _ := strings.Cut(a.Addr(), ":")
+	cfg.BindPort = mustAtoi(t, port)
+	if m, err := Join(t.Context(), cfg, memMeta("b"), nil); err == nil {
+		_ = m.Shutdown()
+		t.Fatal("two nodes bound the same port")
+	}
+	_ = a.Shutdown()
+}
+
+func BenchmarkNodeMetaEncode(b *testing.B) {
+	m := NodeMeta{ID: NewNodeID(), Name: "rollout-7.example", Address: "10.1.2.3:8090", Roles: []Role{RoleRollout, RoleLearner}, Capacity: 16, Version: "v0.1.0", Kinds: []string{"rollout", "learner", "prototopic"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Encode(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNodeMetaDecode(b *testing.B) {
+	m := NodeMeta{ID: NewNodeID(), Name: "rollout-7.example", Address: "10.1.2.3:8090", Roles: []Role{RoleRollout, RoleLearner}, Capacity: 16, Version: "v0.1.0", Kinds: []string{"rollout", "learner", "prototopic"}}
+	enc, err := m.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(enc)))
+	for b.Loop() {
+		if _, err := DecodeNodeMeta(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
