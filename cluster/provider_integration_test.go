@@ -49,9 +49,6 @@ func pvStart(t *testing.T, name string, seeds ...string) *pvNode {
 }
 
 func TestProviderProtoactorCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three protoactor cluster members (about 10s)")
-	}
 	a := pvStart(t, "a")
 	b := pvStart(t, "b", a.provider.Membership().Addr())
 	c := pvStart(t, "c", a.provider.Membership().Addr())
