@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -180,3 +181,5 @@ func BenchmarkMatMulGradient(b *testing.B) {
 		})
 	}
 }
+
+func lrnShapeF32(dims ...int) shapes.Shape { return shapes.Make(dtypes.Float32, dims...) }
