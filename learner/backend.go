@@ -18,10 +18,13 @@ const (
 	DeviceXLAPrefix = "xla:"
 )
 
-// goBackendConfig configures the pure-Go backend. parallelism=-1 runs every ready op on its own
-// goroutine: with a bounded pool the backend was seen to deadlock on 2 CPUs when several matmuls
-// were ready at once (GOMLX.md, pitfall 3).
-const goBackendConfig = "parallelism=-1"
+// goBackendConfig configures the pure-Go backend. parallelism=-1 gives every parallel task its
+// own goroutine: with a bounded pool the backend was seen to deadlock on 2 CPUs when several
+// matmuls were ready at once (GOMLX.md, pitfall 3). ops_sequential runs the ops of a graph one
+// after another (each op may still split its work): v0.26.0's parallel op scheduler decides
+// buffer reuse from counters it reads without a lock, which the race detector reports, and on
+// 2 cores it was not measurably faster.
+const goBackendConfig = "parallelism=-1,ops_sequential"
 
 // NewBackend returns a compute backend for device and registers the package's fast matmul
 // gradient (RegisterFastMatMulGradient) so that every model built on it trains at full speed.

@@ -408,7 +408,9 @@ func ctxRestore(ctx *context.Context, ck *Checkpoint) error {
 	return lrnCatch(func() {
 		for _, a := range plan {
 			if a.v != nil {
-				a.v.MustSetValue(a.tensor)
+				if err := a.v.SetValue(a.tensor); err != nil {
+					panic(err)
+				}
 				continue
 			}
 			ctx.Checked(false).InAbsPath(a.scope).VariableWithValue(a.name, a.tensor).SetTrainable(false)

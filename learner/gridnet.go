@@ -116,12 +116,14 @@ func NewGridNet(backend backends.Backend, cfg GridNetConfig, train GRPOConfig) (
 			if i == len(widths)-1 {
 				limit *= 0.01
 			}
-			w := make([]float32, in*out)
+			w := make([]float32, out*in)
 			for j := range w {
 				w[j] = float32((2*rng.Float64() - 1) * limit)
 			}
 			scope := g.ctx.In(GridNetKind).In(fmt.Sprintf("layer%d", i))
-			g.ws = append(g.ws, scope.VariableWithValue("w", tensors.FromFlatDataAndDimensions(w, in, out)))
+			// [out, in] as a PyTorch Linear: both DotGeneral operands contract their last axis,
+			// the layout the pure-Go backend multiplies without repacking.
+			g.ws = append(g.ws, scope.VariableWithValue("w", tensors.FromFlatDataAndDimensions(w, out, in)))
 			g.bs = append(g.bs, scope.VariableWithValue("b", tensors.FromShape(shapes.Make(dtypes.Float32, out))))
 			in = out
 		}
@@ -150,7 +152,7 @@ func (g *GridNet) forward(obs *graph.Node) *graph.Node {
 	gr := obs.Graph()
 	for i := range g.ws {
 		w, b := g.ws[i].ValueGraph(gr), g.bs[i].ValueGraph(gr)
-		x = graph.DotGeneral(x, []int{1}, nil, w, []int{0}, nil)
+		x = graph.DotGeneral(x, []int{1}, nil, w, []int{1}, nil)
 		x = graph.Add(x, graph.InsertAxes(b, 0))
 		if i < len(g.ws)-1 {
 			x = graph.Max(x, graph.ZerosLike(x))

@@ -281,6 +281,9 @@ func ParseSafetensorsHeader(js []byte) (*STHeader, error) {
 			}
 			continue
 		}
+		if name == "" {
+			return nil, fmt.Errorf("%w: empty tensor name", ErrSafetensors)
+		}
 		var info STInfo
 		if err := json.Unmarshal(msg, &info); err != nil {
 			return nil, fmt.Errorf("%w: tensor %q: %w", ErrSafetensors, name, err)

@@ -89,6 +89,9 @@ const (
 	numMetrics
 )
 
+// trainerMaxGraphs bounds the graphs compiled per executor (one per padded input shape).
+const trainerMaxGraphs = 256
+
 // accScope holds the gradient accumulators; they are not saved in checkpoints (they are zero
 // between steps).
 const accScope = "/grad_accumulators"
@@ -465,6 +468,9 @@ func (tr *Trainer) exec(kind lossKind, mode int) (*context.Exec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCompute, err)
 	}
+	// Shapes are bounded by the row and length buckets (and with/without reference log-probs);
+	// GoMLX's default of 32 compiled graphs per executor is too few for all combinations.
+	e.SetMaxCache(trainerMaxGraphs)
 	tr.execs[key] = e
 	return e, nil
 }
