@@ -95,7 +95,7 @@ func gridRollout(t testing.TB, g *GridNet, rng *rand.Rand, groups, groupSize int
 func TestGridNetActRespectsLegalAndGreedy(t *testing.T) {
 	rng := rand.New(rand.NewPCG(lrnSeed(t, 51), 5))
 	g := newGridTestNet(t, 3, DefaultGRPOConfig())
-	const n = 300 // crosses buckets 256 → 512
+	const n = 1100 // more than one inference chunk (1024 + a 128 bucket)
 	obs, legal, _ := gridTask(rng, n)
 	acts, lps := make([]int32, n), make([]float32, n)
 	if err := g.Act(obs, n, legal, 1, rng, acts, lps); err != nil {
