@@ -34,7 +34,10 @@ const goBackendConfig = "parallelism=-1,ops_sequential"
 //     plugin installation is disabled. Only in binaries built with cgo; otherwise the error
 //     wraps ErrNoXLA.
 //
-// Any other string returns an error wrapping ErrBadDevice.
+// Any other string returns an error wrapping ErrBadDevice. For a CUDA plugin the process
+// should also set GOPJRT_CUDA_CHECKS=0 and XLA_FLAGS=--xla_gpu_cuda_data_dir=<dir with
+// bin/ptxas> before the call (go-xla v0.1.4 otherwise points that flag at a fixed home
+// directory); that is the caller's job (cmd/), not this library's.
 func NewBackend(device string) (backends.Backend, error) {
 	RegisterFastMatMulGradient()
 	switch {
