@@ -1,0 +1,62 @@
+package learner
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+)
+
+// Backend device strings accepted by NewBackend.
+const (
+	// DeviceCPU selects GoMLX's pure-Go backend ("go"), which needs no cgo and no plugin.
+	DeviceCPU = "cpu"
+	// DeviceXLAPrefix prefixes an absolute path to a PJRT plugin, e.g.
+	// "xla:/opt/jax_plugins/xla_cuda13/xla_cuda_plugin.so".
+	DeviceXLAPrefix = "xla:"
+)
+
+// goBackendConfig configures the pure-Go backend. parallelism=-1 gives every parallel task its
+// own goroutine: with a bounded pool the backend was seen to deadlock on 2 CPUs when several
+// matmuls were ready at once (GOMLX.md, pitfall 3). ops_sequential runs the ops of a graph one
+// after another (each op may still split its work): v0.26.0's parallel op scheduler decides
+// buffer reuse from counters it reads without a lock, which the race detector reports, and on
+// 2 cores it was not measurably faster.
+const goBackendConfig = "parallelism=-1,ops_sequential"
+
+// NewBackend returns a compute backend for device and registers the package's fast matmul
+// gradient (RegisterFastMatMulGradient) so that every model built on it trains at full speed.
+//
+//   - "" or "cpu": the pure-Go backend with unlimited op parallelism.
+//   - "xla:/abs/path/plugin.so": the XLA backend loading that PJRT plugin in place; automatic
+//     plugin installation is disabled. Only in binaries built with cgo; otherwise the error
+//     wraps ErrNoXLA.
+//
+// Any other string returns an error wrapping ErrBadDevice. For a CUDA plugin the process
+// should also set GOPJRT_CUDA_CHECKS=0 and XLA_FLAGS=--xla_gpu_cuda_data_dir=<dir with
+// bin/ptxas> before the call (go-xla v0.1.4 otherwise points that flag at a fixed home
+// directory); that is the caller's job (cmd/), not this library's.
+func NewBackend(device string) (backends.Backend, error) {
+	RegisterFastMatMulGradient()
+	switch {
+	case device == "" || device == DeviceCPU:
+		b, err := simplego.New(goBackendConfig)
+		if err != nil {
+			return nil, fmt.Errorf("learner: pure-Go backend: %w", err)
+		}
+		return b, nil
+	case strings.HasPrefix(device, DeviceXLAPrefix):
+		plugin := strings.TrimPrefix(device, DeviceXLAPrefix)
+		if !filepath.IsAbs(plugin) {
+			return nil, fmt.Errorf("learner: device %q: %w: the PJRT plugin path must be absolute", device, ErrBadDevice)
+		}
+		return newXLABackend(plugin)
+	default:
+		return nil, fmt.Errorf("learner: device %q: %w: want \"cpu\" or \"xla:/abs/path/plugin.so\"", device, ErrBadDevice)
+	}
+}
+
+// IsXLA reports whether b is the XLA backend.
+func IsXLA(b backends.Backend) bool { return b != nil && b.String() == "xla" }

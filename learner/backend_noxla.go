@@ -1,0 +1,17 @@
+//go:build !cgo
+
+package learner
+
+import (
+	"fmt"
+
+	"github.com/gomlx/gomlx/backends"
+)
+
+// xlaAvailable reports whether this build can create XLA backends.
+const xlaAvailable = false
+
+// newXLABackend always fails: the XLA backend needs cgo.
+func newXLABackend(plugin string) (backends.Backend, error) {
+	return nil, fmt.Errorf("learner: XLA plugin %q: %w", plugin, ErrNoXLA)
+}

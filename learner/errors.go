@@ -1,0 +1,43 @@
+package learner
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the package; match them with errors.Is.
+var (
+	// ErrBadDevice: NewBackend got a device string it does not understand.
+	ErrBadDevice = errors.New("learner: bad device")
+	// ErrNoXLA: an XLA backend was requested from a binary built without cgo.
+	ErrNoXLA = errors.New("learner: XLA backend not compiled in (build with cgo)")
+	// ErrInvalidConfig: a configuration failed Validate; the error is a *ConfigError naming the field.
+	ErrInvalidConfig = errors.New("learner: invalid config")
+	// ErrBadBatch: a batch's slices disagree in length or hold out-of-range values.
+	ErrBadBatch = errors.New("learner: bad batch")
+	// ErrSafetensors: a safetensors file or index is malformed.
+	ErrSafetensors = errors.New("learner: malformed safetensors")
+	// ErrCorruptCheckpoint: a checkpoint's files are missing, unreadable or fail their sha256;
+	// the model was not changed.
+	ErrCorruptCheckpoint = errors.New("learner: corrupt checkpoint")
+	// ErrCheckpointMismatch: a well-formed checkpoint does not fit the model (kind, config, tensor
+	// names, shapes or dtypes); the model was not changed.
+	ErrCheckpointMismatch = errors.New("learner: checkpoint does not match model")
+	// ErrCompute: building or running a computation graph failed (GoMLX panics are turned into it).
+	ErrCompute = errors.New("learner: compute failed")
+)
+
+// ConfigError names the configuration field that failed validation and why. It wraps
+// ErrInvalidConfig.
+type ConfigError struct {
+	Field  string // e.g. "GRPOConfig.ClipEps"
+	Value  any    // the offending value
+	Reason string // the bound it broke, e.g. "must be in (0, 1)"
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("learner: invalid config: %s=%v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidConfig) hold.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }

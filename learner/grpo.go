@@ -1,0 +1,331 @@
+package learner
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// GRPOConfig configures GRPO (and behaviour-cloning) updates. DefaultGRPOConfig returns the
+// defaults given per field; Validate names the first field out of bounds.
+type GRPOConfig struct {
+	// GroupSize is the number of rollouts sampled per prompt/instance; advantages are computed
+	// within each group. Default 8; must be ≥ 2.
+	GroupSize int
+	// ScaleByStd divides each group's centred rewards by (std + AdvEps) (GRPO); false keeps the
+	// plain centred rewards (Dr. GRPO). Default true.
+	ScaleByStd bool
+	// AgentWise computes advantages per agent (AgentGroupAdvantages) instead of per episode, for
+	// step-wise multi-agent policies with per-agent rewards. Default false. The trainer itself
+	// reads only per-row or per-position advantages; this flag is for the caller that builds them.
+	AgentWise bool
+	// ClipEps is PPO's clip ε: the ratio π_new/π_behaviour is clipped to [1−ε, 1+ε]. Default 0.2;
+	// must be in (0, 1).
+	ClipEps float64
+	// ISCap is the truncated importance weight C (dual-clip PPO): for negative advantages the
+	// ratio is capped at C, so a token the new policy likes far more than the behaviour policy did
+	// cannot produce an unbounded loss (its gradient is zero beyond C). Default 3; 0 disables;
+	// otherwise must be > 1+ClipEps.
+	ISCap float64
+	// KLCoef is β, the weight of the k3 estimator of KL(π_new ‖ π_ref), per position:
+	// exp(ref−new) − (ref−new) − 1. Default 0 (no reference model needed); must be ≥ 0.
+	KLCoef float64
+	// LR is AdamW's learning rate. Default 1e-3 (suits gridnet; LMs want ~1e-6); must be in (0, 1].
+	LR float64
+	// WeightDecay is AdamW's decoupled weight decay (applied as lr·wd·w). Default 0; must be in [0, 1).
+	WeightDecay float64
+	// MaxGradNorm clips the global L2 norm of the summed gradient before the optimizer step.
+	// Default 1; 0 disables; must be ≥ 0.
+	MaxGradNorm float64
+	// MicroBatch is the most rows (sequences; gridnet: decisions) run through one forward and
+	// backward pass. Larger batches are split and their gradients summed in accumulator
+	// variables before one optimizer step. Default 256; must be ≥ 1.
+	MicroBatch int
+	// LengthBuckets are the sequence lengths T is padded to (ascending, > 0), bounding the number
+	// of compiled graphs; T above the last is rounded up to a multiple of it. Rows of a
+	// micro-batch are padded to the next power of two (at most MicroBatch). Default
+	// {1, 16, 64, 256, 1024}.
+	LengthBuckets []int
+}
+
+// DefaultGRPOConfig returns the documented defaults.
+func DefaultGRPOConfig() GRPOConfig {
+	return GRPOConfig{
+		GroupSize:     8,
+		ScaleByStd:    true,
+		ClipEps:       0.2,
+		ISCap:         3,
+		KLCoef:        0,
+		LR:            1e-3,
+		WeightDecay:   0,
+		MaxGradNorm:   1,
+		MicroBatch:    256,
+		LengthBuckets: []int{1, 16, 64, 256, 1024},
+	}
+}
+
+// Validate returns a *ConfigError (wrapping ErrInvalidConfig) naming the first bad field.
+func (c GRPOConfig) Validate() error {
+	bad := func(field string, v any, reason string) error {
+		return &ConfigError{Field: "GRPOConfig." + field, Value: v, Reason: reason}
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case c.GroupSize < 2:
+		return bad("GroupSize", c.GroupSize, "must be ≥ 2")
+	case !finite(c.ClipEps) || c.ClipEps <= 0 || c.ClipEps >= 1:
+		return bad("ClipEps", c.ClipEps, "must be in (0, 1)")
+	case !finite(c.ISCap) || (c.ISCap != 0 && c.ISCap <= 1+c.ClipEps):
+		return bad("ISCap", c.ISCap, "must be 0 (off) or > 1+ClipEps")
+	case !finite(c.KLCoef) || c.KLCoef < 0:
+		return bad("KLCoef", c.KLCoef, "must be ≥ 0")
+	case !finite(c.LR) || c.LR <= 0 || c.LR > 1:
+		return bad("LR", c.LR, "must be in (0, 1]")
+	case !finite(c.WeightDecay) || c.WeightDecay < 0 || c.WeightDecay >= 1:
+		return bad("WeightDecay", c.WeightDecay, "must be in [0, 1)")
+	case !finite(c.MaxGradNorm) || c.MaxGradNorm < 0:
+		return bad("MaxGradNorm", c.MaxGradNorm, "must be ≥ 0 (0 = off)")
+	case c.MicroBatch < 1:
+		return bad("MicroBatch", c.MicroBatch, "must be ≥ 1")
+	case len(c.LengthBuckets) == 0:
+		return bad("LengthBuckets", c.LengthBuckets, "must not be empty")
+	}
+	for i, b := range c.LengthBuckets {
+		if b < 1 || (i > 0 && b <= c.LengthBuckets[i-1]) {
+			return bad("LengthBuckets", c.LengthBuckets, "must be ascending and > 0")
+		}
+	}
+	return nil
+}
+
+// bucketLen returns the padded length for a sequence of length t.
+func (c GRPOConfig) bucketLen(t int) int {
+	for _, b := range c.LengthBuckets {
+		if t <= b {
+			return b
+		}
+	}
+	last := c.LengthBuckets[len(c.LengthBuckets)-1]
+	return (t + last - 1) / last * last
+}
+
+// bucketRows returns the padded row count for a micro-batch of n rows.
+func (c GRPOConfig) bucketRows(n int) int {
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	return min(p, c.MicroBatch)
+}
+
+// AdvEps is added to a group's reward std before dividing by it.
+const AdvEps = 1e-4
+
+// signalTol: rewards closer than this count as equal for the zero-signal statistic.
+const signalTol = 1e-6
+
+// GroupAdvantages writes each reward's advantage into dst (grown or allocated as needed) and
+// returns it: reward − mean of its group, divided by (std + AdvEps) when scaleByStd (population
+// std). rewards holds consecutive groups of groupSize rollouts; its length must be a multiple of
+// groupSize (it panics otherwise, as for any index error). A group whose rewards are all equal
+// gets zero advantages: it carries no learning signal (see ZeroSignal).
+func GroupAdvantages(rewards []float32, groupSize int, scaleByStd bool, dst []float32) []float32 {
+	if groupSize < 1 || len(rewards)%groupSize != 0 {
+		panic(fmt.Sprintf("learner: GroupAdvantages: %d rewards is not a multiple of groupSize %d", len(rewards), groupSize))
+	}
+	dst = growF32(dst, len(rewards))
+	for g := 0; g < len(rewards); g += groupSize {
+		advGroup(rewards[g:g+groupSize], 1, scaleByStd, dst[g:g+groupSize])
+	}
+	return dst
+}
+
+// AgentGroupAdvantages is the agent-wise variant for step-wise multi-agent policies (gridnet):
+// rewards is laid out [groups][groupSize episodes][numAgents] (each agent's own reward in each
+// episode of the group, e.g. 1 if it reached its goal), and the advantage of agent a in episode
+// e is its reward minus the mean of agent a's rewards over the group's episodes (÷ (std+AdvEps)
+// of those when scaleByStd). Every decision agent a made in episode e then takes that advantage:
+// an agent is judged against itself on the same instance, not against its team-mates, so one
+// agent's failure does not punish the others' good moves. The result has the layout of rewards.
+func AgentGroupAdvantages(rewards []float32, groupSize, numAgents int, scaleByStd bool, dst []float32) []float32 {
+	stride := groupSize * numAgents
+	if groupSize < 1 || numAgents < 1 || len(rewards)%stride != 0 {
+		panic(fmt.Sprintf("learner: AgentGroupAdvantages: %d rewards is not a multiple of groupSize×numAgents %d", len(rewards), stride))
+	}
+	dst = growF32(dst, len(rewards))
+	for g := 0; g < len(rewards); g += stride {
+		for a := range numAgents {
+			advGroup(rewards[g+a:g+stride], numAgents, scaleByStd, dst[g+a:g+stride])
+		}
+	}
+	return dst
+}
+
+// advGroup centres (and optionally scales) r[0], r[step], r[2·step], … into dst at the same
+// offsets.
+func advGroup(r []float32, step int, scaleByStd bool, dst []float32) {
+	var sum, n float64
+	for i := 0; i < len(r); i += step {
+		sum += float64(r[i])
+		n++
+	}
+	mean := sum / n
+	var ss float64
+	for i := 0; i < len(r); i += step {
+		d := float64(r[i]) - mean
+		ss += d * d
+	}
+	scale := 1.0
+	if scaleByStd {
+		scale = 1 / (math.Sqrt(ss/n) + AdvEps)
+	}
+	for i := 0; i < len(r); i += step {
+		dst[i] = float32((float64(r[i]) - mean) * scale)
+	}
+}
+
+// SignalStats counts groups with no learning signal.
+type SignalStats struct {
+	Groups     int // groups seen
+	ZeroSignal int // groups whose rewards are all equal (within 1e-6): zero advantages, no gradient
+}
+
+// ZeroShare is ZeroSignal/Groups (0 when there are no groups).
+func (s SignalStats) ZeroShare() float64 {
+	if s.Groups == 0 {
+		return 0
+	}
+	return float64(s.ZeroSignal) / float64(s.Groups)
+}
+
+// ZeroSignal counts the groups of groupSize consecutive rewards whose rewards are all equal.
+func ZeroSignal(rewards []float32, groupSize int) SignalStats {
+	var s SignalStats
+	if groupSize < 1 {
+		return s
+	}
+	for g := 0; g+groupSize <= len(rewards); g += groupSize {
+		s.Groups++
+		lo, hi := rewards[g], rewards[g]
+		for _, r := range rewards[g : g+groupSize] {
+			lo, hi = min(lo, r), max(hi, r)
+		}
+		if float64(hi)-float64(lo) <= signalTol {
+			s.ZeroSignal++
+		}
+	}
+	return s
+}
+
+func growF32(dst []float32, n int) []float32 {
+	if cap(dst) < n {
+		return make([]float32, n)
+	}
+	return dst[:n]
+}
+
+// GRPOLossInputs are the graph nodes GRPOLoss reads. All per-position tensors are [B, T] float32.
+type GRPOLossInputs struct {
+	NewLogProbs       *graph.Node // log π_new(a_t) of the chosen actions, differentiable (see ChosenLogProbs)
+	BehaviourLogProbs *graph.Node // log-probs recorded when the actions were sampled
+	Advantages        *graph.Node // [B] (one per sequence) or [B, T]
+	Mask              *graph.Node // 1 for trained positions, 0 for prompt and padding
+	RefLogProbs       *graph.Node // optional reference-policy log-probs for the KL penalty
+	// Scale multiplies the masked sum of per-position losses: pass 1/(trained positions of the
+	// whole optimizer batch) when one batch is split into micro-batches (token-mean over the full
+	// batch). nil means 1/max(1, ΣMask) of this batch.
+	Scale *graph.Node
+}
+
+// GRPOLossOutputs are the loss and masked sums for metrics (divide by MaskSum for means).
+type GRPOLossOutputs struct {
+	Loss      *graph.Node // scalar: Scale · Σ mask·(−min(min(r,C)·A, clip(r,1±ε)·A) + β·k3)
+	MaskSum   *graph.Node // Σ mask
+	ClipSum   *graph.Node // Σ mask·[clipping or the IS cap cut the gradient]
+	KLSum     *graph.Node // Σ mask·((r−1) − log r): k3 estimate of KL(behaviour ‖ new)
+	RatioSum  *graph.Node // Σ mask·r
+	RefKLSum  *graph.Node // Σ mask·k3(ref, new); zero without RefLogProbs
+	AdvAbsSum *graph.Node // Σ mask·|A|
+}
+
+// GRPOLoss builds the clipped GRPO loss (graph building; panics on shape errors like GoMLX).
+// With r = exp(new − behaviour) and advantage A per position:
+//
+//	ℓ_t = −min(min(r, C)·A, clip(r, 1−ε, 1+ε)·A) + β·(exp(ref−new) − (ref−new) − 1)
+//	loss = Scale · Σ_t mask_t·ℓ_t
+//
+// C = cfg.ISCap (omitted when 0), ε = cfg.ClipEps, β = cfg.KLCoef (the KL term needs
+// RefLogProbs). The default Scale makes it a token-mean over the mask.
+func GRPOLoss(cfg GRPOConfig, in GRPOLossInputs) GRPOLossOutputs {
+	newLP, oldLP, mask := in.NewLogProbs, in.BehaviourLogProbs, in.Mask
+	g := newLP.Graph()
+	dt := newLP.DType()
+	adv := in.Advantages
+	if adv.Rank() == 1 {
+		adv = graph.InsertAxes(adv, -1) // [B,1] broadcasts over T
+	}
+	adv = graph.BroadcastToShape(adv, newLP.Shape())
+	logRatio := graph.Sub(newLP, oldLP)
+	ratio := graph.Exp(logRatio)
+	unclipped := ratio
+	if cfg.ISCap > 0 {
+		unclipped = graph.MinScalar(ratio, cfg.ISCap)
+	}
+	clipped := graph.ClipScalar(ratio, 1-cfg.ClipEps, 1+cfg.ClipEps)
+	uA, cA := graph.Mul(unclipped, adv), graph.Mul(clipped, adv)
+	perPos := graph.Neg(graph.Min(uA, cA))
+	refKL := graph.ZerosLike(newLP)
+	if in.RefLogProbs != nil {
+		d := graph.Sub(in.RefLogProbs, newLP)
+		refKL = graph.Sub(graph.Sub(graph.Exp(d), d), graph.OnesLike(d))
+		if cfg.KLCoef > 0 {
+			perPos = graph.Add(perPos, graph.MulScalar(refKL, cfg.KLCoef))
+		}
+	}
+	maskSum := graph.ReduceAllSum(mask)
+	scale := in.Scale
+	if scale == nil {
+		scale = graph.Reciprocal(graph.Max(maskSum, graph.Scalar(g, dt, 1)))
+	}
+	masked := func(x *graph.Node) *graph.Node { return graph.ReduceAllSum(graph.Mul(x, mask)) }
+	out := GRPOLossOutputs{
+		Loss:    graph.Mul(masked(perPos), scale),
+		MaskSum: maskSum,
+	}
+	// Metrics: no gradient flows through them (they are not part of Loss).
+	sg := graph.StopGradient
+	cut := graph.ConvertDType(graph.GreaterThan(sg(uA), sg(cA)), dt)
+	if cfg.ISCap > 0 { // the cap cuts the gradient where A<0 and r>C
+		capped := graph.LogicalAnd(graph.LessThan(sg(adv), graph.ZerosLike(adv)), graph.GreaterThan(sg(ratio), graph.Scalar(g, dt, cfg.ISCap)))
+		cut = graph.Max(cut, graph.ConvertDType(capped, dt))
+	}
+	out.ClipSum = masked(cut)
+	out.KLSum = masked(graph.Sub(graph.Sub(sg(ratio), graph.OnesLike(ratio)), sg(logRatio)))
+	out.RatioSum = masked(sg(ratio))
+	out.RefKLSum = masked(sg(refKL))
+	out.AdvAbsSum = masked(graph.Abs(adv))
+	return out
+}
+
+// ChosenLogProbs returns log softmax(logits)[b, t, actions[b, t]] as [B, T] from logits
+// [B, T, V] and integer actions [B, T]. It picks with Gather from the full log-softmax, so no
+// Slice sits on the differentiated path (the pure-Go backend cannot differentiate Slice).
+func ChosenLogProbs(logits, actions *graph.Node) *graph.Node {
+	g := logits.Graph()
+	b, t := logits.Shape().Dimensions[0], logits.Shape().Dimensions[1]
+	logp := graph.LogSoftmax(logits, -1)
+	idxShape := shapes.Make(dtypes.Int32, b, t, 1)
+	acts := graph.Reshape(graph.ConvertDType(actions, dtypes.Int32), b, t, 1)
+	idx := graph.Concatenate([]*graph.Node{graph.Iota(g, idxShape, 0), graph.Iota(g, idxShape, 1), acts}, -1)
+	return graph.Gather(logp, idx)
+}
+
+// MaskedEntropySum returns Σ_{b,t} mask·H(softmax(logits[b,t])) (no gradient) for metrics.
+func MaskedEntropySum(logits, mask *graph.Node) *graph.Node {
+	logp := graph.LogSoftmax(graph.StopGradient(logits), -1)
+	h := graph.Neg(graph.ReduceSum(graph.Mul(graph.Exp(logp), logp), -1))
+	return graph.ReduceAllSum(graph.Mul(h, mask))
+}

@@ -1,0 +1,573 @@
+package learner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+)
+
+// LogitsFunc builds a model's logits [B, T, V] (float32) from its inputs, each laid out
+// [B, T, ...] as described by the ModelInputs of a SeqBatch. It is graph-building code: it reads
+// the model's variables from ctx and panics on error, as GoMLX code does.
+type LogitsFunc func(ctx *context.Context, inputs []*graph.Node) *graph.Node
+
+// ModelSpec describes the model a Trainer updates.
+type ModelSpec struct {
+	NumInputs int        // model inputs per batch (ModelInput entries)
+	Vocab     int        // V: actions (gridnet: 5) or tokens
+	Logits    LogitsFunc // the forward pass
+}
+
+// ModelInput is one model input, laid out [Rows, T, Inner...] row-major. Exactly one of F32 and
+// I32 is set. Padding (rows and positions) is filled with zeros.
+type ModelInput struct {
+	F32   []float32
+	I32   []int32
+	Inner []int // trailing dimensions after [Rows, T]; nil for a [Rows, T] input
+}
+
+// SeqBatch is one optimizer step's data: Rows sequences of T positions (gridnet: Rows decisions
+// of T=1). Per-position slices have Rows·T entries, row-major.
+type SeqBatch struct {
+	Rows, T int
+	Inputs  []ModelInput
+	Actions []int32   // chosen action / next token at each position, in [0, Vocab)
+	Mask    []float32 // 1 = train on this position, 0 = prompt/padding; nil = all ones
+	// GRPO only:
+	BehaviourLogProbs []float32 // log-probs recorded at sampling time
+	Advantages        []float32 // Rows (one per sequence) or Rows·T entries
+	RefLogProbs       []float32 // optional reference log-probs (KL penalty when KLCoef > 0)
+}
+
+// UpdateStats reports one optimizer step. Means are over trained (masked) positions.
+type UpdateStats struct {
+	Loss         float64 // the optimised loss: GRPO token-mean, or BC mean cross-entropy (nats)
+	Positions    int     // trained positions (Σ mask)
+	ClipFrac     float64 // GRPO: share of positions where clipping or the IS cap cut the gradient
+	ApproxKL     float64 // GRPO: mean k3 estimate of KL(behaviour ‖ new)
+	MeanRatio    float64 // GRPO: mean π_new/π_behaviour
+	RefKL        float64 // GRPO: mean k3 estimate of KL(new ‖ ref); 0 without reference
+	MeanAbsAdv   float64 // GRPO: mean |advantage|
+	Accuracy     float64 // BC: share of positions whose target is the most likely action
+	Entropy      float64 // mean policy entropy (nats)
+	GradNorm     float64 // global L2 norm of the summed gradient, before clipping
+	MicroBatches int
+	Step         int64 // optimizer steps taken, including this one
+}
+
+// withGradients is implemented by GoMLX's Adam (train.OptimizeWithGradients).
+type withGradients interface {
+	UpdateGraphWithGradients(ctx *context.Context, grads []*graph.Node, lossDType dtypes.DType)
+}
+
+type lossKind int
+
+const (
+	lossGRPO lossKind = iota
+	lossBC
+)
+
+// Metric slots returned by the loss graphs.
+const (
+	mLoss = iota
+	mMask
+	mClip
+	mKL
+	mRatio
+	mRefKL
+	mAdvAbs
+	mCorrect
+	mEntropy
+	numMetrics
+)
+
+// trainerMaxGraphs bounds the graphs compiled per executor (one per padded input shape).
+const trainerMaxGraphs = 256
+
+// accScope holds the gradient accumulators; they are not saved in checkpoints (they are zero
+// between steps).
+const accScope = "/grad_accumulators"
+
+// Trainer runs GRPO and behaviour-cloning optimizer steps (AdamW, global-norm clipping,
+// micro-batches with gradient accumulation, padding to buckets) for any model given as a
+// LogitsFunc over variables in a context. It is not safe for concurrent use.
+//
+// Gradient accumulation works on every backend: each micro-batch's gradient is added to
+// accumulator variables by one executable, and a second executable clips their sum, applies
+// AdamW and zeroes them. A batch that fits in one micro-batch runs a single fused executable.
+type Trainer struct {
+	backend backends.Backend
+	ctx     *context.Context
+	cfg     GRPOConfig
+	spec    ModelSpec
+	params  []*context.Variable // trainable variables, in context order
+	acc     []*context.Variable // one accumulator per param
+	opt     withGradients
+	execs   map[trainerExecKey]*context.Exec
+	step    int64
+}
+
+type trainerExecKey struct {
+	kind lossKind
+	mode int // 0 fused, 1 accumulate, 2 apply, 3 log-probs
+}
+
+// NewTrainer prepares a trainer for the model whose variables are already in ctx (every
+// trainable variable of ctx is trained). cfg must validate.
+func NewTrainer(backend backends.Backend, ctx *context.Context, cfg GRPOConfig, spec ModelSpec) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.NumInputs < 1 || spec.Vocab < 1 || spec.Logits == nil {
+		return nil, &ConfigError{Field: "ModelSpec", Value: fmt.Sprintf("inputs=%d vocab=%d", spec.NumInputs, spec.Vocab), Reason: "needs ≥1 input, vocab ≥ 1 and a Logits func"}
+	}
+	RegisterFastMatMulGradient()
+	tr := &Trainer{backend: backend, ctx: ctx, cfg: cfg, spec: spec, execs: map[trainerExecKey]*context.Exec{}}
+	for v := range ctx.IterVariables() {
+		if v.Trainable {
+			tr.params = append(tr.params, v)
+		}
+	}
+	if len(tr.params) == 0 {
+		return nil, &ConfigError{Field: "ModelSpec", Value: "ctx", Reason: "context has no trainable variables"}
+	}
+	err := lrnCatch(func() {
+		accCtx := ctx.Checked(false)
+		for _, p := range tr.params {
+			a := accCtx.InAbsPath(accScope+p.Scope()).VariableWithValue(p.Name(), tensors.FromShape(p.Shape()))
+			a.SetTrainable(false)
+			tr.acc = append(tr.acc, a)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	opt := optimizers.Adam().LearningRate(cfg.LR).WeightDecay(cfg.WeightDecay).Done()
+	wg, ok := opt.(withGradients)
+	if !ok {
+		return nil, fmt.Errorf("learner: GoMLX Adam %T lacks UpdateGraphWithGradients: %w", opt, ErrCompute)
+	}
+	tr.opt = wg
+	return tr, nil
+}
+
+// Config returns the trainer's configuration.
+func (tr *Trainer) Config() GRPOConfig { return tr.cfg }
+
+// Steps returns the optimizer steps taken (restored by checkpoints through SetSteps).
+func (tr *Trainer) Steps() int64 { return tr.step }
+
+// SetSteps sets the optimizer step counter (after loading a checkpoint).
+func (tr *Trainer) SetSteps(n int64) { tr.step = n }
+
+// lrnCatch runs fn, turning a GoMLX panic into an error wrapping ErrCompute.
+func lrnCatch(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = fmt.Errorf("%w: %w", ErrCompute, e)
+			} else {
+				err = fmt.Errorf("%w: %v", ErrCompute, r)
+			}
+		}
+	}()
+	fn()
+	return nil
+}
+
+// GRPOStep runs one GRPO optimizer step on b.
+func (tr *Trainer) GRPOStep(b *SeqBatch) (UpdateStats, error) { return tr.runStep(lossGRPO, b) }
+
+// BCStep runs one behaviour-cloning (cross-entropy on Actions) optimizer step on b; only
+// Inputs, Actions and Mask are read.
+func (tr *Trainer) BCStep(b *SeqBatch) (UpdateStats, error) { return tr.runStep(lossBC, b) }
+
+func (tr *Trainer) checkBatch(kind lossKind, b *SeqBatch) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadBatch, fmt.Sprintf(format, args...))
+	}
+	if b == nil || b.Rows < 1 || b.T < 1 {
+		return bad("need Rows ≥ 1 and T ≥ 1")
+	}
+	n := b.Rows * b.T
+	if len(b.Inputs) != tr.spec.NumInputs {
+		return bad("%d inputs, model takes %d", len(b.Inputs), tr.spec.NumInputs)
+	}
+	for i, in := range b.Inputs {
+		inner := 1
+		for _, d := range in.Inner {
+			inner *= d
+		}
+		got := len(in.F32) + len(in.I32)
+		if (in.F32 == nil) == (in.I32 == nil) || got != n*inner {
+			return bad("input %d: want exactly one of F32/I32 with %d values, got %d", i, n*inner, got)
+		}
+	}
+	if len(b.Actions) != n {
+		return bad("%d actions for %d positions", len(b.Actions), n)
+	}
+	for _, a := range b.Actions {
+		if a < 0 || int(a) >= tr.spec.Vocab {
+			return bad("action %d outside [0,%d)", a, tr.spec.Vocab)
+		}
+	}
+	if b.Mask != nil && len(b.Mask) != n {
+		return bad("%d mask values for %d positions", len(b.Mask), n)
+	}
+	if kind == lossGRPO {
+		if len(b.BehaviourLogProbs) != n {
+			return bad("%d behaviour log-probs for %d positions", len(b.BehaviourLogProbs), n)
+		}
+		if len(b.Advantages) != b.Rows && len(b.Advantages) != n {
+			return bad("%d advantages: want Rows=%d or Rows·T=%d", len(b.Advantages), b.Rows, n)
+		}
+		if b.RefLogProbs != nil && len(b.RefLogProbs) != n {
+			return bad("%d reference log-probs for %d positions", len(b.RefLogProbs), n)
+		}
+		for _, x := range b.Advantages {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return bad("non-finite advantage %v", x)
+			}
+		}
+	}
+	return nil
+}
+
+func (tr *Trainer) runStep(kind lossKind, b *SeqBatch) (UpdateStats, error) {
+	var st UpdateStats
+	if err := tr.checkBatch(kind, b); err != nil {
+		return st, err
+	}
+	total := float64(b.Rows * b.T)
+	if b.Mask != nil {
+		total = 0
+		for _, m := range b.Mask {
+			total += float64(m)
+		}
+	}
+	if total <= 0 {
+		return st, fmt.Errorf("%w: no trained positions (mask is all zero)", ErrBadBatch)
+	}
+	scale := tensors.FromScalar(float32(1 / total))
+	nMicro := (b.Rows + tr.cfg.MicroBatch - 1) / tr.cfg.MicroBatch
+	var sums [numMetrics]float64
+	mode := 0
+	if nMicro > 1 {
+		mode = 1
+	}
+	exec, err := tr.exec(kind, mode)
+	if err != nil {
+		return st, err
+	}
+	for m := range nMicro {
+		r0 := m * tr.cfg.MicroBatch
+		r1 := min(b.Rows, r0+tr.cfg.MicroBatch)
+		args := tr.microArgs(kind, b, r0, r1, true)
+		args = append(args, scale)
+		var outs []*tensors.Tensor
+		err := lrnCatch(func() {
+			var e error
+			outs, e = exec.Exec(args...)
+			if e != nil {
+				panic(e)
+			}
+		})
+		if err != nil {
+			tr.resetAccumulators()
+			return st, err
+		}
+		for i := range numMetrics {
+			sums[i] += float64(tensors.ToScalar[float32](outs[i]))
+		}
+		if mode == 0 {
+			st.GradNorm = float64(tensors.ToScalar[float32](outs[numMetrics]))
+		}
+		lrnFinalize(outs)
+	}
+	if mode == 1 {
+		apply, err := tr.exec(kind, 2)
+		if err != nil {
+			return st, err
+		}
+		var outs []*tensors.Tensor
+		err = lrnCatch(func() {
+			var e error
+			outs, e = apply.Exec()
+			if e != nil {
+				panic(e)
+			}
+		})
+		if err != nil {
+			tr.resetAccumulators()
+			return st, err
+		}
+		st.GradNorm = float64(tensors.ToScalar[float32](outs[0]))
+		lrnFinalize(outs)
+	}
+	tr.step++
+	n := sums[mMask]
+	st.Loss = sums[mLoss]
+	st.Positions = int(math.Round(n))
+	st.ClipFrac = sums[mClip] / n
+	st.ApproxKL = sums[mKL] / n
+	st.MeanRatio = sums[mRatio] / n
+	st.RefKL = sums[mRefKL] / n
+	st.MeanAbsAdv = sums[mAdvAbs] / n
+	st.Accuracy = sums[mCorrect] / n
+	st.Entropy = sums[mEntropy] / n
+	st.MicroBatches = nMicro
+	st.Step = tr.step
+	return st, nil
+}
+
+// resetAccumulators zeroes the gradient accumulators after a failed step.
+func (tr *Trainer) resetAccumulators() {
+	for _, a := range tr.acc {
+		_ = a.SetValue(tensors.FromShape(a.Shape()))
+	}
+}
+
+func lrnFinalize(ts []*tensors.Tensor) {
+	for _, t := range ts {
+		_ = t.FinalizeAll()
+	}
+}
+
+// LogProbs writes log π(Actions) at every position of b (Rows·T values, padding included) into
+// dst and returns it: the forward pass only, micro-batched like the updates. Use it for
+// reference-model log-probs or to recompute behaviour log-probs.
+func (tr *Trainer) LogProbs(b *SeqBatch, dst []float32) ([]float32, error) {
+	if err := tr.checkBatch(lossBC, b); err != nil {
+		return dst, err
+	}
+	exec, err := tr.exec(lossBC, 3)
+	if err != nil {
+		return dst, err
+	}
+	dst = growF32(dst, b.Rows*b.T)
+	for r0 := 0; r0 < b.Rows; r0 += tr.cfg.MicroBatch {
+		r1 := min(b.Rows, r0+tr.cfg.MicroBatch)
+		args := tr.microArgs(lossBC, b, r0, r1, false)
+		var out *tensors.Tensor
+		err := lrnCatch(func() {
+			outs, e := exec.Exec(args...)
+			if e != nil {
+				panic(e)
+			}
+			out = outs[0]
+		})
+		if err != nil {
+			return dst, err
+		}
+		tp := out.Shape().Dimensions[1]
+		tensors.MustConstFlatData(out, func(flat []float32) {
+			for r := r0; r < r1; r++ {
+				copy(dst[r*b.T:(r+1)*b.T], flat[(r-r0)*tp:(r-r0)*tp+b.T])
+			}
+		})
+		_ = out.FinalizeAll()
+	}
+	return dst, nil
+}
+
+// microArgs builds the padded tensors of rows [r0, r1): model inputs, actions, mask, then for
+// GRPO behaviour log-probs, advantages and (if present) reference log-probs.
+func (tr *Trainer) microArgs(kind lossKind, b *SeqBatch, r0, r1 int, withTargets bool) []any {
+	bp, tp := tr.cfg.bucketRows(r1-r0), tr.cfg.bucketLen(b.T)
+	args := make([]any, 0, tr.spec.NumInputs+6)
+	for _, in := range b.Inputs {
+		inner := 1
+		for _, d := range in.Inner {
+			inner *= d
+		}
+		dims := append([]int{bp, tp}, in.Inner...)
+		if in.F32 != nil {
+			args = append(args, lrnPadded(in.F32, b.T, inner, r0, r1, dims, tp))
+		} else {
+			args = append(args, lrnPadded(in.I32, b.T, inner, r0, r1, dims, tp))
+		}
+	}
+	args = append(args, lrnPadded(b.Actions, b.T, 1, r0, r1, []int{bp, tp}, tp))
+	if !withTargets {
+		return args
+	}
+	mask := b.Mask
+	if mask == nil {
+		mask = make([]float32, b.Rows*b.T) // only rows r0..r1 are read
+		for i := r0 * b.T; i < r1*b.T; i++ {
+			mask[i] = 1
+		}
+	}
+	args = append(args, lrnPadded(mask, b.T, 1, r0, r1, []int{bp, tp}, tp))
+	if kind == lossGRPO {
+		args = append(args, lrnPadded(b.BehaviourLogProbs, b.T, 1, r0, r1, []int{bp, tp}, tp))
+		adv := b.Advantages
+		if len(adv) == b.Rows && b.T > 1 {
+			adv = make([]float32, b.Rows*b.T)
+			for r := r0; r < r1; r++ {
+				for t := range b.T {
+					adv[r*b.T+t] = b.Advantages[r]
+				}
+			}
+		}
+		args = append(args, lrnPadded(adv, b.T, 1, r0, r1, []int{bp, tp}, tp))
+		if b.RefLogProbs != nil {
+			args = append(args, lrnPadded(b.RefLogProbs, b.T, 1, r0, r1, []int{bp, tp}, tp))
+		}
+	}
+	return args
+}
+
+// lrnPadded copies rows [r0,r1) of src (laid out [rows, t, inner]) into a zero tensor of dims
+// ([bp, tp, inner...]).
+func lrnPadded[E float32 | int32](src []E, t, inner, r0, r1 int, dims []int, tp int) *tensors.Tensor {
+	out := tensors.FromShape(shapes.Make(dtypes.FromGenericsType[E](), dims...))
+	tensors.MustMutableFlatData(out, func(flat []E) {
+		for r := r0; r < r1; r++ {
+			copy(flat[(r-r0)*tp*inner:], src[r*t*inner:(r+1)*t*inner])
+		}
+	})
+	return out
+}
+
+func (tr *Trainer) exec(kind lossKind, mode int) (*context.Exec, error) {
+	key := trainerExecKey{kind, mode}
+	if e, ok := tr.execs[key]; ok {
+		return e, nil
+	}
+	var e *context.Exec
+	var err error
+	switch mode {
+	case 0, 1:
+		e, err = context.NewExec(tr.backend, tr.ctx, func(ctx *context.Context, inputs []*graph.Node) []*graph.Node {
+			return tr.stepGraph(ctx, kind, mode, inputs)
+		})
+	case 2:
+		e, err = context.NewExec(tr.backend, tr.ctx, func(ctx *context.Context, g *graph.Graph) []*graph.Node {
+			grads := make([]*graph.Node, len(tr.acc))
+			for i, a := range tr.acc {
+				grads[i] = a.ValueGraph(g)
+				a.SetValueGraph(graph.ZerosLike(grads[i]))
+			}
+			return []*graph.Node{tr.applyGraph(ctx, grads)}
+		})
+	case 3:
+		e, err = context.NewExec(tr.backend, tr.ctx, func(ctx *context.Context, inputs []*graph.Node) *graph.Node {
+			n := tr.spec.NumInputs
+			return ChosenLogProbs(tr.logitsGraph(ctx, inputs[:n]), inputs[n])
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCompute, err)
+	}
+	// Shapes are bounded by the row and length buckets (and with/without reference log-probs);
+	// GoMLX's default of 32 compiled graphs per executor is too few for all combinations.
+	e.SetMaxCache(trainerMaxGraphs)
+	tr.execs[key] = e
+	return e, nil
+}
+
+func (tr *Trainer) logitsGraph(ctx *context.Context, inputs []*graph.Node) *graph.Node {
+	logits := tr.spec.Logits(ctx, inputs)
+	want := []int{inputs[0].Shape().Dimensions[0], inputs[0].Shape().Dimensions[1], tr.spec.Vocab}
+	if logits.Rank() != 3 || logits.Shape().Dimensions[0] != want[0] || logits.Shape().Dimensions[1] != want[1] || logits.Shape().Dimensions[2] != want[2] {
+		panic(errors.New("learner: LogitsFunc returned " + logits.Shape().String() + fmt.Sprintf(", want %v", want)))
+	}
+	if logits.DType() != dtypes.Float32 {
+		logits = graph.ConvertDType(logits, dtypes.Float32)
+	}
+	return logits
+}
+
+// lossGraph returns the scalar loss to differentiate and the numMetrics metric sums.
+func (tr *Trainer) lossGraph(ctx *context.Context, kind lossKind, inputs []*graph.Node) (*graph.Node, []*graph.Node) {
+	n := tr.spec.NumInputs
+	logits := tr.logitsGraph(ctx, inputs[:n])
+	actions, mask := inputs[n], inputs[n+1]
+	scale := inputs[len(inputs)-1]
+	newLP := ChosenLogProbs(logits, actions)
+	g := logits.Graph()
+	zero := graph.ScalarZero(g, dtypes.Float32)
+	metrics := make([]*graph.Node, numMetrics)
+	for i := range metrics {
+		metrics[i] = zero
+	}
+	var loss *graph.Node
+	switch kind {
+	case lossGRPO:
+		in := GRPOLossInputs{
+			NewLogProbs: newLP, BehaviourLogProbs: inputs[n+2], Advantages: inputs[n+3],
+			Mask: mask, Scale: scale,
+		}
+		if len(inputs) == n+6 {
+			in.RefLogProbs = inputs[n+4]
+		}
+		out := GRPOLoss(tr.cfg, in)
+		loss = out.Loss
+		metrics[mClip], metrics[mKL], metrics[mRatio] = out.ClipSum, out.KLSum, out.RatioSum
+		metrics[mRefKL], metrics[mAdvAbs] = out.RefKLSum, out.AdvAbsSum
+	case lossBC:
+		loss = graph.Mul(graph.Neg(graph.ReduceAllSum(graph.Mul(newLP, mask))), scale)
+		best := graph.ReduceMax(graph.StopGradient(graph.LogSoftmax(logits, -1)), -1)
+		correct := graph.ConvertDType(graph.GreaterOrEqual(graph.StopGradient(newLP), graph.AddScalar(best, -1e-6)), dtypes.Float32)
+		metrics[mCorrect] = graph.ReduceAllSum(graph.Mul(correct, mask))
+	}
+	metrics[mLoss] = graph.StopGradient(loss)
+	metrics[mMask] = graph.ReduceAllSum(mask)
+	metrics[mEntropy] = MaskedEntropySum(logits, mask)
+	return loss, metrics
+}
+
+func (tr *Trainer) stepGraph(ctx *context.Context, kind lossKind, mode int, inputs []*graph.Node) []*graph.Node {
+	loss, metrics := tr.lossGraph(ctx, kind, inputs)
+	g := loss.Graph()
+	nodes := make([]*graph.Node, len(tr.params))
+	for i, p := range tr.params {
+		nodes[i] = p.ValueGraph(g)
+	}
+	grads := graph.Gradient(loss, nodes...)
+	if mode == 1 {
+		for i, a := range tr.acc {
+			a.SetValueGraph(graph.Add(a.ValueGraph(g), grads[i]))
+		}
+		return metrics
+	}
+	return append(metrics, tr.applyGraph(ctx, grads))
+}
+
+// applyGraph clips grads by global norm, applies AdamW and returns the pre-clip norm.
+func (tr *Trainer) applyGraph(ctx *context.Context, grads []*graph.Node) *graph.Node {
+	g := grads[0].Graph()
+	for _, p := range tr.params {
+		p.ValueGraph(g) // Adam updates the trainable variables in use by g.
+	}
+	var sq *graph.Node
+	for _, gr := range grads {
+		s := graph.ReduceAllSum(graph.Square(gr))
+		if sq == nil {
+			sq = s
+		} else {
+			sq = graph.Add(sq, s)
+		}
+	}
+	norm := graph.Sqrt(sq)
+	if tr.cfg.MaxGradNorm > 0 {
+		maxN := graph.Scalar(g, norm.DType(), tr.cfg.MaxGradNorm)
+		factor := graph.Min(graph.OnesLike(norm), graph.Div(maxN, graph.AddScalar(norm, 1e-6)))
+		clipped := make([]*graph.Node, len(grads))
+		for i, gr := range grads {
+			clipped[i] = graph.Mul(gr, factor)
+		}
+		grads = clipped
+	}
+	tr.opt.UpdateGraphWithGradients(ctx, grads, dtypes.Float32)
+	return norm
+}
