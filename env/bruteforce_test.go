@@ -105,6 +105,13 @@ func solvBruteSteps(in *Instance, pos []int, frozen uint8, noWait bool) [][]int 
 // noWait an unfinished agent must move at every step. ok is false when no
 // state with every agent finished can be reached.
 func solvBruteSOC(in *Instance, noWait bool) (soc int, ok bool) {
+	return solvBruteCost(in, noWait, 0)
+}
+
+// solvBruteCost is solvBruteSOC where each step also costs stepCost; with
+// a large stepCost the optimum is makespan*stepCost + SOC of the plan with
+// the smallest SOC among the makespan-optimal ones.
+func solvBruteCost(in *Instance, noWait bool, stepCost int) (soc int, ok bool) {
 	k := len(in.Agents)
 	all := uint8(1)<<k - 1
 	var start solvBruteState
@@ -145,7 +152,7 @@ func solvBruteSOC(in *Instance, noWait bool) (soc int, ok bool) {
 		if it.st.done == all {
 			return it.cost, true
 		}
-		pay := k - popcount8(it.st.done)
+		pay := k - popcount8(it.st.done) + stepCost
 		for _, nx := range solvBruteSteps(in, it.st.pos[:k], it.st.done, noWait) {
 			var st solvBruteState
 			copy(st.pos[:], nx)
@@ -228,11 +235,14 @@ func solvRandomTiny(rng *rand.Rand) *Instance {
 	for {
 		n := 2 + rng.IntN(3)
 		k := 1 + rng.IntN(min(n, solvBruteMaxAgents))
+		if rng.IntN(2) == 0 {
+			k = min(n, solvBruteMaxAgents) // crowded instances conflict more
+		}
 		cells := n * n
 		in := &Instance{Width: n, Height: n, Holes: make([]bool, cells)}
 		nh := rng.IntN(cells - k + 1)
-		if rng.IntN(3) == 0 {
-			nh = 0
+		if rng.IntN(2) == 0 {
+			nh = rng.IntN(cells/4 + 1)
 		}
 		perm := rng.Perm(cells)
 		for _, c := range perm[:nh] {
@@ -295,8 +305,9 @@ func TestSolverMatchesBruteForce(t *testing.T) {
 		if msol.Makespan != want.mk {
 			t.Fatalf("instance %d %s: makespan %d, brute force %d\n%s", it, in.ID, msol.Makespan, want.mk, solvDump(in))
 		}
-		if msol.SOC < want.soc {
-			t.Fatalf("instance %d: makespan plan SOC %d below the optimum %d", it, msol.SOC, want.soc)
+		if lex, _ := solvBruteCost(in, false, 1000); msol.Makespan*1000+msol.SOC != lex {
+			t.Fatalf("instance %d %s: makespan plan %d/%d is not the least SOC among makespan-optimal plans (%d)\n%s",
+				it, in.ID, msol.Makespan, msol.SOC, lex, solvDump(in))
 		}
 		got := in.Clone()
 		if err := s.Annotate(got, SolveOptions{}); err != nil {
@@ -327,5 +338,94 @@ func TestSolverMatchesBruteForce(t *testing.T) {
 	t.Logf("%d instances: %d unsolvable, %d need a wait", count, nUnsolvable, nWait)
 	if nUnsolvable == 0 || nWait == 0 {
 		t.Errorf("the random instances should include unsolvable ones and ones that need a wait")
+	}
+}
+
+// TestSolverCBSAloneMatchesBruteForce turns off the joint-state fallback
+// and checks that plain CBS is optimal wherever it finishes within a large
+// budget, and that it rarely fails to.
+func TestSolverCBSAloneMatchesBruteForce(t *testing.T) {
+	seed := solvTestSeed(t, 2)
+	rng := rand.New(rand.NewPCG(seed, 0xcb5))
+	count := 300
+	if testing.Short() {
+		count = 80
+	}
+	s := NewSolver()
+	s.noJoint = true
+	var solved, budget int
+	for it := 0; it < count; it++ {
+		in := solvRandomTiny(rng)
+		want := solvBrute(in)
+		if !want.solvable {
+			continue
+		}
+		for _, obj := range []Objective{SumOfCosts, MakespanObjective} {
+			sol, err := s.Solve(in, SolveOptions{Objective: obj, MaxNodes: 20000})
+			if errors.Is(err, ErrBudget) {
+				budget++
+				continue
+			}
+			if err != nil {
+				t.Fatalf("instance %d %s: %v\n%s", it, in.ID, err, solvDump(in))
+			}
+			solved++
+			solvCheckPlan(t, in, sol.Plan, false)
+			if obj == SumOfCosts && sol.SOC != want.soc || obj == MakespanObjective && sol.Makespan != want.mk {
+				t.Fatalf("instance %d %s (%v): soc %d mk %d, brute force %+v\n%s", it, in.ID, obj, sol.SOC, sol.Makespan, want, solvDump(in))
+			}
+		}
+	}
+	t.Logf("CBS alone: %d solved, %d out of budget", solved, budget)
+	if budget*20 > solved {
+		t.Errorf("CBS alone ran out of budget on %d of %d searches", budget, solved+budget)
+	}
+}
+
+// TestSolverJointSearchMatchesBruteForce checks the exact joint-state
+// search that the solver falls back on, in all its modes.
+func TestSolverJointSearchMatchesBruteForce(t *testing.T) {
+	seed := solvTestSeed(t, 3)
+	rng := rand.New(rand.NewPCG(seed, 0x101))
+	count := 300
+	if testing.Short() {
+		count = 80
+	}
+	s := NewSolver()
+	for it := 0; it < count; it++ {
+		in := solvRandomTiny(rng)
+		want := solvBrute(in)
+		if err := s.setup(in); err != nil {
+			if want.solvable {
+				t.Fatalf("instance %d: setup: %v", it, err)
+			}
+			continue
+		}
+		nw, okNW := solvBruteSOC(in, true)
+		for _, m := range []struct {
+			obj    Objective
+			noWait bool
+		}{{SumOfCosts, false}, {MakespanObjective, false}, {SumOfCosts, true}} {
+			s.search = solvSpec{obj: m.obj, noWait: m.noWait, ubSOC: solvInf, ubMk: solvInf, maxN: DefaultMaxNodes, maxE: DefaultMaxExpansions}
+			found, done, err := s.jointSolve()
+			if err != nil || !done {
+				t.Fatalf("instance %d: joint search: done=%v err=%v", it, done, err)
+			}
+			wantFound := want.solvable && (!m.noWait || okNW)
+			if found != wantFound {
+				t.Fatalf("instance %d %s (%+v): joint search found=%v, brute force %+v nw=%d/%v\n%s", it, in.ID, m, found, want, nw, okNW, solvDump(in))
+			}
+			if !found {
+				continue
+			}
+			sol := s.solution(in)
+			solvCheckPlan(t, in, sol.Plan, m.noWait)
+			switch {
+			case m.noWait && sol.SOC != nw,
+				!m.noWait && m.obj == SumOfCosts && sol.SOC != want.soc,
+				m.obj == MakespanObjective && sol.Makespan != want.mk:
+				t.Fatalf("instance %d %s (%+v): soc %d mk %d, brute force %+v nw=%d\n%s", it, in.ID, m, sol.SOC, sol.Makespan, want, nw, solvDump(in))
+			}
+		}
 	}
 }

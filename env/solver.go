@@ -170,6 +170,9 @@ type Solver struct {
 
 	// solution paths copied out of the arena
 	solPaths [][]int32
+
+	// noJoint turns off the joint-state fallback (tests check CBS alone).
+	noJoint bool
 }
 
 // NewSolver returns a Solver with empty scratch.
@@ -551,7 +554,7 @@ func (s *Solver) run(sp solvSpec) (bool, error) {
 				continue
 			}
 		}
-		if !jointTried && s.gen >= solvJointLateNodes && s.jointSolvable() {
+		if !jointTried && !s.noJoint && s.gen >= solvJointLateNodes && s.jointSolvable() {
 			// CBS is struggling on a small joint space: solve it exactly
 			// over joint states instead.
 			jointTried = true
