@@ -95,8 +95,10 @@ func InstanceSeed(seed uint64, index int) uint64 {
 // solver annotates the candidate within its budget (genMaxNodes CT nodes
 // and genMaxExpansions expansions per search) and NeedsWait equals the
 // slot's target. It returns a *GenError (ErrInfeasible) when the limits run
-// out first, and CheckFeasible's error when the configuration is rejected
-// up front. Instance.Seed is InstanceSeed(seed, index); GenerateSeeded
+// out first, and CheckFeasible's error when the configuration fails one of
+// its field or count checks (GenerateOne does not run CheckFeasible's
+// sampling probe, which costs up to milliseconds; call CheckFeasible once
+// per stage). Instance.Seed is InstanceSeed(seed, index); GenerateSeeded
 // regenerates the instance from it.
 func GenerateOne(cfg Config, seed uint64, index int) (*Instance, error) {
 	p, err := genNewPlan(cfg, seed)
@@ -164,6 +166,26 @@ func GenerateSeeded(size, holes, agents int, needsWait bool, instSeed uint64) (*
 // ErrInfeasible; field errors also wrap ErrInvalidConfig and a *FieldError,
 // size errors are *GenError with Index -1.
 func CheckFeasible(cfg Config) error {
+	if err := genCheck(cfg); err != nil {
+		return err
+	}
+	counts, _ := genAlloc(cfg)
+	for i, sc := range cfg.Sizes {
+		if counts[i] == 0 {
+			continue
+		}
+		n, k := sc.Size, cfg.Agents
+		nh := genHoleCount(sc.HoleRatio, n)
+		if !genProbeRoom(n, nh, k) {
+			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("hole ratio %g leaves no room for %d agents: fewer than %d of %d random layouts of %d holes and placements connect all %d start-goal pairs", sc.HoleRatio, k, genProbeNeed, genProbeDraws, nh, k)}
+		}
+	}
+	return nil
+}
+
+// genCheck is CheckFeasible without the probe: the checks that cost
+// nothing, which GenerateOne and Generate run on every call.
+func genCheck(cfg Config) error {
 	invalid := func(field string, v any, reason string) error {
 		return fmt.Errorf("%w: %w: %w", ErrInfeasible, ErrInvalidConfig, &FieldError{Field: field, Value: v, Reason: reason})
 	}
@@ -216,9 +238,6 @@ func CheckFeasible(cfg Config) error {
 		}
 		if waits[i] > 0 && k == 1 {
 			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("wait ratio %g asks for %d instances that need a wait, but a single agent never needs one", sc.WaitRatio, waits[i])}
-		}
-		if !genProbeRoom(n, nh, k) {
-			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("hole ratio %g leaves no room for %d agents: fewer than %d of %d random layouts of %d holes and placements connect all %d start-goal pairs", sc.HoleRatio, k, genProbeNeed, genProbeDraws, nh, k)}
 		}
 	}
 	return nil
@@ -303,7 +322,7 @@ type genPlan struct {
 }
 
 func genNewPlan(cfg Config, seed uint64) (*genPlan, error) {
-	if err := CheckFeasible(cfg); err != nil {
+	if err := genCheck(cfg); err != nil {
 		return nil, err
 	}
 	p := &genPlan{cfg: cfg, seed: seed}

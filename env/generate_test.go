@@ -202,25 +202,26 @@ func TestCheckFeasible(t *testing.T) {
 		cfg     Config
 		size    int  // size named by a *GenError, 0 for field errors
 		invalid bool // a field error
+		probe   bool // rejected by the sampling probe only
 	}{
-		{"5 agents on 3x3", mod(func(c *Config) { c.Agents = 5 }), 3, false},
-		{"90% holes on 3x3", mod(func(c *Config) { c.Sizes[0].HoleRatio = 0.9 }), 3, false},
-		{"90% holes on 10x10", Config{Agents: 3, Instances: 10, Sizes: []SizeConfig{{Size: 10, DataRatio: 1, HoleRatio: 0.9}}}, 10, false},
-		{"holes leave too few cells", mod(func(c *Config) { c.Sizes[0].HoleRatio = 0.7 }), 3, false},
-		{"wait with one agent", mod(func(c *Config) { c.Agents = 1 }), 3, false},
-		{"no room at 80% holes on 10x10", Config{Agents: 3, Instances: 10, Sizes: []SizeConfig{{Size: 10, DataRatio: 1, HoleRatio: 0.8}}}, 10, false},
-		{"agents 0", mod(func(c *Config) { c.Agents = 0 }), 0, true},
-		{"negative instances", mod(func(c *Config) { c.Instances = -1 }), 0, true},
-		{"size too small", mod(func(c *Config) { c.Sizes[0].Size = 1 }), 0, true},
-		{"size twice", mod(func(c *Config) { c.Sizes[1].Size = 3 }), 0, true},
-		{"ratio above 1", mod(func(c *Config) { c.Sizes[2].WaitRatio = 1.5 }), 0, true},
-		{"NaN ratio", mod(func(c *Config) { c.Sizes[2].HoleRatio = math.NaN() }), 0, true},
-		{"no sizes", Config{Agents: 2, Instances: 4}, 0, true},
+		{"5 agents on 3x3", mod(func(c *Config) { c.Agents = 5 }), 3, false, false},
+		{"90% holes on 3x3", mod(func(c *Config) { c.Sizes[0].HoleRatio = 0.9 }), 3, false, false},
+		{"90% holes on 10x10", Config{Agents: 3, Instances: 10, Sizes: []SizeConfig{{Size: 10, DataRatio: 1, HoleRatio: 0.9}}}, 10, false, true},
+		{"holes leave too few cells", mod(func(c *Config) { c.Sizes[0].HoleRatio = 0.7 }), 3, false, false},
+		{"wait with one agent", mod(func(c *Config) { c.Agents = 1 }), 3, false, false},
+		{"no room at 80% holes on 10x10", Config{Agents: 3, Instances: 10, Sizes: []SizeConfig{{Size: 10, DataRatio: 1, HoleRatio: 0.8}}}, 10, false, true},
+		{"agents 0", mod(func(c *Config) { c.Agents = 0 }), 0, true, false},
+		{"negative instances", mod(func(c *Config) { c.Instances = -1 }), 0, true, false},
+		{"size too small", mod(func(c *Config) { c.Sizes[0].Size = 1 }), 0, true, false},
+		{"size twice", mod(func(c *Config) { c.Sizes[1].Size = 3 }), 0, true, false},
+		{"ratio above 1", mod(func(c *Config) { c.Sizes[2].WaitRatio = 1.5 }), 0, true, false},
+		{"NaN ratio", mod(func(c *Config) { c.Sizes[2].HoleRatio = math.NaN() }), 0, true, false},
+		{"no sizes", Config{Agents: 2, Instances: 4}, 0, true, false},
 		{"data ratios all zero", mod(func(c *Config) {
 			for i := range c.Sizes {
 				c.Sizes[i].DataRatio = 0
 			}
-		}), 0, true},
+		}), 0, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,6 +239,9 @@ func TestCheckFeasible(t *testing.T) {
 			var ge *GenError
 			if !errors.As(err, &ge) || ge.Size != tc.size || ge.Index != -1 || ge.Reason == "" {
 				t.Fatalf("want a GenError naming size %d, got %v", tc.size, err)
+			}
+			if tc.probe {
+				return
 			}
 			// Generation refuses it too, without searching.
 			if _, err := GenerateOne(tc.cfg, 1, 0); !errors.Is(err, ErrInfeasible) {
