@@ -467,18 +467,43 @@ func genProbeRoom(n, nh, k int) bool {
 // genDraw runs the rejection sampler of one instance (see GenerateOne).
 // index is only used in errors (-1 when unknown).
 func genDraw(g *genScratch, s *Solver, n, nh, k int, wantWait bool, instSeed uint64, index int) (*Instance, error) {
+	return genDrawStats(g, s, n, nh, k, wantWait, instSeed, index, nil)
+}
+
+// genStats counts what the rejection sampler did (for measurements).
+type genStats struct {
+	placements, candidates         int
+	budget, unsolvable, mismatched int
+	work                           int
+}
+
+func genDrawStats(g *genScratch, s *Solver, n, nh, k int, wantWait bool, instSeed uint64, index int, st *genStats) (*Instance, error) {
+	if st == nil {
+		st = &genStats{}
+	}
 	r := rand.New(rand.NewPCG(instSeed, genStreamInstance))
 	in := &Instance{Width: n, Height: n, Holes: make([]bool, n*n), Agents: make([]Agent, k), Seed: instSeed}
 	opt := SolveOptions{MaxNodes: genMaxNodes, MaxExpansions: genMaxExpansions}
 	candidates, work := 0, 0
 	var placements int
 	for placements = 0; placements < genMaxPlacements; placements++ {
+		st.placements++
 		if !g.place(r, in, nh) {
 			continue
 		}
 		candidates++
 		res, err := s.annotate(in, opt, &wantWait)
 		work += res.exp
+		st.work += res.exp
+		st.candidates++
+		switch {
+		case errors.Is(err, errSolvMismatch):
+			st.mismatched++
+		case errors.Is(err, ErrBudget):
+			st.budget++
+		case errors.Is(err, ErrUnsolvable):
+			st.unsolvable++
+		}
 		if err == nil {
 			in.SOC, in.Makespan, in.NeedsWait = res.soc, res.mk, res.needsWait
 			in.ID = in.ComputeID()

@@ -139,6 +139,7 @@ func TestSolverPaperSuite(t *testing.T) {
 		}
 	}
 	dur := make([]time.Duration, len(jobs))
+	stats := make([]genStats, len(jobs))
 	ins := make([]*Instance, len(jobs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -155,7 +156,14 @@ func TestSolverPaperSuite(t *testing.T) {
 					return
 				}
 				t0 := time.Now()
-				in, err := GenerateOne(cfgs[jobs[j].cfg], seed+uint64(jobs[j].cfg), jobs[j].index)
+				cfg, idx := cfgs[jobs[j].cfg], jobs[j].index
+				p, err := genNewPlan(cfg, seed+uint64(jobs[j].cfg))
+				var in *Instance
+				if err == nil {
+					si, wait := p.slot(idx)
+					sc := cfg.Sizes[si]
+					in, err = genDrawStats(&genScratch{}, NewSolver(), sc.Size, genHoleCount(sc.HoleRatio, sc.Size), cfg.Agents, wait, InstanceSeed(p.seed, idx), idx, &stats[j])
+				}
 				dur[j] = time.Since(t0)
 				ins[j] = in
 				if err != nil {
@@ -188,6 +196,17 @@ func TestSolverPaperSuite(t *testing.T) {
 	p99 := dur[order[len(order)/100]]
 	t.Logf("suite: %d instances in %v wall on 2 goroutines (%.1f ms CPU-ish per instance); p99 %v, max %v",
 		len(jobs), wall.Round(time.Millisecond), float64(sum.Microseconds())/1000/float64(len(jobs)), p99.Round(time.Microsecond), dur[order[0]].Round(time.Microsecond))
+	var tot genStats
+	for _, st := range stats {
+		tot.placements += st.placements
+		tot.candidates += st.candidates
+		tot.budget += st.budget
+		tot.unsolvable += st.unsolvable
+		tot.mismatched += st.mismatched
+		tot.work += st.work
+	}
+	t.Logf("sampler: %d placements, %d candidates solved: %d out of budget, %d unsolvable, %d wrong needs_wait; %d expansions",
+		tot.placements, tot.candidates, tot.budget, tot.unsolvable, tot.mismatched, tot.work)
 	perK := map[int]time.Duration{}
 	waits := map[int]int{}
 	for j, jb := range jobs {
@@ -206,6 +225,6 @@ func TestSolverPaperSuite(t *testing.T) {
 		if in != nil {
 			desc = fmt.Sprintf("%dx%d holes=%d soc=%d mk=%d wait=%v", in.Width, in.Height, in.NumHoles(), in.SOC, in.Makespan, in.NeedsWait)
 		}
-		t.Logf("slow: %v agents=%d wr=%.2f index=%d %s", dur[j].Round(time.Microsecond), c.Agents, c.Sizes[0].WaitRatio, jobs[j].index, desc)
+		t.Logf("slow: %v agents=%d wr=%.2f index=%d %s; %+v", dur[j].Round(time.Microsecond), c.Agents, c.Sizes[0].WaitRatio, jobs[j].index, desc, stats[j])
 	}
 }
