@@ -56,11 +56,11 @@ func (q *solvBruteQueue) Pop() any {
 // solvBruteSteps lists every joint next position of the agents in pos: each
 // agent not in frozen takes one of the five moves (no WAIT when noWait),
 // frozen agents stay; moves leave no agent off the grid, on a hole, on the
-// same cell as another, or swapping cells with another.
-func solvBruteSteps(in *Instance, pos []int, frozen uint8, noWait bool) [][]int {
+// same cell as another, or swapping cells with another. The positions are
+// appended to out, len(pos) numbers per successor.
+func solvBruteSteps(in *Instance, pos []int, frozen uint8, noWait bool, out []int) []int {
 	k := len(pos)
-	var out [][]int
-	next := make([]int, k)
+	var next [solvBruteMaxAgents]int
 	var rec func(i int)
 	rec = func(i int) {
 		if i == k {
@@ -74,7 +74,7 @@ func solvBruteSteps(in *Instance, pos []int, frozen uint8, noWait bool) [][]int 
 					}
 				}
 			}
-			out = append(out, append([]int(nil), next...))
+			out = append(out, next[:k]...)
 			return
 		}
 		if frozen&(1<<i) != 0 {
@@ -120,6 +120,7 @@ func solvBruteCost(in *Instance, noWait bool, stepCost int) (soc int, ok bool) {
 	}
 	best := map[solvBruteState]int{}
 	q := &solvBruteQueue{}
+	var steps []int
 	// finishOptions lists st with every subset of the unfinished agents
 	// that stand on their goals marked finished.
 	finishOptions := func(st solvBruteState) []solvBruteState {
@@ -153,9 +154,11 @@ func solvBruteCost(in *Instance, noWait bool, stepCost int) (soc int, ok bool) {
 			return it.cost, true
 		}
 		pay := k - popcount8(it.st.done) + stepCost
-		for _, nx := range solvBruteSteps(in, it.st.pos[:k], it.st.done, noWait) {
+		steps = solvBruteSteps(in, it.st.pos[:k], it.st.done, noWait, steps[:0])
+		for len(steps) > 0 {
 			var st solvBruteState
-			copy(st.pos[:], nx)
+			copy(st.pos[:], steps[:k])
+			steps = steps[k:]
 			st.done = it.st.done
 			for _, s2 := range finishOptions(st) {
 				c := it.cost + pay
@@ -189,15 +192,18 @@ func solvBruteMakespan(in *Instance) (int, bool) {
 	}
 	dist := map[[solvBruteMaxAgents]int]int{start: 0}
 	queue := [][solvBruteMaxAgents]int{start}
+	var steps []int
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
 		if cur == goal {
 			return dist[cur], true
 		}
-		for _, nx := range solvBruteSteps(in, cur[:k], 0, false) {
+		steps = solvBruteSteps(in, cur[:k], 0, false, steps[:0])
+		for len(steps) > 0 {
 			var st [solvBruteMaxAgents]int
-			copy(st[:], nx)
+			copy(st[:], steps[:k])
+			steps = steps[k:]
 			if _, seen := dist[st]; !seen {
 				dist[st] = dist[cur] + 1
 				queue = append(queue, st)
@@ -212,6 +218,8 @@ type solvBruteAnswer struct {
 	solvable  bool
 	soc, mk   int
 	needsWait bool
+	nwSOC     int  // optimal SOC without waits before arrival
+	nwOK      bool // whether a plan without such waits exists
 }
 
 func solvBrute(in *Instance) solvBruteAnswer {
@@ -224,7 +232,7 @@ func solvBrute(in *Instance) solvBruteAnswer {
 		panic("brute force: SOC search solved an instance that the makespan search did not")
 	}
 	nw, okNW := solvBruteSOC(in, true)
-	return solvBruteAnswer{solvable: true, soc: soc, mk: mk, needsWait: !okNW || nw > soc}
+	return solvBruteAnswer{solvable: true, soc: soc, mk: mk, needsWait: !okNW || nw > soc, nwSOC: nw, nwOK: okNW}
 }
 
 // solvRandomTiny returns a random instance of side 2..4 with 1..3 agents:
@@ -270,7 +278,7 @@ func solvRandomTiny(rng *rand.Rand) *Instance {
 func TestSolverMatchesBruteForce(t *testing.T) {
 	seed := solvTestSeed(t, 1)
 	rng := rand.New(rand.NewPCG(seed, 0xb407e))
-	count := 400
+	count := 300
 	if testing.Short() {
 		count = 100
 	}
@@ -321,7 +329,7 @@ func TestSolverMatchesBruteForce(t *testing.T) {
 			nWait++
 		}
 		// The no-wait solver agrees with the no-wait reference.
-		nw, okNW := solvBruteSOC(in, true)
+		nw, okNW := want.nwSOC, want.nwOK
 		nsol, err := s.Solve(in, SolveOptions{NoWaitBeforeArrival: true, MaxNodes: 20000})
 		switch {
 		case okNW && err == nil:
@@ -347,7 +355,7 @@ func TestSolverMatchesBruteForce(t *testing.T) {
 func TestSolverCBSAloneMatchesBruteForce(t *testing.T) {
 	seed := solvTestSeed(t, 2)
 	rng := rand.New(rand.NewPCG(seed, 0xcb5))
-	count := 300
+	count := 200
 	if testing.Short() {
 		count = 80
 	}
@@ -387,7 +395,7 @@ func TestSolverCBSAloneMatchesBruteForce(t *testing.T) {
 func TestSolverJointSearchMatchesBruteForce(t *testing.T) {
 	seed := solvTestSeed(t, 3)
 	rng := rand.New(rand.NewPCG(seed, 0x101))
-	count := 300
+	count := 200
 	if testing.Short() {
 		count = 80
 	}
@@ -401,7 +409,7 @@ func TestSolverJointSearchMatchesBruteForce(t *testing.T) {
 			}
 			continue
 		}
-		nw, okNW := solvBruteSOC(in, true)
+		nw, okNW := want.nwSOC, want.nwOK
 		for _, m := range []struct {
 			obj    Objective
 			noWait bool
@@ -427,5 +435,96 @@ func TestSolverJointSearchMatchesBruteForce(t *testing.T) {
 				t.Fatalf("instance %d %s (%+v): soc %d mk %d, brute force %+v nw=%d\n%s", it, in.ID, m, sol.SOC, sol.Makespan, want, nw, solvDump(in))
 			}
 		}
+	}
+}
+
+// solvJointAnswer annotates in with the exact joint-state search alone.
+func solvJointAnswer(t *testing.T, s *Solver, in *Instance) (solvBruteAnswer, bool) {
+	t.Helper()
+	if err := s.setup(in); err != nil {
+		return solvBruteAnswer{}, true
+	}
+	run := func(sp solvSpec) (bool, bool) {
+		sp.maxN, sp.maxE = DefaultMaxNodes, DefaultMaxExpansions
+		s.search = sp
+		found, done, err := s.jointSolve()
+		if err != nil {
+			t.Fatalf("joint search: %v", err)
+		}
+		return found, done
+	}
+	found, done := run(solvSpec{ubSOC: solvInf, ubMk: solvInf})
+	if !done {
+		return solvBruteAnswer{}, false
+	}
+	if !found {
+		return solvBruteAnswer{}, true
+	}
+	var a solvBruteAnswer
+	a.solvable = true
+	a.soc, _ = s.solCosts()
+	if found, done = run(solvSpec{obj: MakespanObjective, ubSOC: solvInf, ubMk: solvInf}); !found || !done {
+		return a, false
+	}
+	_, a.mk = s.solCosts()
+	found, done = run(solvSpec{noWait: true, ubSOC: int32(a.soc), ubMk: solvInf})
+	if !done {
+		return a, false
+	}
+	a.needsWait = !found
+	return a, true
+}
+
+// TestSolverCBSMatchesJointSearch compares CBS alone with the exact
+// joint-state search on instances too large for the brute force (4x4 and
+// 5x5, 3 and 4 agents): optimal SOC, optimal makespan and NeedsWait.
+func TestSolverCBSMatchesJointSearch(t *testing.T) {
+	seed := solvTestSeed(t, 4)
+	rng := rand.New(rand.NewPCG(seed, 0x5e7))
+	count := 150
+	if testing.Short() {
+		count = 40
+	}
+	cbs := NewSolver()
+	cbs.noJoint = true
+	ref := NewSolver()
+	var g genScratch
+	var compared, budget, waits int
+	for it := 0; it < count; it++ {
+		n := 4 + rng.IntN(2)
+		k := 3 + rng.IntN(2)
+		nh := genIntN(rng, n*n*2/5)
+		in := &Instance{Width: n, Height: n, Holes: make([]bool, n*n), Agents: make([]Agent, k)}
+		for !g.place(rng, in, nh) {
+		}
+		want, ok := solvJointAnswer(t, ref, in)
+		if !ok {
+			continue
+		}
+		got := in.Clone()
+		err := cbs.Annotate(got, SolveOptions{MaxNodes: 20000})
+		switch {
+		case errors.Is(err, ErrBudget):
+			budget++
+			continue
+		case !want.solvable:
+			if !errors.Is(err, ErrUnsolvable) {
+				t.Fatalf("instance %d %s: joint search says unsolvable, CBS: %v\n%s", it, in.ID, err, solvDump(in))
+			}
+			continue
+		case err != nil:
+			t.Fatalf("instance %d %s: CBS: %v, joint search %+v\n%s", it, in.ID, err, want, solvDump(in))
+		}
+		compared++
+		if want.needsWait {
+			waits++
+		}
+		if got.SOC != want.soc || got.Makespan != want.mk || got.NeedsWait != want.needsWait {
+			t.Fatalf("instance %d %s: CBS soc=%d mk=%d wait=%v, joint search %+v\n%s", it, in.ID, got.SOC, got.Makespan, got.NeedsWait, want, solvDump(in))
+		}
+	}
+	t.Logf("compared %d instances (%d need a wait), CBS out of budget on %d", compared, waits, budget)
+	if compared < count/2 || budget*10 > compared {
+		t.Errorf("too few comparisons: %d compared, %d out of budget", compared, budget)
 	}
 }
