@@ -171,8 +171,15 @@ type Solver struct {
 	// solution paths copied out of the arena
 	solPaths [][]int32
 
-	// noJoint turns off the joint-state fallback (tests check CBS alone).
-	noJoint bool
+	// noJoint turns off the joint-state fallback and noCorridor the
+	// corridor reasoning (tests check CBS without them).
+	noJoint, noCorridor bool
+
+	// corridor scratch
+	corr     []int32
+	inCorr   []uint32
+	corrMark uint32
+	sdist    []int32
 }
 
 // NewSolver returns a Solver with empty scratch.
@@ -221,13 +228,14 @@ const (
 	consVertex uint8 = iota
 	consEdge
 	consLength
+	consRange
 )
 
 type ctCons struct {
 	agent int32
 	kind  uint8
-	a, b  int32 // vertex: cell a; edge: a -> b
-	t     int32 // vertex/edge: time; length: the agent's cost must exceed t
+	a, b  int32 // vertex, range: cell a; edge: a -> b
+	t     int32 // vertex/edge: time; length: the agent's cost must exceed t; range: the agent is not on a during [0,t]
 }
 
 const (
@@ -734,6 +742,11 @@ func (s *Solver) expand(x int32) (bool, error) {
 		cs[0] = ctCons{agent: cf.i, kind: consLength, t: cf.t}
 		cs[1] = ctCons{agent: cf.j, kind: consVertex, a: cf.a, t: cf.t}
 	}
+	if cf.kind != confTarget && !s.noCorridor {
+		if c0, c1, ok := s.corridor(x, &cf); ok {
+			cs[0], cs[1] = c0, c1
+		}
+	}
 	var kids [2]int32
 	nk := 0
 	nodesMark, consMark := int32(len(s.nodes)), len(s.cons)
@@ -802,7 +815,7 @@ func (s *Solver) buildCons(a, x int32) {
 		switch c.kind {
 		case consLength:
 			lb = max(lb, c.t+1)
-		case consVertex:
+		case consVertex, consRange:
 			maxT = max(maxT, c.t)
 			if c.a == goal {
 				last = max(last, c.t)
@@ -841,6 +854,10 @@ func (s *Solver) buildCons(a, x int32) {
 			s.vtab[c.t*n+c.a] = s.vstamp
 		case consEdge:
 			s.etab[(c.t*n+c.a)*4+s.dir(c.a, c.b)] = s.vstamp
+		case consRange:
+			for t := int32(1); t <= c.t; t++ {
+				s.vtab[t*n+c.a] = s.vstamp
+			}
 		}
 	}
 }
@@ -1713,4 +1730,249 @@ func (s *Solver) jointExtract(key uint64) {
 			}
 		}
 	}
+}
+
+// degree returns the number of free neighbours of cell c.
+func (s *Solver) degree(c int32) int {
+	d := 0
+	for m := int32(0); m < 4; m++ {
+		if s.adj[c*4+m] >= 0 {
+			d++
+		}
+	}
+	return d
+}
+
+// corridorAt collects the corridor through cell v: the maximal chain of
+// free cells of degree 2 containing v, into s.corr (marked in s.inCorr
+// with s.corrMark), and returns the cells e and f just outside its two
+// ends. It reports false when v is not in such a chain, or the chain ends
+// in a dead end or closes on itself.
+func (s *Solver) corridorAt(v int32) (e, f int32, ok bool) {
+	if s.degree(v) != 2 {
+		return 0, 0, false
+	}
+	if len(s.inCorr) < s.n {
+		s.inCorr = make([]uint32, s.n)
+	}
+	s.corrMark++
+	if s.corrMark == 0 {
+		clear(s.inCorr)
+		s.corrMark = 1
+	}
+	s.corr = append(s.corr[:0], v)
+	s.inCorr[v] = s.corrMark
+	var ends [2]int32
+	side := 0
+	for m := int32(0); m < 4; m++ {
+		nb := s.adj[v*4+m]
+		if nb < 0 {
+			continue
+		}
+		prev, cur := v, nb
+		for s.degree(cur) == 2 {
+			if s.inCorr[cur] == s.corrMark {
+				return 0, 0, false // a cycle of degree-2 cells
+			}
+			s.inCorr[cur] = s.corrMark
+			s.corr = append(s.corr, cur)
+			next := int32(-1)
+			for m2 := int32(0); m2 < 4; m2++ {
+				if c2 := s.adj[cur*4+m2]; c2 >= 0 && c2 != prev {
+					next = c2
+				}
+			}
+			prev, cur = cur, next
+		}
+		if s.degree(cur) < 2 || s.inCorr[cur] == s.corrMark {
+			return 0, 0, false // dead end
+		}
+		ends[side] = cur
+		side++
+	}
+	if ends[0] == ends[1] {
+		return 0, 0, false
+	}
+	return ends[0], ends[1], true
+}
+
+// corridorDir returns the corridor end that agent a's path at node x last
+// visited at or before t and the one it first visits at or after t (-1 if
+// none).
+func (s *Solver) corridorDir(x, a, t, e, f int32) (from, to int32) {
+	p := s.path(x, a)
+	last := int32(len(p)) - 1
+	from, to = -1, -1
+	for u := min(t, last); u >= 0; u-- {
+		if p[u] == e || p[u] == f {
+			from = p[u]
+			break
+		}
+	}
+	for u := min(t, last); u <= last; u++ {
+		if p[u] == e || p[u] == f {
+			to = p[u]
+			break
+		}
+	}
+	return from, to
+}
+
+// corridor applies corridor reasoning (Li et al., "Pairwise symmetry
+// reasoning for multi-agent path finding search", 2021) to the vertex or
+// edge conflict cf at node x. When two agents cross a corridor of k cells
+// in opposite directions, a1 from end e1 to end e2 and a2 the other way,
+// every pair of conflict-free paths keeps a1 off e2 during
+// [0, min(t1'(e2)-1, t2(e1)+k)] or keeps a2 off e1 during
+// [0, min(t2'(e1)-1, t1(e2)+k)], where t(e) is the agent's earliest arrival
+// at e and t'(e) its earliest arrival avoiding the corridor (the agent that
+// passes second cannot reach the far end before the first has left the
+// corridor and it has walked all k cells). Both agents must start outside
+// the corridor. We use lower bounds for t and t' (t' ignores the
+// constraints), which keeps the disjunction valid. It returns those two
+// range constraints when both are violated by the current paths.
+func (s *Solver) corridor(x int32, cf *ctConflict) (ctCons, ctCons, bool) {
+	v := cf.a
+	if cf.kind == confEdge && s.degree(v) != 2 {
+		v = cf.b
+	}
+	e, f, ok := s.corridorAt(v)
+	if !ok {
+		return ctCons{}, ctCons{}, false
+	}
+	a1, a2 := cf.i, cf.j
+	from1, to1 := s.corridorDir(x, a1, cf.t, e, f)
+	from2, to2 := s.corridorDir(x, a2, cf.t, e, f)
+	if from1 < 0 || to1 < 0 || from1 == to1 || from2 != to1 || to2 != from1 {
+		return ctCons{}, ctCons{}, false
+	}
+	if s.inCorr[s.start[a1]] == s.corrMark || s.inCorr[s.start[a2]] == s.corrMark {
+		return ctCons{}, ctCons{}, false
+	}
+	e1, e2 := from1, to1
+	k := int32(len(s.corr))
+	t1x := s.earliestAround(a1, e2)
+	t2x := s.earliestAround(a2, e1)
+	t1 := s.earliest(x, a1, e2)
+	t2 := s.earliest(x, a2, e1)
+	r1 := min(t1x-1, t2+k)
+	r2 := min(t2x-1, t1+k)
+	if !s.visits(x, a1, e2, r1) || !s.visits(x, a2, e1, r2) {
+		return ctCons{}, ctCons{}, false
+	}
+	return ctCons{agent: a1, kind: consRange, a: e2, t: r1}, ctCons{agent: a2, kind: consRange, a: e1, t: r2}, true
+}
+
+// visits reports whether agent a's path at node x is on cell c at some
+// time in [1, r].
+func (s *Solver) visits(x, a, c, r int32) bool {
+	p := s.path(x, a)
+	last := int32(len(p)) - 1
+	for t := int32(1); t <= r; t++ {
+		if p[min(t, last)] == c {
+			return true
+		}
+	}
+	return false
+}
+
+// earliest returns the earliest time agent a can be on cell target under
+// its constraints at node x (waits allowed, length constraints ignored: a
+// lower bound on its arrival in every solution below x); solvInf when it
+// cannot.
+func (s *Solver) earliest(x, a, target int32) int32 {
+	s.buildCons(a, x)
+	n := int32(s.n)
+	start := s.start[a]
+	if start == target {
+		return 0
+	}
+	need := int(s.cMaxT+2) * s.n
+	if len(s.mark) < need {
+		s.mark = append(s.mark, make([]uint32, need-len(s.mark))...)
+	}
+	if s.markStamp >= 1<<31 {
+		clear(s.mark)
+		s.markStamp = 0
+	}
+	s.markStamp++
+	stamp := s.markStamp
+	layer := append(s.layer[:0], start)
+	lo := 0
+	for t := int32(0); t <= s.cMaxT; t++ {
+		hi := len(layer)
+		for i := lo; i < hi; i++ {
+			u := layer[i]
+			for m := int32(0); m < 5; m++ {
+				v := u
+				if m > 0 {
+					if v = s.adj[u*4+m-1]; v < 0 {
+						continue
+					}
+				}
+				if t+1 <= s.cMaxT {
+					if s.vtab[(t+1)*n+v] == s.vstamp {
+						continue
+					}
+					if m > 0 && s.etab[((t+1)*n+u)*4+m-1] == s.vstamp {
+						continue
+					}
+				}
+				if v == target {
+					s.layer = layer[:0]
+					return t + 1
+				}
+				if si := (t+1)*n + v; s.mark[si] != stamp {
+					s.mark[si] = stamp
+					layer = append(layer, v)
+				}
+			}
+		}
+		lo = hi
+	}
+	// Past the last constraint: static distances to the target.
+	s.staticDist(target, 0)
+	best := solvInf
+	for _, u := range layer[lo:] {
+		if d := s.sdist[u]; d >= 0 {
+			best = min(best, s.cMaxT+1+d)
+		}
+	}
+	s.layer = layer[:0]
+	return best
+}
+
+// staticDist fills s.sdist with distances to target over free cells,
+// avoiding the cells marked with avoid in s.inCorr when avoid is not 0.
+func (s *Solver) staticDist(target int32, avoid uint32) {
+	s.sdist = solvGrow(s.sdist, s.n)
+	for i := range s.sdist {
+		s.sdist[i] = -1
+	}
+	q := s.layerOff[:0]
+	s.sdist[target] = 0
+	q = append(q, target)
+	for h := 0; h < len(q); h++ {
+		u := q[h]
+		for m := int32(0); m < 4; m++ {
+			v := s.adj[u*4+m]
+			if v >= 0 && s.sdist[v] < 0 && (avoid == 0 || s.inCorr[v] != avoid) {
+				s.sdist[v] = s.sdist[u] + 1
+				q = append(q, v)
+			}
+		}
+	}
+	s.layerOff = q[:0]
+}
+
+// earliestAround returns a lower bound on the time agent a can reach cell
+// target without crossing the corridor marked in s.inCorr: its distance in
+// the grid without the corridor. (A path that steps into the corridor and
+// back out on the same side is no faster, whatever the constraints.)
+func (s *Solver) earliestAround(a, target int32) int32 {
+	s.staticDist(target, s.corrMark)
+	if d := s.sdist[s.start[a]]; d >= 0 {
+		return d
+	}
+	return solvInf
 }
