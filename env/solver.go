@@ -173,7 +173,15 @@ type Solver struct {
 
 	// noJoint turns off the joint-state fallback and noCorridor the
 	// corridor reasoning (tests check CBS without them).
-	noJoint, noCorridor bool
+	noJoint, noCorridor, noTarget bool
+
+	// target reasoning scratch: blocked cells for the agent being planned
+	cUB       int32
+	cBlockT   int32
+	blockFrom []int32 // per cell: first blocked time, -1
+	blockList []int32
+	hb        []int32 // distances to the goal avoiding blocked cells
+	hEnd      []int32 // the distances the low level finishes paths along
 
 	// corridor scratch
 	corr     []int32
@@ -229,13 +237,14 @@ const (
 	consEdge
 	consLength
 	consRange
+	consBlock
 )
 
 type ctCons struct {
 	agent int32
 	kind  uint8
 	a, b  int32 // vertex, range: cell a; edge: a -> b
-	t     int32 // vertex/edge: time; length: the agent's cost must exceed t; range: the agent is not on a during [0,t]
+	t     int32 // vertex/edge: time; length: the agent's cost must exceed t; range: the agent is not on a during [0,t]; block: the agent's cost is at most t and no other agent is on a (its goal) from t on
 }
 
 const (
@@ -454,9 +463,12 @@ func (s *Solver) setup(in *Instance) error {
 	s.start = solvGrow(s.start, s.k)
 	s.goal = solvGrow(s.goal, s.k)
 	s.goalT = solvGrow(s.goalT, n)
+	s.blockFrom = solvGrow(s.blockFrom, n)
 	for i := range s.goalT {
 		s.goalT[i] = -1
+		s.blockFrom[i] = -1
 	}
+	s.blockList = s.blockList[:0]
 	for a, ag := range in.Agents {
 		s.start[a] = int32(in.Index(ag.Start))
 		s.goal[a] = int32(in.Index(ag.Goal))
@@ -739,8 +751,14 @@ func (s *Solver) expand(x int32) (bool, error) {
 		cs[0] = ctCons{agent: cf.i, kind: consEdge, a: cf.a, b: cf.b, t: cf.t}
 		cs[1] = ctCons{agent: cf.j, kind: consEdge, a: cf.b, b: cf.a, t: cf.t}
 	case confTarget:
+		// Agent i is on its goal for good by t and agent j is there at t:
+		// either i's cost exceeds t, or i finishes by t and then nobody
+		// else may be on its goal from t on.
 		cs[0] = ctCons{agent: cf.i, kind: consLength, t: cf.t}
-		cs[1] = ctCons{agent: cf.j, kind: consVertex, a: cf.a, t: cf.t}
+		cs[1] = ctCons{agent: cf.i, kind: consBlock, a: cf.a, t: cf.t}
+		if s.noTarget {
+			cs[1] = ctCons{agent: cf.j, kind: consVertex, a: cf.a, t: cf.t}
+		}
 	}
 	if cf.kind != confTarget && !s.noCorridor {
 		if c0, c1, ok := s.corridor(x, &cf); ok {
@@ -755,30 +773,27 @@ func (s *Solver) expand(x int32) (bool, error) {
 		ci := int32(len(s.cons))
 		s.cons = append(s.cons, c)
 		child := s.newNode(x, ci)
-		a := c.agent
-		old := s.refs[s.nodes[x].refs+a]
-		ub := s.agentUB(a, s.nodes[x].g-(old.n-1))
-		off, ln, ok, err := s.lowLevel(a, child, ub)
+		ok, err := s.replan(x, child, &c)
 		if err != nil {
 			return false, err
+		}
+		if ok {
+			s.finishNode(child, x)
+			ok = !s.pruned(child)
 		}
 		if !ok {
 			s.dropLast(child)
 			s.cons = s.cons[:ci]
 			continue
 		}
-		s.refs[s.nodes[child].refs+a] = pathRef{off: off, n: ln, mdd: -1}
-		s.finishNode(child, x)
-		if s.pruned(child) {
-			s.dropLast(child)
-			s.cons = s.cons[:ci]
-			continue
-		}
-		if cf.class < 2 && ln == old.n && s.nodes[child].nconf < s.nodes[x].nconf {
+		a := c.agent
+		old := s.refs[s.nodes[x].refs+a]
+		nw := s.refs[s.nodes[child].refs+a]
+		if c.kind != consBlock && cf.class < 2 && nw.n == old.n && s.nodes[child].nconf < s.nodes[x].nconf {
 			// Bypass: the new path is as cheap, satisfies x's constraints
 			// too, and has fewer conflicts; adopt it instead of branching.
 			nconf := s.nodes[child].nconf
-			s.refs[s.nodes[x].refs+a] = pathRef{off: off, n: ln, mdd: old.mdd}
+			s.refs[s.nodes[x].refs+a] = pathRef{off: nw.off, n: nw.n, mdd: old.mdd}
 			// Drop every child made so far (they are the last nodes).
 			s.refs = s.refs[:s.nodes[nodesMark].refs]
 			s.nodes = s.nodes[:nodesMark]
@@ -797,18 +812,74 @@ func (s *Solver) expand(x int32) (bool, error) {
 	return false, nil
 }
 
+// replan finds new paths in child (a fresh copy of x plus constraint c)
+// for the agents that c may invalidate: c's agent, or for a block every
+// other agent on the blocked cell at or after its time. It reports false
+// when one of them has no path within the bounds.
+func (s *Solver) replan(x, child int32, c *ctCons) (bool, error) {
+	one := func(a int32) (bool, error) {
+		base := s.nodes[child].refs
+		var others int32
+		for j := int32(0); j < int32(s.k); j++ {
+			if j != a {
+				others += s.refs[base+j].n - 1
+			}
+		}
+		off, ln, ok, err := s.lowLevel(a, child, s.agentUB(a, others))
+		if err != nil || !ok {
+			return false, err
+		}
+		s.refs[s.nodes[child].refs+a] = pathRef{off: off, n: ln, mdd: -1}
+		return true, nil
+	}
+	if c.kind != consBlock {
+		return one(c.agent)
+	}
+	for a := int32(0); a < int32(s.k); a++ {
+		if a == c.agent {
+			continue
+		}
+		p := s.path(x, a)
+		for t := c.t; t < int32(len(p)); t++ {
+			if p[t] == c.a {
+				if ok, err := one(a); !ok || err != nil {
+					return false, err
+				}
+				break
+			}
+		}
+	}
+	return true, nil
+}
+
 // buildCons loads agent a's constraints at node x into the stamp tables and
 // sets cMaxT (latest vertex/edge constraint time), cLB (smallest allowed
 // cost) and cLast (latest vertex constraint on the agent's goal).
 func (s *Solver) buildCons(a, x int32) {
-	maxT, lb, last := int32(0), int32(0), int32(-1)
+	maxT, lb, last, ub := int32(0), int32(0), int32(-1), solvInf
 	goal := s.goal[a]
+	for _, c := range s.blockList {
+		s.blockFrom[c] = -1
+	}
+	s.blockList = s.blockList[:0]
+	s.cBlockT = 0
 	for y := x; y >= 0; y = s.nodes[y].parent {
 		ci := s.nodes[y].con
 		if ci < 0 {
 			continue
 		}
 		c := &s.cons[ci]
+		if c.kind == consBlock {
+			if c.agent == a {
+				ub = min(ub, c.t)
+			} else if bf := s.blockFrom[c.a]; bf < 0 || c.t < bf {
+				if bf < 0 {
+					s.blockList = append(s.blockList, c.a)
+				}
+				s.blockFrom[c.a] = c.t
+			}
+			continue
+		}
 		if c.agent != a {
 			continue
 		}
@@ -824,6 +895,10 @@ func (s *Solver) buildCons(a, x int32) {
 			maxT = max(maxT, c.t)
 		}
 	}
+	for _, c := range s.blockList {
+		s.cBlockT = max(s.cBlockT, s.blockFrom[c])
+	}
+	s.cUB = ub
 	s.cMaxT, s.cLB, s.cLast = maxT, lb, last
 	need := int(maxT+1) * s.n
 	if len(s.vtab) < need {
@@ -1001,10 +1076,20 @@ func (s *Solver) astar(a, ub int32) (int32, int32, bool, error) {
 		s.cells = append(s.cells, start)
 		return off, 1, true, nil
 	}
+	ub = min(ub, s.cUB)
 	if max(h[start], lb) > ub {
 		return 0, 0, false, nil
 	}
-	tcap := max(s.cMaxT, lb, s.catH) + 1
+	tcap := max(s.cMaxT, lb, s.catH, s.cBlockT) + 1
+	// Past tcap the blocked cells are blocked for good: finish paths
+	// along distances that avoid them.
+	hEnd := h
+	if len(s.blockList) > 0 {
+		s.hb = solvGrow(s.hb, s.n)
+		s.bfsAvoid(goal, s.hb, tcap)
+		hEnd = s.hb
+	}
+	s.hEnd = hEnd
 	need := int(tcap+1) * s.n
 	if len(s.seen) < need {
 		s.seen = append(s.seen, make([]uint32, need-len(s.seen))...)
@@ -1061,6 +1146,9 @@ func (s *Solver) astar(a, ub int32) (int32, int32, bool, error) {
 					continue
 				}
 			}
+			if bf := s.blockFrom[c2]; bf >= 0 && t2 >= bf {
+				continue
+			}
 			f2 := max(t2+h[c2], lb)
 			if f2 > ub {
 				continue
@@ -1078,7 +1166,13 @@ func (s *Solver) astar(a, ub int32) (int32, int32, bool, error) {
 					continue // waiting on the goal past the horizon never helps
 				}
 				// No constraints ahead: finish along a shortest path.
-				f2 = t2 + h[c2]
+				if hEnd[c2] < 0 {
+					continue
+				}
+				f2 = t2 + hEnd[c2]
+				if f2 > ub {
+					continue
+				}
 				si := tcap*n + c2
 				if s.seen[si] == stamp {
 					e := &s.pool[s.seenIdx[si]]
@@ -1117,9 +1211,8 @@ func (s *Solver) astar(a, ub int32) (int32, int32, bool, error) {
 // llPath writes the path ending in pool node idx (and, for a node short of
 // the goal, a shortest completion) to the cell arena.
 func (s *Solver) llPath(idx, a int32) (int32, int32, bool, error) {
-	n := int32(s.n)
 	end := s.pool[idx]
-	h := s.dist[a*n : (a+1)*n]
+	h := s.hEnd
 	total := end.f + 1
 	off := int32(len(s.cells))
 	for range total {
@@ -1184,6 +1277,9 @@ func (s *Solver) mdd(a, c int32) int32 {
 			if m > 0 && s.etab[(t2*n+u)*4+m-1] == s.vstamp {
 				return false
 			}
+		}
+		if bf := s.blockFrom[v]; bf >= 0 && t2 >= bf {
+			return false
 		}
 		if t2+h[v] > c {
 			return false
@@ -1338,8 +1434,20 @@ func (s *Solver) evaluate(x int32) error {
 			}
 		case confTarget:
 			ki = 1
-			if s.mddOf(x, cf.j)[cf.t] == cf.a {
-				kj = 1
+			mj := s.mddOf(x, cf.j)
+			if s.noTarget {
+				if mj[cf.t] == cf.a {
+					kj = 1
+				}
+				break
+			}
+			// Blocked from t on, j's cost rises if every cheapest path of
+			// j is on the cell at some time from t on.
+			for t := cf.t; t < int32(len(mj)); t++ {
+				if mj[t] == cf.a {
+					kj = 1
+					break
+				}
 			}
 		}
 		cf.class = ki + kj
@@ -1975,4 +2083,29 @@ func (s *Solver) earliestAround(a, target int32) int32 {
 		return d
 	}
 	return solvInf
+}
+
+// bfsAvoid fills d with distances to src over free cells that are not
+// blocked at time from (-1 unreachable).
+func (s *Solver) bfsAvoid(src int32, d []int32, from int32) {
+	for i := range d {
+		d[i] = -1
+	}
+	q := s.layerOff[:0]
+	d[src] = 0
+	q = append(q, src)
+	for h := 0; h < len(q); h++ {
+		u := q[h]
+		for m := int32(0); m < 4; m++ {
+			v := s.adj[u*4+m]
+			if v >= 0 && d[v] < 0 {
+				if bf := s.blockFrom[v]; bf >= 0 && bf <= from {
+					continue
+				}
+				d[v] = d[u] + 1
+				q = append(q, v)
+			}
+		}
+	}
+	s.layerOff = q[:0]
 }
