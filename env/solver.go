@@ -162,6 +162,7 @@ type Solver struct {
 	jCells []int32 // free index -> cell
 	jPos   []int32
 	jNew   []int32
+	jNew2  []int32
 	jOld   []int32 // cell -> agent in the current configuration, -1
 	jAt    []int32 // cell -> agent assigned there in the next configuration, -1
 	jNext  []uint64
@@ -396,17 +397,46 @@ func (s *Solver) allAtGoal() bool {
 
 func (s *Solver) solution(in *Instance) Solution {
 	sol := Solution{Nodes: s.gen, Expansions: s.exp}
+	total := 0
+	for _, p := range s.solPaths[:s.k] {
+		total += len(p)
+	}
+	all := make([]Pos, total)
 	sol.Plan.Paths = make([][]Pos, s.k)
 	for a, p := range s.solPaths[:s.k] {
-		path := make([]Pos, len(p))
+		path := all[:len(p):len(p)]
+		all = all[len(p):]
 		for t, c := range p {
-			path[t] = Pos{int(c) / s.w, int(c) % s.w}
+			path[t] = in.PosOf(int(c))
 		}
 		sol.Plan.Paths[a] = path
 	}
 	sol.SOC, sol.Makespan = s.solCosts()
-	_ = in
 	return sol
+}
+
+// solvQuickValid is Instance.Validate without building error messages: it
+// reports whether in passes every check of Validate.
+func solvQuickValid(in *Instance) bool {
+	w := in.Width
+	if w != in.Height || w < MinSize || w > MaxSize || len(in.Holes) != w*w {
+		return false
+	}
+	k := len(in.Agents)
+	if k < 1 || k > min(w, MaxAgents) {
+		return false
+	}
+	for i, a := range in.Agents {
+		if !in.InBounds(a.Start) || !in.InBounds(a.Goal) || in.Hole(a.Start) || in.Hole(a.Goal) {
+			return false
+		}
+		for j := 0; j < i; j++ {
+			if in.Agents[j].Start == a.Start || in.Agents[j].Goal == a.Goal {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (s *Solver) solCosts() (soc, mk int) {
@@ -440,7 +470,11 @@ func solvGrow[T any](b []T, n int) []T {
 
 // setup loads the instance: adjacency, per-agent goal distances.
 func (s *Solver) setup(in *Instance) error {
-	if err := in.Validate(); err != nil {
+	if !solvQuickValid(in) {
+		err := in.Validate()
+		if err == nil {
+			err = &FieldError{Field: "instance", Value: in.ID, Reason: "malformed"}
+		}
 		return fmt.Errorf("solve: %w", err)
 	}
 	w, h := in.Width, in.Height
@@ -1755,7 +1789,8 @@ func (s *Solver) jointSolve() (found, done bool, err error) {
 	}
 	// offerAll offers pos with every subset of the unfinished agents that
 	// stand on their goals marked finished.
-	next := make([]int32, k)
+	s.jNew2 = solvGrow(s.jNew2, k)
+	next := s.jNew2
 	offerAll := func(pos []int32, done uint16, g, t int32, parent uint64) {
 		var can uint16
 		for i := 0; i < k; i++ {

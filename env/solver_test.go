@@ -292,3 +292,31 @@ func TestSolverConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestSolverAllocs holds a warmed Solver to its allocation budget: Annotate
+// allocates nothing, Solve only the returned plan (two allocations).
+func TestSolverAllocs(t *testing.T) {
+	in := solvParse(t, []string{"H.H.", "....", "H.HH", "...."},
+		solvAg(1, 0, 1, 3), solvAg(0, 1, 3, 1), solvAg(3, 0, 0, 3))
+	s := NewSolver()
+	if err := s.Annotate(in, SolveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if sol, err := s.Solve(in, SolveOptions{}); err != nil || sol.Nodes < 3 {
+		t.Fatalf("want an instance that needs branching: %+v %v", sol, err)
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		if err := s.Annotate(in, SolveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Annotate: %.1f allocations per run, want 0", n)
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		if _, err := s.Solve(in, SolveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 2 {
+		t.Errorf("Solve: %.1f allocations per run, want at most 2", n)
+	}
+}
