@@ -369,7 +369,7 @@ func TestSolverCBSAloneMatchesBruteForce(t *testing.T) {
 			continue
 		}
 		for _, obj := range []Objective{SumOfCosts, MakespanObjective} {
-			sol, err := s.Solve(in, SolveOptions{Objective: obj, MaxNodes: 20000})
+			sol, err := s.Solve(in, SolveOptions{Objective: obj, MaxNodes: 5000})
 			if errors.Is(err, ErrBudget) {
 				budget++
 				continue
@@ -502,7 +502,7 @@ func TestSolverCBSMatchesJointSearch(t *testing.T) {
 			continue
 		}
 		got := in.Clone()
-		err := cbs.Annotate(got, SolveOptions{MaxNodes: 20000})
+		err := cbs.Annotate(got, SolveOptions{MaxNodes: 5000})
 		switch {
 		case errors.Is(err, ErrBudget):
 			budget++

@@ -162,7 +162,10 @@ func GenerateSeeded(size, holes, agents int, needsWait bool, instSeed uint64) (*
 // the holes leave 2*Agents free cells, that NeedsWait targets have at least
 // two agents, and that at least 4 of 4096 random hole layouts and agent
 // placements (drawn as the generator draws them, from a fixed seed)
-// connect every agent's start to its goal. Every error wraps
+// connect every agent's start to its goal. The field and count checks take
+// microseconds; the probe stops at its fourth success, so it takes tens of
+// microseconds on common configurations and a few milliseconds on sparse
+// ones (5 agents, 50% holes on 10x10) or when it rejects. Every error wraps
 // ErrInfeasible; field errors also wrap ErrInvalidConfig and a *FieldError,
 // size errors are *GenError with Index -1.
 func CheckFeasible(cfg Config) error {

@@ -296,3 +296,30 @@ func TestSolverExportMovingAI(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkCheckFeasible measures the dry check on the default
+// configuration, on the hardest paper-suite configuration (5 agents, 50%
+// holes on 10x10), and on a configuration the probe rejects (80% holes on
+// 10x10 with 3 agents).
+func BenchmarkCheckFeasible(b *testing.B) {
+	suite := solvPaperSuite()
+	cases := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"default", DefaultConfig(), true},
+		{"suite_k5", suite[len(suite)-1], true},
+		{"reject_h80", Config{Agents: 3, Instances: 10, Sizes: []SizeConfig{{Size: 10, DataRatio: 1, HoleRatio: 0.8}}}, false},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := CheckFeasible(c.cfg); (err == nil) != c.ok {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
