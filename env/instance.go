@@ -205,12 +205,11 @@ func (in *Instance) Validate() error {
 			name string
 			p    Pos
 		}{{"start", a.Start}, {"goal", a.Goal}} {
-			f := fmt.Sprintf("agents[%d].%s", i, x.name)
 			if !in.InBounds(x.p) {
-				return &FieldError{Field: f, Value: x.p, Reason: "out of bounds"}
+				return &FieldError{Field: fmt.Sprintf("agents[%d].%s", i, x.name), Value: x.p, Reason: "out of bounds"}
 			}
 			if in.Hole(x.p) {
-				return &FieldError{Field: f, Value: x.p, Reason: "on a hole"}
+				return &FieldError{Field: fmt.Sprintf("agents[%d].%s", i, x.name), Value: x.p, Reason: "on a hole"}
 			}
 		}
 		for j := 0; j < i; j++ {

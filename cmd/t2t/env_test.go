@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/t2t-lab/t2t/env"
+)
+
+// t2t runs the CLI in-process and returns its exit code, stdout and stderr.
+func t2t(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestEnvGenSolveCheckShowPrompt(t *testing.T) {
+	dir := t.TempDir()
+	gen := filepath.Join(dir, "gen.jsonl")
+	sol := filepath.Join(dir, "sol.jsonl")
+	if code, _, e := t2t(t, "env", "gen", "--n", "12", "--seed", "5", "--out", gen); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, e)
+	}
+	if code, _, e := t2t(t, "env", "solve", "--in", gen, "--out", sol); code != 0 {
+		t.Fatalf("solve: exit %d: %s", code, e)
+	}
+	ins, err := readInstances(sol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ins) != 12 {
+		t.Fatalf("solve wrote %d instances, want 12", len(ins))
+	}
+	in := ins[0]
+	if in.Paths == nil || in.SOC == 0 {
+		t.Fatalf("solve did not add costs and paths: %+v", in)
+	}
+	// The optimal plan, written as text moves, checks valid and optimal.
+	moves, err := env.PlanMoves(&env.Plan{Paths: in.Paths})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(dir, "answer.txt")
+	if err := os.WriteFile(planFile, []byte("<think>plan</think>\n"+env.FormatMoves(moves)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, e := t2t(t, "env", "check", "--instance", sol, "--line", "1", "--plan", planFile)
+	if code != 0 {
+		t.Fatalf("check: exit %d: %s", code, e)
+	}
+	var res checkResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("check output is not JSON: %v\n%s", err, out)
+	}
+	if !res.Valid || !res.Optimal || res.RAcc != 1 || res.SOC != in.SOC || len(res.Checks) != 8 {
+		t.Fatalf("optimal plan judged %+v", res)
+	}
+	// A plan with one agent walking off the grid fails with located failures.
+	bad := filepath.Join(dir, "bad.txt")
+	os.WriteFile(bad, []byte(`{"paths":[[[0,0],[0,-1]]]}`), 0o644)
+	code, out, e = t2t(t, "env", "check", "--instance", sol, "--line", "1", "--plan", bad)
+	if code != 0 {
+		t.Fatalf("check bad plan: exit %d: %s", code, e)
+	}
+	res = checkResult{}
+	json.Unmarshal([]byte(out), &res)
+	if res.Valid || res.RAcc != 0 || len(res.Failures) == 0 || res.Checks["agent_count"] {
+		t.Fatalf("bad plan judged %+v", res)
+	}
+	for _, f := range []string{"ascii", "svg", "png"} {
+		o := filepath.Join(dir, "pic."+f)
+		if code, _, e := t2t(t, "env", "show", "--in", sol, "--line", "1", "--plan", "optimal", "--format", f, "--out", o); code != 0 {
+			t.Fatalf("show %s: exit %d: %s", f, code, e)
+		}
+		b, _ := os.ReadFile(o)
+		if len(b) < 50 {
+			t.Fatalf("show %s wrote %d bytes", f, len(b))
+		}
+	}
+	code, out, _ = t2t(t, "env", "prompt", "--in", sol, "--id", in.ID)
+	if code != 0 || !strings.Contains(out, "<answer>") {
+		t.Fatalf("prompt: exit %d, output lacks the answer format:\n%s", code, out)
+	}
+}
+
+func TestEnvBadInputExitsTwoNamingFileLineField(t *testing.T) {
+	dir := t.TempDir()
+	good := `{"width":3,"height":3,"grid":["...","...","..."],"agents":[{"start":[0,0],"goal":[2,2]}],"soc":0,"makespan":0,"needs_wait":false,"seed":0}`
+	cases := []struct {
+		name, line2, want string
+	}{
+		{"unknown field", `{"width":3,"height":3,"grid":["...","...","..."],"agents":[],"colour":1}`, `colour`},
+		{"bad cell", strings.Replace(good, `"..."]`, `"..X"]`, 1), "grid[2][2]"},
+		{"agent out of bounds", strings.Replace(good, `"goal":[2,2]`, `"goal":[5,2]`, 1), "agents[0].goal"},
+		{"not json", `{"width":`, "bad.jsonl:2"},
+		{"wrong type", strings.Replace(good, `"width":3`, `"width":"3"`, 1), "width"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, "bad.jsonl")
+			os.WriteFile(p, []byte(good+"\n"+c.line2+"\n"), 0o644)
+			code, _, e := t2t(t, "env", "solve", "--in", p)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2 (stderr %q)", code, e)
+			}
+			if !strings.Contains(e, "bad.jsonl:2") || !strings.Contains(e, c.want) || strings.Count(strings.TrimSpace(e), "\n") != 0 {
+				t.Fatalf("stderr %q: want one line naming bad.jsonl:2 and %q", e, c.want)
+			}
+		})
+	}
+	cfg := filepath.Join(dir, "cfg.json")
+	os.WriteFile(cfg, []byte(`{"sizes":[{"size":3,"data_ratio":1,"hole_ratio":1.5,"wait_ratio":0}],"agents":2,"instances":4}`), 0o644)
+	if code, _, e := t2t(t, "env", "gen", "--config", cfg); code != 2 || !strings.Contains(e, "hole_ratio") {
+		t.Fatalf("config out of range: exit %d, stderr %q", code, e)
+	}
+	if code, _, _ := t2t(t, "env", "gen", "--bogus"); code != 2 {
+		t.Fatalf("unknown flag: exit %d, want 2", code)
+	}
+	if code, _, _ := t2t(t, "nope"); code != 2 {
+		t.Fatalf("unknown command: exit %d, want 2", code)
+	}
+	if code, out, _ := t2t(t, "env", "--help"); code != 0 || !strings.Contains(out, "suite") {
+		t.Fatalf("env --help: exit %d, %q", code, out)
+	}
+}
+
+func TestEnvSuiteWritesHashedFiles(t *testing.T) {
+	dir := t.TempDir()
+	code, out, e := t2t(t, "env", "suite", "--suites", "quick", "--per-size", "1", "--seed", "9", "--out", dir)
+	if code != 0 {
+		t.Fatalf("suite: exit %d: %s", code, e)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "quick.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var man env.SuiteManifest
+	mb, _ := os.ReadFile(filepath.Join(dir, "quick.manifest.json"))
+	if err := json.Unmarshal(mb, &man); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if hex.EncodeToString(sum[:]) != man.SHA256 || !strings.Contains(out, man.SHA256) {
+		t.Fatalf("manifest hash %s does not match the file", man.SHA256)
+	}
+	if man.Count != man.Spec.Len() || man.Count != bytes.Count(data, []byte("\n")) {
+		t.Fatalf("manifest count %d, spec %d", man.Count, man.Spec.Len())
+	}
+}

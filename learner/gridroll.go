@@ -1,0 +1,227 @@
+package learner
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/t2t-lab/t2t/env"
+)
+
+// RolloutConfig says how GridNet plays episodes.
+type RolloutConfig struct {
+	// GroupSize is the number of episodes per instance (the GRPO group);
+	// evaluation uses 1. Default 8.
+	GroupSize int
+	// Temperature for sampling; 0 is greedy. Training uses 1 (on-policy).
+	Temperature float64
+	// StepsPerSide bounds an episode at StepsPerSide·N steps on an N×N grid.
+	// Default 4.
+	StepsPerSide int
+	// MaskIllegal forbids moves that leave the grid or step on a hole (the
+	// Sim's LegalMask). Default true.
+	MaskIllegal bool
+	// Reward weighs the outcome; the accuracy reward of the paper
+	// (env.AccuracyReward) under Reward.Objective.
+	Reward env.RewardConfig
+}
+
+// DefaultRolloutConfig returns the training defaults: groups of 8 at
+// temperature 1, 4·N steps, illegal moves masked, sum-of-costs reward.
+func DefaultRolloutConfig() RolloutConfig {
+	return RolloutConfig{GroupSize: 8, Temperature: 1, StepsPerSide: 4, MaskIllegal: true, Reward: env.DefaultRewardConfig()}
+}
+
+// Validate checks the fields.
+func (c RolloutConfig) Validate() error {
+	switch {
+	case c.GroupSize < 1 || c.GroupSize > 1024:
+		return &ConfigError{Field: "GroupSize", Value: c.GroupSize, Reason: "must be in [1,1024]"}
+	case c.Temperature < 0 || c.Temperature > 100:
+		return &ConfigError{Field: "Temperature", Value: c.Temperature, Reason: "must be in [0,100]"}
+	case c.StepsPerSide < 1 || c.StepsPerSide > 64:
+		return &ConfigError{Field: "StepsPerSide", Value: c.StepsPerSide, Reason: "must be in [1,64]"}
+	}
+	return c.Reward.Validate()
+}
+
+// Episode is one played episode.
+type Episode struct {
+	Instance *env.Instance
+	Plan     env.Plan
+	Report   env.Report
+	Reward   float64
+	// Decisions [Lo, Hi) of the Rollout belong to this episode.
+	Lo, Hi int
+}
+
+// Rollout holds the episodes of a batch of instances (GroupSize episodes
+// per instance, instance-major) and every decision taken, in the layout
+// GridBatch wants.
+type Rollout struct {
+	Episodes []Episode
+	Obs      []float32 // decisions × ObsSize
+	Legal    []bool    // decisions × NumMoves, nil when not masked
+	Actions  []int32
+	LogProbs []float32
+	Agent    []int32 // the agent that took each decision
+	ObsSize  int
+}
+
+// Decisions is the number of decisions taken.
+func (r *Rollout) Decisions() int { return len(r.Actions) }
+
+// PlayGridNet plays cfg.GroupSize episodes of g on each instance, all in
+// lockstep so every step is one batched Act call. rng drives sampling; the
+// same rng state, weights and instances give the same rollout.
+func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*Rollout, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	obsSize := g.ObsSize()
+	if want := env.ObsSize(env.ObsRadius); obsSize != want {
+		return nil, fmt.Errorf("%w: gridnet observation size %d, env gives %d", ErrCheckpointMismatch, obsSize, want)
+	}
+	type live struct {
+		sim *env.Sim
+		ep  int
+	}
+	ro := &Rollout{ObsSize: obsSize}
+	var lives []*live
+	for _, in := range ins {
+		if err := in.Validate(); err != nil {
+			return nil, err
+		}
+		steps := cfg.StepsPerSide * max(in.Width, in.Height)
+		for range cfg.GroupSize {
+			ro.Episodes = append(ro.Episodes, Episode{Instance: in})
+			lives = append(lives, &live{sim: env.NewSim(in, steps), ep: len(ro.Episodes) - 1})
+		}
+	}
+	// Decisions are collected per episode and laid out at the end so that
+	// an episode's decisions are contiguous.
+	var (
+		obs     []float32
+		legal   []bool
+		owner   []int // live index per decision in this step
+		agent   []int32
+		actions []int32
+		logps   []float32
+		moves   [env.MaxAgents]env.Move
+	)
+	type dec struct {
+		obs   []float32
+		legal []bool
+		agent int32
+		act   int32
+		logp  float32
+	}
+	perEp := make([][]dec, len(ro.Episodes))
+	active := lives
+	for len(active) > 0 {
+		obs, legal, owner, agent = obs[:0], legal[:0], owner[:0], agent[:0]
+		for li, l := range active {
+			for a := 0; a < l.sim.NumAgents(); a++ {
+				n := len(obs)
+				obs = l.sim.Observe(a, env.ObsRadius, obs)
+				if len(obs)-n != obsSize {
+					return nil, fmt.Errorf("learner: observation of %d values, want %d", len(obs)-n, obsSize)
+				}
+				if cfg.MaskIllegal {
+					var m [env.NumMoves]bool
+					l.sim.LegalMask(a, m[:])
+					legal = append(legal, m[:]...)
+				}
+				owner = append(owner, li)
+				agent = append(agent, int32(a))
+			}
+		}
+		n := len(owner)
+		actions = growI32(actions, n)
+		logps = growF32(logps, n)
+		var lg []bool
+		if cfg.MaskIllegal {
+			lg = legal
+		}
+		if err := g.Act(obs, n, lg, cfg.Temperature, rng, actions, logps); err != nil {
+			return nil, err
+		}
+		next := active[:0:0]
+		i := 0
+		for _, l := range active {
+			k := l.sim.NumAgents()
+			for a := 0; a < k; a++ {
+				d := dec{obs: append([]float32(nil), obs[i*obsSize:(i+1)*obsSize]...), agent: agent[i], act: actions[i], logp: logps[i]}
+				if cfg.MaskIllegal {
+					d.legal = append([]bool(nil), legal[i*env.NumMoves:(i+1)*env.NumMoves]...)
+				}
+				perEp[l.ep] = append(perEp[l.ep], d)
+				moves[a] = env.Move(actions[i])
+				i++
+			}
+			l.sim.Step(moves[:k])
+			if !l.sim.Done() {
+				next = append(next, l)
+			}
+		}
+		active = next
+	}
+	for _, l := range lives {
+		ep := &ro.Episodes[l.ep]
+		ep.Plan = l.sim.Plan()
+		env.Verify(ep.Instance, &ep.Plan, &ep.Report)
+		ep.Report.Failures = append([]env.Failure(nil), ep.Report.Failures...)
+		ep.Reward = env.AccuracyReward(ep.Instance, &ep.Report, cfg.Reward.Objective)
+		ep.Lo = len(ro.Actions)
+		for _, d := range perEp[l.ep] {
+			ro.Obs = append(ro.Obs, d.obs...)
+			if cfg.MaskIllegal {
+				ro.Legal = append(ro.Legal, d.legal...)
+			}
+			ro.Actions = append(ro.Actions, d.act)
+			ro.LogProbs = append(ro.LogProbs, d.logp)
+			ro.Agent = append(ro.Agent, d.agent)
+		}
+		ep.Hi = len(ro.Actions)
+	}
+	return ro, nil
+}
+
+// GridBatchFromRollouts turns rollouts into one GRPO batch: each episode's
+// group-relative advantage (GroupAdvantages over its instance's group) is
+// given to every decision of the episode. It also returns the zero-signal
+// statistics of the groups.
+func GridBatchFromRollouts(rs []*Rollout, groupSize int, scaleByStd bool) (*GridBatch, SignalStats) {
+	b := &GridBatch{}
+	var rewards []float32
+	for _, r := range rs {
+		for _, ep := range r.Episodes {
+			rewards = append(rewards, float32(ep.Reward))
+		}
+	}
+	adv := GroupAdvantages(rewards, groupSize, scaleByStd, nil)
+	sig := ZeroSignal(rewards, groupSize)
+	e := 0
+	for _, r := range rs {
+		for _, ep := range r.Episodes {
+			for d := ep.Lo; d < ep.Hi; d++ {
+				b.Obs = append(b.Obs, r.Obs[d*r.ObsSize:(d+1)*r.ObsSize]...)
+				if r.Legal != nil {
+					b.Legal = append(b.Legal, r.Legal[d*NumMoves:(d+1)*NumMoves]...)
+				}
+				b.Actions = append(b.Actions, r.Actions[d])
+				b.LogProbs = append(b.LogProbs, r.LogProbs[d])
+				b.Advantages = append(b.Advantages, adv[e])
+			}
+			e++
+		}
+	}
+	b.N = len(b.Actions)
+	return b, sig
+}
+
+func growI32(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
