@@ -39,11 +39,16 @@ const (
 
 // Scalars after the planes, as offsets from ObsChannels·W².
 const (
-	ObsGoalDR = iota // (goal row − row) / N, N = max(width, height)
-	ObsGoalDC        // (goal col − col) / N
-	ObsAtGoal        // 1: the observer is on its goal
-	ObsTime          // t / maxSteps
-	ObsScalars
+	ObsGoalDR   = iota // (goal row − row) / N, N = max(width, height)
+	ObsGoalDC          // (goal col − col) / N
+	ObsAtGoal          // 1: the observer is on its goal
+	ObsTime            // t / maxSteps
+	ObsGoalDist        // shortest-path distance to the goal around holes / (width·height); 1 if unreachable
+	// ObsMoveGain + m (m = WAIT, UP, DOWN, LEFT, RIGHT): how much move m
+	// shortens the shortest-path distance to the goal (+1, 0 or −1); −1 for
+	// a move off the grid, onto a hole or to a cell that cannot reach the goal.
+	ObsMoveGain
+	ObsScalars = ObsMoveGain + NumMoves
 )
 
 // ObsSize returns the length of an observation with the given radius.
@@ -95,8 +100,9 @@ type Sim struct {
 	pos      []Pos
 	last     []Move
 	stopped  []bool
-	plen     []int // recorded path length per agent
-	flat     []Pos // agent i's path is flat[i*stride : i*stride+plen[i]]
+	plen     []int   // recorded path length per agent
+	flat     []Pos   // agent i's path is flat[i*stride : i*stride+plen[i]]
+	dist     []int32 // agent i's shortest-path distance to its goal from cell c is dist[i*W*H+c]; -1 unreachable
 }
 
 // NewSim returns a simulator for in (which must pass Validate) that stops
@@ -119,9 +125,39 @@ func NewSim(in *Instance, maxSteps int) *Sim {
 		stopped:  make([]bool, k),
 		plen:     make([]int, k),
 		flat:     make([]Pos, k*(maxSteps+1)),
+		dist:     make([]int32, k*in.Width*in.Height),
+	}
+	cells := in.Width * in.Height
+	queue := make([]int32, 0, cells)
+	for i, a := range in.Agents {
+		goalDistances(in, a.Goal, s.dist[i*cells:(i+1)*cells], queue)
 	}
 	s.Reset()
 	return s
+}
+
+// goalDistances fills d with every cell's shortest-path distance to goal
+// over free cells (BFS), -1 where the goal cannot be reached.
+func goalDistances(in *Instance, goal Pos, d []int32, queue []int32) {
+	for i := range d {
+		d[i] = -1
+	}
+	g := in.Index(goal)
+	d[g] = 0
+	queue = append(queue[:0], int32(g))
+	for h := 0; h < len(queue); h++ {
+		c := in.PosOf(int(queue[h]))
+		for m := Up; m < NumMoves; m++ {
+			q := m.Apply(c)
+			if !in.InBounds(q) || in.Hole(q) {
+				continue
+			}
+			if qi := in.Index(q); d[qi] < 0 {
+				d[qi] = d[queue[h]] + 1
+				queue = append(queue, int32(qi))
+			}
+		}
+	}
 }
 
 // Reset puts every agent back on its start at t = 0.
@@ -344,6 +380,24 @@ func (s *Sim) Observe(agent int, radius int, dst []float32) []float32 {
 		sc[ObsAtGoal] = 1
 	}
 	sc[ObsTime] = float32(s.t) / float32(s.maxSteps)
+	cells := in.Width * in.Height
+	dist := s.dist[agent*cells : (agent+1)*cells]
+	sc[ObsGoalDist] = 1
+	var here int32 = -1
+	if in.InBounds(me) {
+		here = dist[in.Index(me)]
+	}
+	if here >= 0 {
+		sc[ObsGoalDist] = float32(here) / float32(cells)
+	}
+	for m := Wait; m < NumMoves; m++ {
+		q := m.Apply(me)
+		gain := float32(-1)
+		if here >= 0 && in.InBounds(q) && !in.Hole(q) && dist[in.Index(q)] >= 0 {
+			gain = float32(here - dist[in.Index(q)])
+		}
+		sc[ObsMoveGain+int(m)] = gain
+	}
 	return dst
 }
 

@@ -230,7 +230,7 @@ func TestObserveLayout(t *testing.T) {
 	s := NewSim(in, 8)
 	const r = ObsRadius
 	const w = 2*r + 1
-	if ObsSize(r) != ObsChannels*w*w+ObsScalars || ObsSize(r) != 204 || ObsSize(0) != ObsChannels+ObsScalars {
+	if ObsSize(r) != ObsChannels*w*w+ObsScalars || ObsSize(r) != 210 || ObsSize(0) != ObsChannels+ObsScalars {
 		t.Fatalf("ObsSize(%d) = %d", r, ObsSize(r))
 	}
 	at := func(obs []float32, ch, y, x int) float32 { return obs[ch*w*w+y*w+x] }
@@ -269,6 +269,14 @@ func TestObserveLayout(t *testing.T) {
 	sc := obs[ObsChannels*w*w:]
 	if sc[ObsGoalDR] != 2.0/5 || sc[ObsGoalDC] != 2.0/5 || sc[ObsAtGoal] != 0 || sc[ObsTime] != 0 {
 		t.Errorf("scalars %v", sc)
+	}
+	// (0,0) → (2,2) around the hole at (1,1) is 4 steps; DOWN and RIGHT
+	// shorten it, UP and LEFT leave the grid.
+	if sc[ObsGoalDist] != 4.0/25 {
+		t.Errorf("goal distance %v, want 4/25", sc[ObsGoalDist])
+	}
+	if g := sc[ObsMoveGain : ObsMoveGain+NumMoves]; g[Wait] != 0 || g[Up] != -1 || g[Down] != 1 || g[Left] != -1 || g[Right] != 1 {
+		t.Errorf("move gains %v, want [0 -1 1 -1 1]", g)
 	}
 
 	// Agent 0 RIGHT to (0,1); agent 1 DOWN to (2,0); agent 2 UP to (3,4).

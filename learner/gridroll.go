@@ -3,6 +3,7 @@ package learner
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/t2t-lab/t2t/env"
 )
@@ -121,11 +122,7 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 		obs, legal, owner, agent = obs[:0], legal[:0], owner[:0], agent[:0]
 		for li, l := range active {
 			for a := 0; a < l.sim.NumAgents(); a++ {
-				n := len(obs)
-				obs = l.sim.Observe(a, env.ObsRadius, obs)
-				if len(obs)-n != obsSize {
-					return nil, fmt.Errorf("learner: observation of %d values, want %d", len(obs)-n, obsSize)
-				}
+				obs = appendObs(l.sim, a, obs)
 				if cfg.MaskIllegal {
 					var m [env.NumMoves]bool
 					l.sim.LegalMask(a, m[:])
@@ -219,9 +216,101 @@ func GridBatchFromRollouts(rs []*Rollout, groupSize int, scaleByStd bool) (*Grid
 	return b, sig
 }
 
+// appendObs appends agent a's observation (env.ObsRadius) to obs.
+func appendObs(sim *env.Sim, a int, obs []float32) []float32 {
+	n, size := len(obs), env.ObsSize(env.ObsRadius)
+	obs = slices.Grow(obs, size)[:n+size]
+	sim.Observe(a, env.ObsRadius, obs[n:n+size])
+	return obs
+}
+
 func growI32(s []int32, n int) []int32 {
 	if cap(s) < n {
 		return make([]int32, n)
 	}
 	return s[:n]
+}
+
+// ReplayGridEpisode replays an episode's actions (step-major, agent-minor,
+// as PlayGridNet took them) on in and appends the observations and, when
+// cfg.MaskIllegal, the legal masks that the policy saw. The learner uses it
+// to rebuild a batch from a group that travelled as action ids only.
+func ReplayGridEpisode(in *env.Instance, cfg RolloutConfig, actions []int32, obs []float32, legal []bool) ([]float32, []bool, error) {
+	k := len(in.Agents)
+	if k == 0 || len(actions)%k != 0 {
+		return obs, legal, fmt.Errorf("%w: %d actions for %d agents", ErrBadBatch, len(actions), k)
+	}
+	sim := env.NewSim(in, cfg.StepsPerSide*max(in.Width, in.Height))
+	var moves [env.MaxAgents]env.Move
+	for t := 0; t < len(actions)/k; t++ {
+		if sim.Done() {
+			return obs, legal, fmt.Errorf("%w: episode ended at step %d but %d actions remain", ErrBadBatch, t, len(actions)-t*k)
+		}
+		for a := 0; a < k; a++ {
+			obs = appendObs(sim, a, obs)
+			if cfg.MaskIllegal {
+				var m [env.NumMoves]bool
+				sim.LegalMask(a, m[:])
+				legal = append(legal, m[:]...)
+			}
+			act := actions[t*k+a]
+			if act < 0 || act >= NumMoves {
+				return obs, legal, fmt.Errorf("%w: action %d out of range", ErrBadBatch, act)
+			}
+			moves[a] = env.Move(act)
+		}
+		sim.Step(moves[:k])
+	}
+	return obs, legal, nil
+}
+
+// ReplayedGroup is one instance's group of episodes as the learner
+// receives it: the instance, and per episode its actions, behaviour
+// log-probs and reward.
+type ReplayedGroup struct {
+	Instance *env.Instance
+	Actions  [][]int32
+	LogProbs [][]float32
+	Rewards  []float32
+}
+
+// GridBatchFromGroups rebuilds a GRPO batch from groups by replaying each
+// episode. Groups may differ in size; advantages are computed within each.
+func GridBatchFromGroups(groups []ReplayedGroup, cfg RolloutConfig, scaleByStd bool) (*GridBatch, SignalStats, error) {
+	b := &GridBatch{}
+	var sig SignalStats
+	for _, g := range groups {
+		n := len(g.Rewards)
+		if n == 0 || len(g.Actions) != n || len(g.LogProbs) != n {
+			return nil, sig, fmt.Errorf("%w: group of %d rewards, %d action lists, %d log-prob lists", ErrBadBatch, n, len(g.Actions), len(g.LogProbs))
+		}
+		adv := GroupAdvantages(g.Rewards, n, scaleByStd, nil)
+		s := ZeroSignal(g.Rewards, n)
+		sig.Groups += s.Groups
+		sig.ZeroSignal += s.ZeroSignal
+		for e := range n {
+			if len(g.LogProbs[e]) != len(g.Actions[e]) {
+				return nil, sig, fmt.Errorf("%w: %d log-probs for %d actions", ErrBadBatch, len(g.LogProbs[e]), len(g.Actions[e]))
+			}
+			var err error
+			var legal []bool
+			if cfg.MaskIllegal {
+				legal = b.Legal
+			}
+			b.Obs, legal, err = ReplayGridEpisode(g.Instance, cfg, g.Actions[e], b.Obs, legal)
+			if err != nil {
+				return nil, sig, err
+			}
+			if cfg.MaskIllegal {
+				b.Legal = legal
+			}
+			b.Actions = append(b.Actions, g.Actions[e]...)
+			b.LogProbs = append(b.LogProbs, g.LogProbs[e]...)
+			for range g.Actions[e] {
+				b.Advantages = append(b.Advantages, adv[e])
+			}
+		}
+	}
+	b.N = len(b.Actions)
+	return b, sig, nil
 }
