@@ -462,6 +462,10 @@ func (c *coordinator) proposalFailed(p ProposalFailed) []coordOut {
 	return c.flush()
 }
 
+// coordSync asks the coordinator for its counters once every message posted
+// before it was handled (in-process only). Answer: CoordinatorStats.
+type coordSync struct{}
+
 // coordinatorActor performs what the coordinator logic returns.
 type coordinatorActor struct {
 	logic       *coordinator
@@ -517,6 +521,8 @@ func (a *coordinatorActor) Receive(c actor.Context) {
 		out = a.logic.tick()
 	case *ProposalFailed:
 		out = a.logic.proposalFailed(*m)
+	case *coordSync:
+		c.Respond(a.logic.metrics.snapshot())
 	case *Shutdown:
 		c.Stop(c.Self())
 	}

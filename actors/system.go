@@ -143,10 +143,19 @@ type System struct {
 // NewLocal builds and spawns the pipeline in one process. The actors start
 // at once (rollouts register with the coordinator); nothing runs until Run.
 func NewLocal(cfg SystemConfig, runner Runner, updater Updater, proposer Proposer, logger *slog.Logger) (*System, error) {
+	if runner == nil {
+		return nil, fmt.Errorf("%w: runner, updater and proposer are required", ErrInvalidConfig)
+	}
+	return newLocal(cfg, func(int) Runner { return runner }, updater, proposer, logger)
+}
+
+// newLocal is NewLocal with one Runner per rollout (tests give rollouts
+// different behaviours).
+func newLocal(cfg SystemConfig, runnerFor func(i int) Runner, updater Updater, proposer Proposer, logger *slog.Logger) (*System, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if runner == nil || updater == nil || proposer == nil {
+	if updater == nil || proposer == nil {
 		return nil, fmt.Errorf("%w: runner, updater and proposer are required", ErrInvalidConfig)
 	}
 	if logger == nil {
@@ -163,14 +172,14 @@ func NewLocal(cfg SystemConfig, runner Runner, updater Updater, proposer Propose
 		learnerMetrics:  &learnerMetrics{},
 		engineerMetrics: &engineerMetrics{},
 	}
-	if err := s.spawn(runner, updater, proposer); err != nil {
+	if err := s.spawn(runnerFor, updater, proposer); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *System) spawn(runner Runner, updater Updater, proposer Proposer) error {
+func (s *System) spawn(runnerFor func(int) Runner, updater Updater, proposer Proposer) error {
 	n, cfg, root := s.node, s.cfg, s.node.Root()
 	var err error
 	spawn := func(name string, mailbox int, p actor.Producer) *actor.PID {
@@ -211,7 +220,7 @@ func (s *System) spawn(runner Runner, updater Updater, proposer Proposer) error 
 			workers:     map[string]*actor.PID{}, logger: s.logger.With("actor", "coordinator")}
 	})
 	for i := range cfg.Rollouts {
-		m := s.rolloutMetrics[i]
+		m, runner := s.rolloutMetrics[i], runnerFor(i)
 		s.rollouts = append(s.rollouts, spawn(rolloutPIDs[i].Id, rolloutMailbox, func() actor.Actor {
 			return &rolloutActor{logic: newRollout(cfg.Node, cfg.MaxInFlight, m), runner: runner,
 				coordinator: coordPID, learner: learnerPID, logger: s.logger.With("actor", rolloutPIDs[i].Id)}
