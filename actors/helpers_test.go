@@ -30,20 +30,34 @@ func testRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x7432
 // testLogger logs through t.Log while the test runs and drops records after
 // it ends (actor goroutines may still log while stopping).
 func testLogger(t testing.TB) *slog.Logger {
-	w := &testWriter{t: t}
+	l, _ := testLoggerHook(t, "")
+	return l
+}
+
+// testLoggerHook is testLogger that also closes the returned channel the
+// first time a record containing substr is logged.
+func testLoggerHook(t testing.TB, substr string) (*slog.Logger, <-chan struct{}) {
+	w := &testWriter{t: t, substr: substr, hit: make(chan struct{})}
 	t.Cleanup(func() { w.mu.Lock(); w.done = true; w.mu.Unlock() })
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})), w.hit
 }
 
 type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
+	mu     sync.Mutex
+	t      testing.TB
+	done   bool
+	substr string
+	hit    chan struct{}
+	closed bool
 }
 
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.substr != "" && !w.closed && strings.Contains(string(p), w.substr) {
+		w.closed = true
+		close(w.hit)
+	}
 	if !w.done {
 		w.t.Log(strings.TrimRight(string(p), "\n"))
 	}

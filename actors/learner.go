@@ -52,11 +52,60 @@ type learner struct {
 	stage     int
 	pending   []Group        // < B groups between calls; capacity bounded by B + one message
 	seen      map[string]int // unit id → stage, for the current and previous stage
+	subs      map[string]*policySub
+	subOrder  []string
 	metrics   *learnerMetrics
 }
 
+// policySub is one PolicyVersion subscriber's window: at most one version
+// in flight.
+type policySub struct {
+	sent        int64 // last version sent
+	outstanding bool  // sent and not acked yet
+}
+
 func newLearner(batch int, k int64, keepStale bool, m *learnerMetrics) *learner {
-	return &learner{batch: batch, k: k, keepStale: keepStale, seen: map[string]int{}, metrics: m}
+	return &learner{batch: batch, k: k, keepStale: keepStale, seen: map[string]int{},
+		subs: map[string]*policySub{}, metrics: m}
+}
+
+// subscribe adds a subscriber; it returns whether to send it the current
+// version now (always, for a new subscriber; it then is outstanding).
+func (l *learner) subscribe(key string) bool {
+	if _, ok := l.subs[key]; ok {
+		return false
+	}
+	l.subs[key] = &policySub{sent: l.version, outstanding: true}
+	l.subOrder = append(l.subOrder, key)
+	return true
+}
+
+// publish returns the subscribers to send the current version to: those
+// with nothing outstanding that have not seen it.
+func (l *learner) publish() []string {
+	var out []string
+	for _, k := range l.subOrder {
+		if s := l.subs[k]; !s.outstanding && s.sent < l.version {
+			s.sent, s.outstanding = l.version, true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// ack closes a subscriber's window; it returns whether to send the current
+// version to it now (the version moved while it was outstanding).
+func (l *learner) ack(key string) bool {
+	s, ok := l.subs[key]
+	if !ok {
+		return false
+	}
+	s.outstanding = false
+	if s.sent < l.version {
+		s.sent, s.outstanding = l.version, true
+		return true
+	}
+	return false
 }
 
 // stageStart forgets units older than the previous stage.
@@ -105,12 +154,12 @@ func (l *learner) groups(m *UnitGroups) [][]Group {
 	return out
 }
 
-// updated records an Updater result; it returns the version to publish, if
-// any.
-func (l *learner) updated(n int, v int64, err error) (int64, bool) {
+// updated records an Updater result of a batch of n groups; it returns the
+// subscribers to send the new version to.
+func (l *learner) updated(n int, v int64, err error) []string {
 	if err != nil {
 		l.metrics.updateErrors.Add(1)
-		return 0, false
+		return nil
 	}
 	l.metrics.used.Add(uint64(n))
 	l.metrics.updates.Add(1)
@@ -118,7 +167,7 @@ func (l *learner) updated(n int, v int64, err error) (int64, bool) {
 		l.version = v
 		l.metrics.version.Store(v)
 	}
-	return l.version, true
+	return l.publish()
 }
 
 // learnerSync is sent by the System to the learner to learn that every
@@ -128,17 +177,19 @@ type learnerSync struct{}
 
 // learnerActor calls the Updater inline: while it updates, its bounded
 // mailbox fills and rollouts block on it (back-pressure), which also keeps
-// policy lag small.
+// policy lag small. The learner itself never blocks on a send: each
+// subscriber has at most one PolicyVersion in its mailbox.
 type learnerActor struct {
-	logic       *learner
-	updater     Updater
-	subscribers []*actor.PID
-	logger      *slog.Logger
-	ctx         context.Context
-	cancel      context.CancelFunc
+	logic  *learner
+	update Updater
+	subs   map[string]*actor.PID
+	logger *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func (a *learnerActor) Receive(c actor.Context) {
+	var send []string
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -146,35 +197,41 @@ func (a *learnerActor) Receive(c actor.Context) {
 		a.cancel()
 	case *UnitGroups:
 		for _, b := range a.logic.groups(m) {
-			v, err := a.update(b)
+			v, err := a.runUpdate(b)
 			if err != nil {
 				a.logger.Error("learner: update failed", "groups", len(b), "error", err)
 			}
-			if nv, ok := a.logic.updated(len(b), v, err); ok {
-				for _, s := range a.subscribers {
-					c.Send(s, &PolicyVersion{Version: nv})
-				}
-			}
+			send = append(send, a.logic.updated(len(b), v, err)...)
 		}
 	case *StageStart:
 		a.logic.stageStart(m.Stage)
 	case *SubscribePolicy:
 		if s := c.Sender(); s != nil {
-			a.subscribers = append(a.subscribers, s)
-			c.Respond(&PolicyVersion{Version: a.logic.version})
+			k := pidKey(s)
+			a.subs[k] = s
+			if a.logic.subscribe(k) {
+				send = append(send, k)
+			}
+		}
+	case *PolicyAck:
+		if s := c.Sender(); s != nil && a.logic.ack(pidKey(s)) {
+			send = append(send, pidKey(s))
 		}
 	case *learnerSync:
 		c.Respond(m)
 	case *Shutdown:
 		c.Stop(c.Self())
 	}
+	for _, k := range send {
+		c.Request(a.subs[k], &PolicyVersion{Version: a.logic.version})
+	}
 }
 
-func (a *learnerActor) update(b []Group) (v int64, err error) {
+func (a *learnerActor) runUpdate(b []Group) (v int64, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("updater panicked: %v", p)
 		}
 	}()
-	return a.updater.Update(a.ctx, b)
+	return a.update.Update(a.ctx, b)
 }

@@ -9,7 +9,8 @@ import (
 func TestRolloutLogic(t *testing.T) {
 	m := &rolloutMetrics{}
 	r := newRollout("n1", 2, m)
-	if out := r.started(); len(out) != 1 || !reflect.DeepEqual(out[0].msg, &RequestWork{Node: "n1", Credits: 2}) {
+	if out := r.started(); len(out) != 2 || !reflect.DeepEqual(out[0].msg, &RequestWork{Node: "n1", Credits: 2}) ||
+		out[1].to != toLearner || !reflect.DeepEqual(out[1].msg, &SubscribePolicy{Node: "n1"}) {
 		t.Fatalf("started: %+v", out)
 	}
 	u := func(id, v string) *WorkUnit { return &WorkUnit{UnitID: id, ConfigVersion: v, Stage: 1} }
@@ -84,10 +85,11 @@ func TestLearnerLogicBatchesAndStaleness(t *testing.T) {
 	if b := l.groups(lrnGroups("u2", 0, 0, 0, 0)); len(b) != 0 || m.dupUnits.Load() != 1 {
 		t.Fatal("duplicate unit used")
 	}
-	if v, ok := l.updated(3, 2, nil); !ok || v != 2 {
-		t.Fatalf("updated: %d %v", v, ok)
+	l.updated(3, 2, nil)
+	if l.version != 2 {
+		t.Fatalf("version %d after update", l.version)
 	}
-	if _, ok := l.updated(3, 9, errors.New("x")); ok || l.version != 2 || m.updateErrors.Load() != 1 {
+	if l.updated(3, 9, errors.New("x")); l.version != 2 || m.updateErrors.Load() != 1 {
 		t.Fatal("failed update changed the version")
 	}
 	// Version 2, K=1: groups of version 0 are stale and dropped, 1 and 2 kept.
@@ -96,8 +98,8 @@ func TestLearnerLogicBatchesAndStaleness(t *testing.T) {
 		t.Fatalf("stale %d batches %v", m.stale.Load(), b)
 	}
 	// An older version from the Updater does not move the version back.
-	if v, _ := l.updated(3, 1, nil); v != 2 {
-		t.Fatalf("version went back to %d", v)
+	if l.updated(3, 1, nil); l.version != 2 {
+		t.Fatalf("version went back to %d", l.version)
 	}
 	if m.groups.Load() != 11 || m.used.Load() != 6 || m.updates.Load() != 2 {
 		t.Fatalf("metrics %+v", m.snapshot())
@@ -153,5 +155,35 @@ func TestEngineerLogic(t *testing.T) {
 	}
 	if m.proposed.Load() != 1 || m.failed.Load() != 2 {
 		t.Fatal("metrics")
+	}
+}
+
+// Each subscriber has at most one PolicyVersion in flight; versions that
+// move meanwhile are sent (the latest only) when it acks.
+func TestLearnerLogicPolicyWindow(t *testing.T) {
+	l := newLearner(1, 1, false, &learnerMetrics{})
+	if !l.subscribe("a") || l.subscribe("a") {
+		t.Fatal("subscribe: first must send the current version, second nothing")
+	}
+	if got := l.updated(1, 1, nil); len(got) != 0 {
+		t.Fatalf("sent to a with one outstanding: %v", got)
+	}
+	l.subscribe("b") // gets version 1 now
+	l.updated(1, 2, nil)
+	l.updated(1, 3, nil)
+	if !l.ack("a") || l.subs["a"].sent != 3 {
+		t.Fatalf("ack a: want version 3 sent, state %+v", l.subs["a"])
+	}
+	if !l.ack("b") || l.subs["b"].sent != 3 {
+		t.Fatalf("ack b: %+v", l.subs["b"])
+	}
+	if l.ack("a") || l.subs["a"].outstanding {
+		t.Fatal("ack at the current version sent again")
+	}
+	if got := l.updated(1, 4, nil); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("publish: %v, want [a] (b still outstanding)", got)
+	}
+	if l.ack("nobody") {
+		t.Fatal("ack from a non-subscriber")
 	}
 }

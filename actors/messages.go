@@ -130,14 +130,26 @@ type ConfigAck struct {
 	Version string `msgpack:"version"`
 }
 
-// PolicyVersion is sent by the learner to its subscribers after each update,
-// and as the answer to SubscribePolicy. Answer: none.
+// PolicyVersion is sent by the learner (with Request) to each subscriber
+// when the policy version moved, at most one unacknowledged at a time per
+// subscriber (versions in between are skipped: the latest wins). Answer:
+// PolicyAck. Without the ack window a learner could fill a busy rollout's
+// mailbox while that rollout waits on the learner's: a deadlock.
 type PolicyVersion struct {
 	Version int64 `msgpack:"version"`
 }
 
+// PolicyAck is sent by a subscriber to the learner (with Request) for each
+// PolicyVersion it received. Answer: the next PolicyVersion, if the version
+// moved meanwhile.
+type PolicyAck struct {
+	Node    string `msgpack:"node"`
+	Version int64  `msgpack:"version"`
+}
+
 // SubscribePolicy is sent to the learner (with Request) by any actor that
-// wants PolicyVersion updates. Answer: the current PolicyVersion.
+// wants PolicyVersion updates. Answer: the current PolicyVersion (to be
+// acked like the others).
 type SubscribePolicy struct {
 	Node string `msgpack:"node"`
 }
@@ -219,6 +231,7 @@ func RegisterMessages(r *Registry) error {
 		{"t2t.ConfigUpdate", ConfigUpdate{}},
 		{"t2t.ConfigAck", ConfigAck{}},
 		{"t2t.PolicyVersion", PolicyVersion{}},
+		{"t2t.PolicyAck", PolicyAck{}},
 		{"t2t.SubscribePolicy", SubscribePolicy{}},
 		{"t2t.StageStart", StageStart{}},
 		{"t2t.StageDone", StageDone{}},

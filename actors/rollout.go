@@ -64,9 +64,13 @@ func newRollout(node string, maxInFlight int, m *rolloutMetrics) *rollout {
 	return &rollout{node: node, max: maxInFlight, stage: -1, metrics: m}
 }
 
-// started registers with the coordinator and grants every credit.
+// started registers with the coordinator, granting every credit, and
+// subscribes to policy versions.
 func (r *rollout) started() []rollOut {
-	return []rollOut{{toCoordinator, &RequestWork{Node: r.node, Credits: r.max}}}
+	return []rollOut{
+		{toCoordinator, &RequestWork{Node: r.node, Credits: r.max}},
+		{toLearner, &SubscribePolicy{Node: r.node}},
+	}
 }
 
 // config acks a config broadcast; configs of earlier stages are ignored.
@@ -167,6 +171,9 @@ func (a *rolloutActor) Receive(c actor.Context) {
 		out = a.logic.finished(m.unit, m.done, m.err)
 	case *PolicyVersion:
 		a.logic.policy(m.Version)
+		if c.Sender() != nil {
+			c.Respond(&PolicyAck{Node: a.logic.node, Version: m.Version})
+		}
 	case *Shutdown:
 		c.Stop(c.Self())
 	}
@@ -175,7 +182,7 @@ func (a *rolloutActor) Receive(c actor.Context) {
 		case toCoordinator:
 			c.Request(a.coordinator, o.msg)
 		case toLearner:
-			c.Send(a.learner, o.msg)
+			c.Request(a.learner, o.msg)
 		case runUnit:
 			a.run(c, o.msg.(*WorkUnit))
 		}

@@ -56,7 +56,8 @@ type SystemConfig struct {
 	// (rounded up to a power of two); it must be at least
 	// 2*Rollouts*MaxInFlight + Rollouts + 16 so that the credit protocol
 	// can never fill the coordinator. Rollout mailboxes hold
-	// 2*MaxInFlight + 16. Default 1024.
+	// 3*MaxInFlight + 16 (units, runner results, config updates, one
+	// policy version), which the protocol never fills. Default 1024.
 	MailboxSize int
 	// Clock is the coordinator's clock for lease deadlines. Default
 	// WallClock.
@@ -65,6 +66,12 @@ type SystemConfig struct {
 	// (Close waits up to protoactor's fixed 10s per actor.) Default 10s.
 	SyncTimeout time.Duration
 }
+
+// rolloutMailboxSize bounds what a rollout can be sent: at most MaxInFlight
+// units (its credit), MaxInFlight runner results, one ConfigUpdate per
+// stage and per config rejection (at most MaxInFlight), one PolicyVersion
+// (the learner's ack window), and a few control messages.
+func rolloutMailboxSize(maxInFlight int) int { return 3*maxInFlight + 16 }
 
 // DefaultSystemConfig returns the documented defaults.
 func DefaultSystemConfig() SystemConfig {
@@ -203,7 +210,7 @@ func (s *System) spawn(runnerFor func(int) Runner, updater Updater, proposer Pro
 		return &engineerActor{logic: newEngineer(s.engineerMetrics), proposer: proposer, coordinator: coordPID,
 			logger: s.logger.With("actor", "engineer")}
 	})
-	rolloutMailbox := 2*cfg.MaxInFlight + 16
+	rolloutMailbox := rolloutMailboxSize(cfg.MaxInFlight)
 	var rolloutPIDs []*actor.PID
 	for i := range cfg.Rollouts {
 		name := fmt.Sprintf("rollout-%d", i)
@@ -212,7 +219,7 @@ func (s *System) spawn(runnerFor func(int) Runner, updater Updater, proposer Pro
 	}
 	s.learner = spawn("learner", cfg.MailboxSize, func() actor.Actor {
 		return &learnerActor{logic: newLearner(cfg.LearnerBatch, cfg.StalenessK, cfg.KeepStale, s.learnerMetrics),
-			updater: updater, subscribers: rolloutPIDs, logger: s.logger.With("actor", "learner")}
+			update: updater, subs: map[string]*actor.PID{}, logger: s.logger.With("actor", "learner")}
 	})
 	s.coordinator = spawn("coordinator", cfg.MailboxSize, func() actor.Actor {
 		return &coordinatorActor{logic: newCoordinator(cfg.Clock, cfg.LeaseTimeout, s.coordMetrics),

@@ -284,6 +284,54 @@ func TestSystemDuplicatesIgnored(t *testing.T) {
 	}
 }
 
+// gateUpdater blocks its first call until release is closed.
+type gateUpdater struct {
+	release chan struct{}
+	v       int64
+}
+
+func (u *gateUpdater) Update(ctx context.Context, groups []Group) (int64, error) {
+	select {
+	case <-u.release:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	u.v++
+	return u.v, nil
+}
+
+// A learner stuck in an update fills its mailbox; rollouts block on it and
+// their own mailboxes fill while the learner then publishes a version per
+// group. The ack window keeps the learner from blocking on them, so the run
+// finishes.
+func TestSystemNoDeadlockUnderBackpressure(t *testing.T) {
+	cfg := sysConfig(NewManualClock(coordT0))
+	cfg.Rollouts, cfg.MaxInFlight, cfg.UnitsPerStage, cfg.LearnerBatch, cfg.MailboxSize = 8, 2, 2000, 1, 64
+	cfg.StalenessK = 1 << 40
+	logger, full := testLoggerHook(t, "mailbox full")
+	up := &gateUpdater{release: make(chan struct{})}
+	s, err := newLocal(cfg, func(int) Runner { return &sysRunner{groupsPU: 2} }, up, &sysProposer{}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	res := make(chan error, 1)
+	var rep RunReport
+	go func() {
+		var err error
+		rep, err = s.Run(testCtx(t), 2)
+		res <- err
+	}()
+	testWait(t, full, "a mailbox to fill")
+	close(up.release)
+	if err := testWait(t, res, "the run to finish"); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Coordinator.Completed != 4000 || rep.Learner.Updates != 8000 || rep.Node.MailboxFull == 0 {
+		t.Fatalf("coordinator %+v learner %+v node %+v", rep.Coordinator, rep.Learner, rep.Node)
+	}
+}
+
 func TestSystemProposalFailureEndsRun(t *testing.T) {
 	cfg := sysConfig(NewManualClock(coordT0))
 	cfg.UnitsPerStage = 2

@@ -48,6 +48,7 @@ func wireSamples() []any {
 		&cfg,
 		&ConfigAck{Node: "n1", Version: "cfg-3"},
 		&PolicyVersion{Version: -3},
+		&PolicyAck{Node: "n1", Version: 1 << 40},
 		&SubscribePolicy{Node: "n2"},
 		&StageStart{RunID: "r1", Stage: 3, ConfigVersion: "cfg-3", Units: 12},
 		&StageDone{RunID: "r1", Stage: 3, ConfigVersion: "cfg-3", Units: 12, Completed: 12, Issued: 15,
