@@ -213,3 +213,52 @@ func (a *rolloutActor) safeRun(ctx context.Context, u WorkUnit) (d UnitDone, err
 	}()
 	return a.runner.RunUnit(ctx, u)
 }
+
+// RolloutConfig configures one rollout actor.
+type RolloutConfig struct {
+	// Name is the actor's name, unique on its node ("rollout-0").
+	Name string
+	// Coordinator and Learner may live on another node.
+	Coordinator, Learner *actor.PID
+	// MaxInFlight is the rollout's credit: the most units it runs at once.
+	MaxInFlight int
+}
+
+// RolloutHandle is a spawned rollout actor.
+type RolloutHandle struct {
+	PID     *actor.PID
+	node    string
+	metrics *rolloutMetrics
+}
+
+// Stats returns the rollout's counters.
+func (h *RolloutHandle) Stats() RolloutStats {
+	m := h.metrics
+	return RolloutStats{Node: h.node, Started: m.started.Load(), Done: m.done.Load(), Failed: m.failed.Load(),
+		Rejected: m.rejected.Load(), Policy: m.policy.Load()}
+}
+
+// SpawnRollout spawns a rollout actor on n that pulls work from the
+// coordinator in cfg and runs it with runner. It registers with the
+// coordinator at once (RequestWork with MaxInFlight credits) under the
+// node's name, which is what NodeLeft refers to. Stop it with
+// n.System().Root.StopFuture(h.PID).
+func (n *Node) SpawnRollout(cfg RolloutConfig, runner Runner) (*RolloutHandle, error) {
+	switch {
+	case cfg.Name == "" || cfg.Coordinator == nil || cfg.Learner == nil || runner == nil:
+		return nil, fmt.Errorf("%w: rollout needs a name, a coordinator, a learner and a runner", ErrInvalidConfig)
+	case cfg.MaxInFlight < 1:
+		return nil, &FieldError{Field: "MaxInFlight", Value: cfg.MaxInFlight, Reason: "must be >= 1"}
+	}
+	h := &RolloutHandle{node: n.name, metrics: &rolloutMetrics{}}
+	logger := n.logger.With("actor", cfg.Name)
+	pid, err := n.Root().SpawnNamed(n.Props(cfg.Name, rolloutMailboxSize(cfg.MaxInFlight), func() actor.Actor {
+		return &rolloutActor{logic: newRollout(n.name, cfg.MaxInFlight, h.metrics), runner: runner,
+			coordinator: cfg.Coordinator, learner: cfg.Learner, logger: logger}
+	}), cfg.Name)
+	if err != nil {
+		return nil, fmt.Errorf("actors: spawn %s: %w", cfg.Name, err)
+	}
+	h.PID = pid
+	return h, nil
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,7 +21,15 @@ type SystemConfig struct {
 	RunID string
 	// Node is the node name the rollouts report. Default "local".
 	Node string
-	// Rollouts is the number of rollout actors (R). Default 2.
+	// Listen, when set ("host:port", port 0 for any), starts the remote
+	// transport before the actors, so that rollouts on other nodes can
+	// join: they address the coordinator and learner as
+	// actor.NewPID(System.Node().Address(), CoordinatorName) and LearnerName.
+	// Default "" (this process only).
+	Listen string
+	// Rollouts is the number of rollout actors in this process (R); 0 is
+	// allowed with Listen, when every rollout runs on another node.
+	// Default 2.
 	Rollouts int
 	// MaxInFlight is each rollout's credit: the most units it runs at
 	// once. Default 4.
@@ -96,7 +106,7 @@ func (c SystemConfig) Validate() error {
 	}
 	check(c.RunID != "", "RunID", c.RunID, "must not be empty")
 	check(c.Node != "", "Node", c.Node, "must not be empty")
-	check(c.Rollouts >= 1, "Rollouts", c.Rollouts, "must be >= 1")
+	check(c.Rollouts >= 1 || c.Rollouts == 0 && c.Listen != "", "Rollouts", c.Rollouts, "must be >= 1 (or 0 with Listen set)")
 	check(c.MaxInFlight >= 1, "MaxInFlight", c.MaxInFlight, "must be >= 1")
 	check(c.UnitsPerStage >= 1, "UnitsPerStage", c.UnitsPerStage, "must be >= 1")
 	check(c.InstancesPerUnit >= 1, "InstancesPerUnit", c.InstancesPerUnit, "must be >= 1")
@@ -133,19 +143,26 @@ type System struct {
 	logger *slog.Logger
 
 	coordinator, learner, engineer, observer *actor.PID
-	rollouts                                 []*actor.PID
+	rollouts                                 []*RolloutHandle
 
 	events chan any // StageDone, RunDone from the observer
 
 	coordMetrics    *coordMetrics
 	learnerMetrics  *learnerMetrics
 	engineerMetrics *engineerMetrics
-	rolloutMetrics  []*rolloutMetrics
 
 	mu     sync.Mutex
 	ran    bool
 	closed bool
 }
+
+// Names of the actors a System spawns; other nodes address them as
+// actor.NewPID(address, name).
+const (
+	CoordinatorName = "coordinator"
+	LearnerName     = "learner"
+	EngineerName    = "engineer"
+)
 
 // NewLocal builds and spawns the pipeline in one process. The actors start
 // at once (rollouts register with the coordinator); nothing runs until Run.
@@ -179,6 +196,16 @@ func newLocal(cfg SystemConfig, runnerFor func(i int) Runner, updater Updater, p
 		learnerMetrics:  &learnerMetrics{},
 		engineerMetrics: &engineerMetrics{},
 	}
+	if cfg.Listen != "" {
+		host, port, err := splitHostPort(cfg.Listen)
+		if err == nil {
+			err = s.node.StartRemote(host, port)
+		}
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	if err := s.spawn(runnerFor, updater, proposer); err != nil {
 		s.Close()
 		return nil, err
@@ -200,38 +227,33 @@ func (s *System) spawn(runnerFor func(int) Runner, updater Updater, proposer Pro
 		}
 		return pid
 	}
+	// Actors address each other by name: the engineer is spawned before the
+	// coordinator it sends to.
+	coordPID := actor.NewPID(n.Address(), CoordinatorName)
 	s.observer = spawn("observer", cfg.MailboxSize, func() actor.Actor { return &observerActor{events: s.events, logger: s.logger} })
-	// PIDs are names: the actors that refer to each other are spawned
-	// after, but addressed by the PID the spawn will return.
-	coordPID := actor.NewPID(n.Address(), "coordinator")
-	learnerPID := actor.NewPID(n.Address(), "learner")
-	enginePID := actor.NewPID(n.Address(), "engineer")
-	s.engineer = spawn("engineer", cfg.MailboxSize, func() actor.Actor {
+	s.engineer = spawn(EngineerName, cfg.MailboxSize, func() actor.Actor {
 		return &engineerActor{logic: newEngineer(s.engineerMetrics), proposer: proposer, coordinator: coordPID,
-			logger: s.logger.With("actor", "engineer")}
+			logger: s.logger.With("actor", EngineerName)}
 	})
-	rolloutMailbox := rolloutMailboxSize(cfg.MaxInFlight)
-	var rolloutPIDs []*actor.PID
-	for i := range cfg.Rollouts {
-		name := fmt.Sprintf("rollout-%d", i)
-		rolloutPIDs = append(rolloutPIDs, actor.NewPID(n.Address(), name))
-		s.rolloutMetrics = append(s.rolloutMetrics, &rolloutMetrics{})
-	}
-	s.learner = spawn("learner", cfg.MailboxSize, func() actor.Actor {
+	s.learner = spawn(LearnerName, cfg.MailboxSize, func() actor.Actor {
 		return &learnerActor{logic: newLearner(cfg.LearnerBatch, cfg.StalenessK, cfg.KeepStale, s.learnerMetrics),
-			update: updater, subs: map[string]*actor.PID{}, logger: s.logger.With("actor", "learner")}
+			update: updater, subs: map[string]*actor.PID{}, logger: s.logger.With("actor", LearnerName)}
 	})
-	s.coordinator = spawn("coordinator", cfg.MailboxSize, func() actor.Actor {
+	s.coordinator = spawn(CoordinatorName, cfg.MailboxSize, func() actor.Actor {
 		return &coordinatorActor{logic: newCoordinator(cfg.Clock, cfg.LeaseTimeout, s.coordMetrics),
-			subscribers: []*actor.PID{learnerPID, enginePID, s.observer},
-			workers:     map[string]*actor.PID{}, logger: s.logger.With("actor", "coordinator")}
+			subscribers: []*actor.PID{s.learner, s.engineer, s.observer},
+			workers:     map[string]*actor.PID{}, logger: s.logger.With("actor", CoordinatorName)}
 	})
 	for i := range cfg.Rollouts {
-		m, runner := s.rolloutMetrics[i], runnerFor(i)
-		s.rollouts = append(s.rollouts, spawn(rolloutPIDs[i].Id, rolloutMailbox, func() actor.Actor {
-			return &rolloutActor{logic: newRollout(cfg.Node, cfg.MaxInFlight, m), runner: runner,
-				coordinator: coordPID, learner: learnerPID, logger: s.logger.With("actor", rolloutPIDs[i].Id)}
-		}))
+		if err != nil {
+			break
+		}
+		var h *RolloutHandle
+		h, err = n.SpawnRollout(RolloutConfig{Name: fmt.Sprintf("rollout-%d", i), Coordinator: s.coordinator,
+			Learner: s.learner, MaxInFlight: cfg.MaxInFlight}, runnerFor(i))
+		if err == nil {
+			s.rollouts = append(s.rollouts, h)
+		}
 	}
 	return err
 }
@@ -315,9 +337,8 @@ func (s *System) fill(rep *RunReport) {
 	rep.Learner = s.learnerMetrics.snapshot()
 	rep.Engineer = EngineerStats{Proposed: s.engineerMetrics.proposed.Load(), Failed: s.engineerMetrics.failed.Load()}
 	rep.Rollouts = rep.Rollouts[:0]
-	for _, m := range s.rolloutMetrics {
-		rep.Rollouts = append(rep.Rollouts, RolloutStats{Node: s.cfg.Node, Started: m.started.Load(),
-			Done: m.done.Load(), Failed: m.failed.Load(), Rejected: m.rejected.Load(), Policy: m.policy.Load()})
+	for _, h := range s.rollouts {
+		rep.Rollouts = append(rep.Rollouts, h.Stats())
 	}
 	rep.Node = s.node.Stats()
 }
@@ -341,8 +362,8 @@ func (s *System) Close() error {
 			errs = append(errs, fmt.Errorf("actors: stop %s: %w", pid.Id, err))
 		}
 	}
-	for _, p := range s.rollouts {
-		stop(p)
+	for _, h := range s.rollouts {
+		stop(h.PID)
 	}
 	for _, p := range []*actor.PID{s.coordinator, s.learner, s.engineer, s.observer} {
 		stop(p)
@@ -366,4 +387,16 @@ func (a *observerActor) Receive(c actor.Context) {
 			a.logger.Error("observer: event queue full, event dropped", "type", fmt.Sprintf("%T", m))
 		}
 	}
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: listen address %q: %v", ErrRemote, addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("%w: listen address %q: bad port", ErrRemote, addr)
+	}
+	return host, port, nil
 }

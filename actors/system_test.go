@@ -216,7 +216,7 @@ func TestSystemRolloutDiesMidStage(t *testing.T) {
 		res <- result{rep, err}
 	}()
 	lost := testWait(t, doomed.started, "doomed rollout to start a unit")
-	if err := s.node.System().Root.StopFuture(s.rollouts[0]).Wait(); err != nil {
+	if err := s.node.System().Root.StopFuture(s.rollouts[0].PID).Wait(); err != nil {
 		t.Fatal(err)
 	}
 	// The healthy rollout finishes the other five units; the stage cannot
@@ -265,7 +265,7 @@ func TestSystemDuplicatesIgnored(t *testing.T) {
 	root := s.node.Root()
 	unit := "run/s0/u2"
 	for range 3 {
-		root.RequestWithCustomSender(s.coordinator, &UnitDone{UnitID: unit, Node: "late"}, s.rollouts[1])
+		root.RequestWithCustomSender(s.coordinator, &UnitDone{UnitID: unit, Node: "late"}, s.rollouts[1].PID)
 	}
 	root.Send(s.learner, &UnitGroups{UnitID: unit, Node: "late", Groups: []Group{{InstanceID: "x"}}})
 	got, err := root.RequestFuture(s.coordinator, &coordSync{}, 10*time.Second).Result()
