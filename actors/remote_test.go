@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,8 +52,24 @@ func remRegistry(t testing.TB, driver bool) *Registry {
 	return reg
 }
 
-// remChild starts this test binary as a child in role, with env added.
-func remChild(t *testing.T, role string, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Scanner) {
+// remProc is a child process of this test binary running one role. Lines it
+// writes are collected; expect waits for one with a prefix.
+type remProc struct {
+	t     *testing.T
+	role  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	exit  chan error
+
+	mu  sync.Mutex
+	out []string
+}
+
+// remStart starts this test binary as a child in role, with env added. The
+// child is killed (if still running) and its output logged when the test
+// ends.
+func remStart(t *testing.T, role string, env ...string) *remProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRemoteChild$", "-test.v", "-test.count=1")
 	cmd.Env = append(append(os.Environ(), remRoleEnv+"="+role), env...)
@@ -68,58 +85,97 @@ func remChild(t *testing.T, role string, env ...string) (*exec.Cmd, io.WriteClos
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, stdin, bufio.NewScanner(stdout)
+	p := &remProc{t: t, role: role, cmd: cmd, stdin: stdin, lines: make(chan string, 4096), exit: make(chan error, 1)}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.out = append(p.out, sc.Text())
+			p.mu.Unlock()
+			select {
+			case p.lines <- sc.Text():
+			default: // nobody reads this many lines
+			}
+		}
+		close(p.lines)
+		p.exit <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill() // an error if it already exited; nothing to do
+		if t.Failed() || testing.Verbose() {
+			p.dump()
+		}
+	})
+	return p
 }
 
-// remFinish waits for a child, logs its output and fails on a non-zero exit.
-func remFinish(t *testing.T, role string, cmd *exec.Cmd, out *bufio.Scanner) {
-	t.Helper()
-	lines := make(chan []string, 1)
-	go func() {
-		var ls []string
-		for out.Scan() {
-			ls = append(ls, out.Text())
+func (p *remProc) dump() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.out {
+		p.t.Logf("%s| %s", p.role, l)
+	}
+	p.out = nil
+}
+
+// expect returns the rest of the first line starting with prefix.
+func (p *remProc) expect(prefix string) string {
+	p.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				p.t.Fatalf("%s exited before %q", p.role, prefix)
+			}
+			if rest, found := strings.CutPrefix(l, prefix); found {
+				return rest
+			}
+		case <-deadline:
+			p.t.Fatalf("%s: timed out waiting for %q", p.role, prefix)
 		}
-		lines <- ls
-	}()
-	ls := testWait(t, lines, role+" child output")
-	err := cmd.Wait()
-	for _, l := range ls {
-		t.Logf("%s| %s", role, l)
 	}
-	if err != nil {
-		t.Fatalf("%s child: %v", role, err)
+}
+
+// send writes a command line to the child's stdin.
+func (p *remProc) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
+		p.t.Fatalf("%s: %v", p.role, err)
 	}
+}
+
+// finish closes the child's stdin (its signal to stop) and fails the test if
+// it exits non-zero.
+func (p *remProc) finish() {
+	p.t.Helper()
+	p.stdin.Close()
+	for range p.lines {
+	}
+	if err := testWait(p.t, p.exit, p.role+" to exit"); err != nil {
+		p.t.Fatalf("%s child: %v", p.role, err)
+	}
+}
+
+// kill ends the child abruptly, as a crashed node.
+func (p *remProc) kill() {
+	p.t.Helper()
+	p.cmd.Process.Kill()
+	for range p.lines {
+	}
+	testWait(p.t, p.exit, p.role+" to die")
 }
 
 func TestRemoteEveryMessageCrossesTheWire(t *testing.T) {
-	echo, echoIn, echoOut := remChild(t, "echo")
-	addr := make(chan string, 1)
-	go func() {
-		for echoOut.Scan() {
-			if a, ok := strings.CutPrefix(echoOut.Text(), "ECHO-ADDRESS "); ok {
-				addr <- a
-				return
-			}
-		}
-		close(addr)
-	}()
-	a, ok := <-addr
-	if !ok {
-		remFinish(t, "echo", echo, echoOut)
-		t.Fatal("echo child exited without an address")
-	}
-	driver, driverIn, driverOut := remChild(t, "driver", "T2T_ACTORS_ECHO="+a)
-	driverIn.Close()
-	remFinish(t, "driver", driver, driverOut)
-	echoIn.Close() // tells the echo child to stop
-	remFinish(t, "echo", echo, echoOut)
+	echo := remStart(t, "echo")
+	addr := echo.expect("ECHO-ADDRESS ")
+	driver := remStart(t, "driver", "T2T_ACTORS_ECHO="+addr)
+	driver.finish()
+	echo.finish()
 }
 
 func TestRemoteStartErrors(t *testing.T) {
-	c, in, out := remChild(t, "start-errors")
-	in.Close()
-	remFinish(t, "start-errors", c, out)
+	remStart(t, "start-errors").finish()
 }
 
 // TestRemoteChild is the body of the child processes; it does nothing in a
@@ -134,6 +190,10 @@ func TestRemoteChild(t *testing.T) {
 		remDriverChild(t, os.Getenv("T2T_ACTORS_ECHO"))
 	case "start-errors":
 		remStartErrorsChild(t)
+	case "cluster-coord":
+		clusterCoordChild(t)
+	case "cluster-rollout":
+		clusterRolloutChild(t)
 	default:
 		t.Fatalf("unknown role %q", role)
 	}

@@ -171,8 +171,9 @@ func (a *rolloutActor) Receive(c actor.Context) {
 		out = a.logic.finished(m.unit, m.done, m.err)
 	case *PolicyVersion:
 		a.logic.policy(m.Version)
-		if c.Sender() != nil {
-			c.Respond(&PolicyAck{Node: a.logic.node, Version: m.Version})
+		if s := c.Sender(); s != nil {
+			// Request, not Respond: the learner needs to know who acks.
+			c.Request(s, &PolicyAck{Node: a.logic.node, Version: m.Version})
 		}
 	case *Shutdown:
 		c.Stop(c.Self())

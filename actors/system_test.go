@@ -448,3 +448,97 @@ func TestMailboxFullIsCounted(t *testing.T) {
 type actorFunc func(c actor.Context)
 
 func (f actorFunc) Receive(c actor.Context) { f(c) }
+
+// The learner actor keeps one PolicyVersion in flight per subscriber and
+// sends the latest when the subscriber acks.
+func TestLearnerActorPolicyWindow(t *testing.T) {
+	n := NewNode("n", wireRegistry(t), testLogger(t))
+	t.Cleanup(n.Close)
+	up := &sysUpdater{}
+	m := &learnerMetrics{}
+	learner, err := n.Root().SpawnNamed(n.Props(LearnerName, 64, func() actor.Actor {
+		return &learnerActor{logic: newLearner(1, 1<<40, false, m), update: up, subs: map[string]*actor.PID{},
+			logger: testLogger(t)}
+	}), LearnerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := make(chan int64, 16)
+	type ackNow struct{}
+	var last *actor.PID
+	sub, err := n.Root().SpawnNamed(n.Props("sub", 64, func() actor.Actor {
+		return actorFunc(func(c actor.Context) {
+			switch m := c.Message().(type) {
+			case *actor.Started:
+				c.Request(learner, &SubscribePolicy{Node: "n"})
+			case *PolicyVersion:
+				last = c.Sender()
+				versions <- m.Version
+			case *ackNow:
+				c.Request(last, &PolicyAck{Node: "n"})
+			}
+		})
+	}), "sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := testWait(t, versions, "the version on subscribe"); v != 0 {
+		t.Fatalf("first version %d", v)
+	}
+	for i := range 3 {
+		n.Root().Send(learner, lrnGroups(fmt.Sprint("u", i), 0, 0))
+	}
+	if _, err := n.Root().RequestFuture(learner, &learnerSync{}, 10*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if m.updates.Load() != 3 || len(versions) != 0 {
+		t.Fatalf("updates %d, versions sent while one was outstanding: %d", m.updates.Load(), len(versions))
+	}
+	n.Root().Send(sub, &ackNow{})
+	if v := testWait(t, versions, "the latest version after the ack"); v != 3 {
+		t.Fatalf("after ack got version %d, want 3", v)
+	}
+}
+
+// A rollout actor subscribes to policy versions when it starts and acks each
+// one to its sender (with itself as the ack's sender).
+func TestRolloutActorAcksPolicy(t *testing.T) {
+	n := NewNode("n", wireRegistry(t), testLogger(t))
+	t.Cleanup(n.Close)
+	sink, err := n.Root().SpawnNamed(n.Props("coord", 64, func() actor.Actor { return actorFunc(func(actor.Context) {}) }), "coord")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ack struct {
+		from    *actor.PID
+		version int64
+	}
+	acks := make(chan ack, 4)
+	learner, err := n.Root().SpawnNamed(n.Props("learner", 64, func() actor.Actor {
+		return actorFunc(func(c actor.Context) {
+			switch m := c.Message().(type) {
+			case *SubscribePolicy:
+				c.Request(c.Sender(), &PolicyVersion{Version: 5})
+			case *PolicyAck:
+				acks <- ack{c.Sender(), m.Version}
+			}
+		})
+	}), "learner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := n.SpawnRollout(RolloutConfig{Name: "r", Coordinator: sink, Learner: learner, MaxInFlight: 1}, &sysRunner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := testWait(t, acks, "the rollout's ack")
+	if a.from == nil || !a.from.Equal(h.PID) || a.version != 5 {
+		t.Fatalf("ack %+v, want version 5 from %v", a, h.PID)
+	}
+	if err := n.System().Root.StopFuture(h.PID).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.Stats(); st.Policy != 5 || st.Node != "n" {
+		t.Fatalf("stats %+v", st)
+	}
+}
