@@ -33,6 +33,16 @@
 // ConfigUpdate, and the engineer proposes the next stage's config on
 // StageDone. See messages.go for every message, its sender and its answer.
 //
+// # Nodes
+//
+// A System is the whole pipeline on one Node. With SystemConfig.Listen set
+// it also listens for other nodes: a rollout node builds its own Node
+// (NewNode, StartRemote) and calls Node.SpawnRollout with the coordinator's
+// and learner's PIDs (actor.NewPID(address, CoordinatorName), LearnerName).
+// The coordinator learns rollouts from their first RequestWork; membership
+// reports departed nodes with NodeLeft (System.NodeLeft), and leases catch
+// the rest.
+//
 // # Wire
 //
 // A Node owns an actor system, a Serializer built from an explicit Registry
@@ -40,7 +50,28 @@
 // optionally the protoactor remote transport (StartRemote). Messages between
 // nodes are msgpack with a version header, carried in a protobuf Any because
 // protoactor's remote always uses its serializer 0 (protobuf) when sending.
-// Messages inside a node are passed as pointers and never encoded.
+// Messages inside a node are passed as pointers and never encoded. Payloads
+// are checked before decoding (lengths against the payload size, nesting
+// depth), so a hostile header cannot make the decoder allocate gigabytes.
+//
+// Start at most one remote per process: protoactor's remote.Start resets
+// grpc's global logger without synchronisation. Node.Close stops the
+// listener abruptly (protoactor's graceful stop can wait 10 s) and is meant
+// for the end of a node's life.
+//
+// # Flow control
+//
+// Mailboxes are bounded (protoactor's Bounded ring buffer). A post that
+// finds one full is counted (NodeStats.MailboxFull), logged, and blocks its
+// sender until there is room. Blocking can only deadlock in a cycle of full
+// mailboxes, and the protocol rules that out: what the coordinator and the
+// rollouts send each other is bounded by the credits (MailboxSize and the
+// rollout mailbox are sized for it), the learner keeps at most one
+// PolicyVersion in each subscriber's mailbox (PolicyAck window), and the
+// only unbounded flow, rollouts' UnitGroups to the learner, blocks rollouts
+// on a learner that itself never waits on anyone. That block is the
+// intended back-pressure: a slow Updater slows rollouts down and bounds
+// policy lag. TestSystemNoDeadlockUnderBackpressure exercises it.
 //
 // # Concurrency
 //
@@ -48,9 +79,7 @@
 // (coordinator, rollout, learner, engineer) are plain, single-threaded and
 // tested without actors. A rollout runs its Runner calls on goroutines (at
 // most MaxInFlight); the learner calls the Updater and the engineer the
-// Proposer inline. Mailboxes are bounded; a post to a full mailbox is counted
-// (NodeStats.MailboxFull), logged, and blocks its sender. Counters are
-// atomics and may be read at any time.
+// Proposer inline. Counters are atomics and may be read at any time.
 //
 // # Errors
 //

@@ -65,7 +65,9 @@ type SystemConfig struct {
 	// MailboxSize bounds the coordinator, learner and engineer mailboxes
 	// (rounded up to a power of two); it must be at least
 	// 2*Rollouts*MaxInFlight + Rollouts + 16 so that the credit protocol
-	// can never fill the coordinator. Rollout mailboxes hold
+	// can never fill the coordinator (count rollouts on other nodes too:
+	// when it fills anyway, their traffic stalls and MailboxFull counts
+	// it). Rollout mailboxes hold
 	// 3*MaxInFlight + 16 (units, runner results, config updates, one
 	// policy version), which the protocol never fills. Default 1024.
 	MailboxSize int

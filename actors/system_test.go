@@ -542,3 +542,32 @@ func TestRolloutActorAcksPolicy(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// Shutdown stops an actor from a message (as a remote driver would).
+func TestShutdownStopsActor(t *testing.T) {
+	n := NewNode("n", wireRegistry(t), testLogger(t))
+	t.Cleanup(n.Close)
+	sink, err := n.Root().SpawnNamed(n.Props("sink", 64, func() actor.Actor { return actorFunc(func(actor.Context) {}) }), "sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := n.SpawnRollout(RolloutConfig{Name: "r", Coordinator: sink, Learner: sink, MaxInFlight: 1}, &sysRunner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := make(chan struct{})
+	if _, err := n.Root().SpawnNamed(n.Props("watcher", 64, func() actor.Actor {
+		return actorFunc(func(c actor.Context) {
+			switch c.Message().(type) {
+			case *actor.Started:
+				c.Watch(h.PID)
+				c.Send(h.PID, &Shutdown{Reason: "test"})
+			case *actor.Terminated:
+				close(gone)
+			}
+		})
+	}), "watcher"); err != nil {
+		t.Fatal(err)
+	}
+	testWait(t, gone, "the rollout to stop")
+}
