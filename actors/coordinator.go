@@ -138,16 +138,22 @@ func (c *coordinator) flush() []coordOut {
 	return out
 }
 
-// start begins a run with the stage plan r.
+// start begins a run with the stage plan r. A bad plan ends that run at
+// once (RunDone with the error) unless another run is going on.
 func (c *coordinator) start(r StartRun) ([]coordOut, error) {
+	var err error
 	switch {
 	case c.phase != phaseIdle:
 		return nil, fmt.Errorf("%w: run %q already started", ErrBadPlan, c.plan.RunID)
 	case r.Stages < 1 || r.Units < 1 || r.InstancesPerUnit < 1:
-		return nil, fmt.Errorf("%w: stages=%d units=%d instances_per_unit=%d, all must be >= 1",
+		err = fmt.Errorf("%w: stages=%d units=%d instances_per_unit=%d, all must be >= 1",
 			ErrBadPlan, r.Stages, r.Units, r.InstancesPerUnit)
 	case r.Config.Stage != 0 || r.Config.Version == "":
-		return nil, fmt.Errorf("%w: stage-0 config has stage %d, version %q", ErrBadPlan, r.Config.Stage, r.Config.Version)
+		err = fmt.Errorf("%w: stage-0 config has stage %d, version %q", ErrBadPlan, r.Config.Stage, r.Config.Version)
+	}
+	if err != nil {
+		c.emit(toSubscribers, "", &RunDone{RunID: r.RunID, Error: err.Error()})
+		return c.flush(), err
 	}
 	c.plan = r
 	c.phase = phaseAwaitConfig

@@ -286,6 +286,25 @@ func TestCoordinatorAckGate(t *testing.T) {
 	}
 }
 
+func TestCoordinatorBadPlanEndsRun(t *testing.T) {
+	c := newCoordinator(NewManualClock(coordT0), time.Hour, &coordMetrics{})
+	for _, p := range []StartRun{
+		{RunID: "a", Stages: 0, Units: 1, InstancesPerUnit: 1, Config: ConfigUpdate{Version: "v"}},
+		{RunID: "b", Stages: 1, Units: 1, InstancesPerUnit: 0, Config: ConfigUpdate{Version: "v"}},
+		{RunID: "c", Stages: 1, Units: 1, InstancesPerUnit: 1, Config: ConfigUpdate{Version: "v", Stage: 1}},
+		{RunID: "d", Stages: 1, Units: 1, InstancesPerUnit: 1},
+	} {
+		out, err := c.start(p)
+		s := coordOuts(out)
+		if !errors.Is(err, ErrBadPlan) || len(s.events) != 1 || s.events[0].(*RunDone).Error == "" || s.events[0].(*RunDone).RunID != p.RunID {
+			t.Errorf("plan %+v: %v %+v", p, err, s)
+		}
+	}
+	if c.phase != phaseIdle {
+		t.Fatal("a bad plan left the coordinator busy")
+	}
+}
+
 func TestCoordinatorProposalFailedEndsRun(t *testing.T) {
 	c := newCoordinator(NewManualClock(coordT0), time.Hour, &coordMetrics{})
 	c.requestWork("w", RequestWork{Node: "n", Credits: 1})
