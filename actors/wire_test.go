@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"errors"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -279,4 +280,58 @@ func FuzzCheckMsgpack(f *testing.F) {
 			t.Fatalf("walker rejects % x (%v), decoder skips it", b, werr)
 		}
 	})
+}
+
+func TestWireSamplePacking(t *testing.T) {
+	s := NewSerializer(wireRegistry(t))
+	in := &UnitGroups{UnitID: "u", Groups: []Group{{Samples: []Sample{
+		{Tokens: []int32{}, LogProbs: nil, Reward: -0.25},
+		{Tokens: []int32{-1 << 31, 1<<31 - 1, 0}, LogProbs: []float32{float32(math.Inf(-1)), math.SmallestNonzeroFloat32, 0}},
+	}}}}
+	b, err := s.Serialize(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Deserialize("t2t.UnitGroups", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, in) {
+		t.Fatalf("got %#v\nwant %#v", out, in)
+	}
+	// 4 bytes per token: the packed form is much smaller than 5-byte ints.
+	big := &UnitGroups{Groups: []Group{{Samples: []Sample{{Tokens: make([]int32, 1000), LogProbs: make([]float32, 1000)}}}}}
+	for i := range 1000 {
+		big.Groups[0].Samples[0].Tokens[i] = 1 << 20
+	}
+	if b, _ := s.Serialize(big); len(b) > 8300 { // arrays would take ~10000
+		t.Errorf("1000 tokens + 1000 logprobs take %d bytes", len(b))
+	}
+
+	// A sample map written by a newer node, with a key this one does not
+	// know and a packed length that is not a multiple of 4.
+	enc := func(extra string, tokens []byte) []byte {
+		var buf bytes.Buffer
+		buf.Write([]byte{wireMagic, WireVersion})
+		e := msgpack.NewEncoder(&buf)
+		e.EncodeMapLen(1)
+		e.EncodeString("groups")
+		e.EncodeArrayLen(1)
+		e.EncodeMapLen(1)
+		e.EncodeString("samples")
+		e.EncodeArrayLen(1)
+		e.EncodeMapLen(2)
+		e.EncodeString(extra)
+		e.EncodeInt(7)
+		e.EncodeString("tokens")
+		e.EncodeBytes(tokens)
+		return buf.Bytes()
+	}
+	v, err := s.Deserialize("t2t.UnitGroups", enc("future_field", []byte{1, 0, 0, 0}))
+	if err != nil || v.(*UnitGroups).Groups[0].Samples[0].Tokens[0] != 1 {
+		t.Fatalf("unknown key: %v %#v", err, v)
+	}
+	if _, err := s.Deserialize("t2t.UnitGroups", enc("x", []byte{1, 0, 0})); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("3-byte packed tokens: %v", err)
+	}
 }
