@@ -1,0 +1,550 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// The coordinator owns a run. It leases work units to rollout actors that
+// pull with credits, re-queues units whose lease expired, whose rollout
+// rejected them or whose node left, keeps the first UnitDone per unit, and
+// moves from stage to stage: a stage starts only when every live rollout
+// acked the stage's config, and ends when every unit is done exactly once.
+//
+// coordinator is the logic (no actors, no goroutines, time from a Clock);
+// coordinatorActor is the thin protoactor wrapper that performs what the
+// logic returns.
+
+// CoordinatorStats are the coordinator's counters over the whole run.
+type CoordinatorStats struct {
+	Issued         uint64 // leases handed out (re-issues included)
+	Reissued       uint64 // units put back in the queue (lease expired, rejected, node left)
+	Duplicates     uint64 // UnitDone for a unit already done (first wins)
+	Completed      uint64 // units accepted
+	UnitRejected   uint64 // UnitRejected received
+	ConfigRejected uint64 // ConfigUpdate dropped as stale or out of order
+	StaleAcks      uint64 // ConfigAck for a version other than the current one
+	UnknownUnits   uint64 // UnitDone for a unit id this run never issued
+}
+
+type coordMetrics struct {
+	issued, reissued, duplicates, completed, unitRejected, configRejected, staleAcks, unknownUnits atomic.Uint64
+}
+
+func (m *coordMetrics) snapshot() CoordinatorStats {
+	return CoordinatorStats{
+		Issued: m.issued.Load(), Reissued: m.reissued.Load(), Duplicates: m.duplicates.Load(),
+		Completed: m.completed.Load(), UnitRejected: m.unitRejected.Load(),
+		ConfigRejected: m.configRejected.Load(), StaleAcks: m.staleAcks.Load(),
+		UnknownUnits: m.unknownUnits.Load(),
+	}
+}
+
+// coordDest says where a coordinator output goes.
+type coordDest uint8
+
+const (
+	toWorker      coordDest = iota // the rollout named by coordOut.worker
+	toSubscribers                  // every stage subscriber
+)
+
+// coordOut is one message the coordinator logic wants sent.
+type coordOut struct {
+	to     coordDest
+	worker string
+	msg    any
+}
+
+type coordPhase uint8
+
+const (
+	phaseIdle        coordPhase = iota // no run yet
+	phaseAwaitConfig                   // waiting for the ConfigUpdate of stage c.stage
+	phaseAwaitAcks                     // config broadcast; waiting for every live rollout's ack
+	phaseRunning                       // units out
+	phaseFinished                      // run over (done or failed)
+)
+
+type unitStatus uint8
+
+const (
+	unitQueued unitStatus = iota
+	unitLeased
+	unitDone
+)
+
+type workerState struct {
+	key     string // "address/id" of the rollout actor
+	node    string // membership node name
+	credits int    // units it can still take
+	acked   string // config version it acked
+	suspect bool   // one of its leases expired and it has not been heard from since
+	leases  int    // units it holds now
+}
+
+type unitState struct {
+	unit     WorkUnit
+	status   unitStatus
+	holder   string
+	deadline time.Time
+	issues   int
+}
+
+type coordinator struct {
+	clock   Clock
+	lease   time.Duration
+	metrics *coordMetrics
+
+	plan  StartRun
+	phase coordPhase
+	stage int          // running stage, or the stage whose config is awaited
+	cfg   ConfigUpdate // config of c.stage (once accepted)
+	// ackDeadline: rollouts that have not acked by then are suspect and
+	// no longer hold the stage back.
+	ackDeadline time.Time
+
+	workers map[string]*workerState
+	order   []string // registration order: deterministic dispatch
+	rr      int
+
+	units     []unitState
+	index     map[string]int
+	queue     []int // unit indices; entries whose unit is no longer queued are skipped
+	queueHead int
+	doneIDs   map[string]int // every unit done in this run → its stage
+	cur       StageDone      // counters of the running stage
+
+	out []coordOut
+}
+
+func newCoordinator(clock Clock, lease time.Duration, m *coordMetrics) *coordinator {
+	return &coordinator{
+		clock: clock, lease: lease, metrics: m,
+		workers: map[string]*workerState{}, index: map[string]int{}, doneIDs: map[string]int{},
+	}
+}
+
+func (c *coordinator) emit(to coordDest, worker string, msg any) {
+	c.out = append(c.out, coordOut{to: to, worker: worker, msg: msg})
+}
+
+func (c *coordinator) flush() []coordOut {
+	out := c.out
+	c.out = nil
+	return out
+}
+
+// start begins a run with the stage plan r. A bad plan ends that run at
+// once (RunDone with the error) unless another run is going on.
+func (c *coordinator) start(r StartRun) ([]coordOut, error) {
+	var err error
+	switch {
+	case c.phase != phaseIdle:
+		return nil, fmt.Errorf("%w: run %q already started", ErrBadPlan, c.plan.RunID)
+	case r.Stages < 1 || r.Units < 1 || r.InstancesPerUnit < 1:
+		err = fmt.Errorf("%w: stages=%d units=%d instances_per_unit=%d, all must be >= 1",
+			ErrBadPlan, r.Stages, r.Units, r.InstancesPerUnit)
+	case r.Config.Stage != 0 || r.Config.Version == "":
+		err = fmt.Errorf("%w: stage-0 config has stage %d, version %q", ErrBadPlan, r.Config.Stage, r.Config.Version)
+	}
+	if err != nil {
+		c.emit(toSubscribers, "", &RunDone{RunID: r.RunID, Error: err.Error()})
+		return c.flush(), err
+	}
+	c.plan = r
+	c.phase = phaseAwaitConfig
+	c.stage = 0
+	return c.configUpdate(r.Config)
+}
+
+// configUpdate takes the config of the next stage and broadcasts it.
+func (c *coordinator) configUpdate(u ConfigUpdate) ([]coordOut, error) {
+	if c.phase != phaseAwaitConfig || u.Stage != c.stage || u.Version == "" {
+		c.metrics.configRejected.Add(1)
+		return nil, fmt.Errorf("%w: version %q for stage %d (coordinator phase %d, stage %d, version %q)",
+			ErrStaleConfig, u.Version, u.Stage, c.phase, c.stage, c.cfg.Version)
+	}
+	c.cfg = u
+	c.phase = phaseAwaitAcks
+	c.ackDeadline = c.clock.Now().Add(c.lease)
+	for _, k := range c.order {
+		c.emit(toWorker, k, &ConfigUpdate{Version: u.Version, Stage: u.Stage, JSON: u.JSON})
+	}
+	c.maybeStartStage()
+	return c.flush(), nil
+}
+
+// requestWork registers the rollout on first contact and adds its credits.
+func (c *coordinator) requestWork(key string, r RequestWork) []coordOut {
+	w, ok := c.workers[key]
+	if !ok {
+		w = &workerState{key: key, node: r.Node}
+		c.workers[key] = w
+		c.order = append(c.order, key)
+		if c.phase == phaseAwaitAcks || c.phase == phaseRunning {
+			c.emit(toWorker, key, &ConfigUpdate{Version: c.cfg.Version, Stage: c.cfg.Stage, JSON: c.cfg.JSON})
+		}
+	}
+	if r.Credits > 0 {
+		w.credits += r.Credits
+	}
+	w.suspect = false
+	c.dispatch()
+	return c.flush()
+}
+
+// ack records that a rollout holds a config version.
+func (c *coordinator) ack(key string, a ConfigAck) []coordOut {
+	w, ok := c.workers[key]
+	if !ok {
+		c.metrics.staleAcks.Add(1)
+		return nil
+	}
+	w.suspect = false
+	if a.Version != c.cfg.Version || c.phase == phaseIdle {
+		c.metrics.staleAcks.Add(1)
+		return nil
+	}
+	w.acked = a.Version
+	c.maybeStartStage()
+	c.dispatch()
+	return c.flush()
+}
+
+// maybeStartStage starts the awaited stage once every live rollout (known,
+// not suspect) acked its config; at least one must have.
+func (c *coordinator) maybeStartStage() {
+	if c.phase != phaseAwaitAcks {
+		return
+	}
+	live := 0
+	for _, k := range c.order {
+		w := c.workers[k]
+		if w.suspect {
+			continue
+		}
+		if w.acked != c.cfg.Version {
+			return
+		}
+		live++
+	}
+	if live == 0 {
+		return
+	}
+	c.buildUnits()
+	c.phase = phaseRunning
+	c.emit(toSubscribers, "", &StageStart{RunID: c.plan.RunID, Stage: c.stage, ConfigVersion: c.cfg.Version, Units: len(c.units)})
+	c.dispatch()
+}
+
+func (c *coordinator) buildUnits() {
+	n, per := c.plan.Units, c.plan.InstancesPerUnit
+	c.units = make([]unitState, n)
+	c.index = make(map[string]int, n)
+	c.queue = make([]int, 0, n)
+	c.queueHead = 0
+	for i := range n {
+		id := fmt.Sprintf("%s/s%d/u%d", c.plan.RunID, c.stage, i)
+		c.units[i] = unitState{unit: WorkUnit{
+			UnitID: id, RunID: c.plan.RunID, Stage: c.stage, Split: c.plan.Split,
+			ConfigVersion: c.cfg.Version, ConfigJSON: c.cfg.JSON,
+			Seed: unitSeed(c.plan.Seed, c.stage, i), Lo: i * per, Hi: (i + 1) * per,
+		}}
+		c.index[id] = i
+		c.queue = append(c.queue, i)
+	}
+	c.cur = StageDone{RunID: c.plan.RunID, Stage: c.stage, ConfigVersion: c.cfg.Version, Units: n}
+}
+
+// unitSeed derives a unit's seed from the run seed, stage and unit index
+// (splitmix64 finaliser over a mixed key).
+func unitSeed(seed uint64, stage, unit int) uint64 {
+	z := seed ^ uint64(stage)<<40 ^ uint64(unit)*0x9e3779b97f4a7c15
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// dispatch leases queued units to eligible rollouts, round robin.
+func (c *coordinator) dispatch() {
+	if c.phase != phaseRunning {
+		return
+	}
+	now := c.clock.Now()
+	for {
+		i, ok := c.peekQueued()
+		if !ok {
+			return
+		}
+		w := c.nextEligible()
+		if w == nil {
+			return
+		}
+		c.queueHead++
+		u := &c.units[i]
+		u.status, u.holder, u.deadline = unitLeased, w.key, now.Add(c.lease)
+		u.issues++
+		w.credits--
+		w.leases++
+		c.cur.Issued++
+		c.metrics.issued.Add(1)
+		wu := u.unit
+		wu.Attempt = u.issues - 1
+		wu.LeaseDeadlineUnixMs = u.deadline.UnixMilli()
+		c.emit(toWorker, w.key, &wu)
+	}
+}
+
+func (c *coordinator) peekQueued() (int, bool) {
+	for c.queueHead < len(c.queue) {
+		i := c.queue[c.queueHead]
+		if c.units[i].status == unitQueued {
+			return i, true
+		}
+		c.queueHead++ // done meanwhile (an earlier lease finished first)
+	}
+	return 0, false
+}
+
+func (c *coordinator) nextEligible() *workerState {
+	for range len(c.order) {
+		k := c.order[c.rr%len(c.order)]
+		c.rr++
+		w := c.workers[k]
+		if w.credits > 0 && !w.suspect && w.acked == c.cfg.Version {
+			return w
+		}
+	}
+	return nil
+}
+
+func (c *coordinator) requeue(i int) {
+	u := &c.units[i]
+	if h, ok := c.workers[u.holder]; ok && u.status == unitLeased {
+		h.leases--
+	}
+	u.status, u.holder = unitQueued, ""
+	c.queue = append(c.queue, i)
+	c.cur.Reissued++
+	c.metrics.reissued.Add(1)
+}
+
+// unitDone accepts the first result of a unit and counts the rest.
+func (c *coordinator) unitDone(key string, d UnitDone) []coordOut {
+	if w, ok := c.workers[key]; ok {
+		w.suspect = false
+	}
+	i, ok := c.index[d.UnitID]
+	if !ok {
+		if _, seen := c.doneIDs[d.UnitID]; seen {
+			c.metrics.duplicates.Add(1) // late copy of an earlier stage's unit
+		} else {
+			c.metrics.unknownUnits.Add(1)
+		}
+		return nil
+	}
+	u := &c.units[i]
+	if u.status == unitDone {
+		c.metrics.duplicates.Add(1)
+		c.cur.Duplicates++
+		return nil
+	}
+	if u.status == unitLeased {
+		if h, ok := c.workers[u.holder]; ok {
+			h.leases--
+		}
+	}
+	u.status, u.holder = unitDone, ""
+	c.doneIDs[d.UnitID] = c.stage
+	c.cur.Completed++
+	c.metrics.completed.Add(1)
+	if c.cur.Completed == c.cur.Units {
+		c.finishStage()
+	} else {
+		c.dispatch()
+	}
+	return c.flush()
+}
+
+func (c *coordinator) finishStage() {
+	c.cur.Last = c.stage == c.plan.Stages-1
+	done := c.cur
+	c.emit(toSubscribers, "", &done)
+	if done.Last {
+		c.phase = phaseFinished
+		c.emit(toSubscribers, "", &RunDone{RunID: c.plan.RunID, Stages: c.stage + 1})
+		return
+	}
+	c.phase = phaseAwaitConfig
+	c.stage++
+}
+
+// unitRejected puts a rejected unit back in the queue. A rollout that lacks
+// the config gets it again and no units until it acks.
+func (c *coordinator) unitRejected(key string, r UnitRejected) []coordOut {
+	c.metrics.unitRejected.Add(1)
+	w, known := c.workers[key]
+	if known {
+		w.suspect = false
+	}
+	if i, ok := c.index[r.UnitID]; ok && c.units[i].status == unitLeased && c.units[i].holder == key {
+		c.cur.Rejected++
+		c.requeue(i)
+	}
+	if known && r.NeedConfig && (c.phase == phaseRunning || c.phase == phaseAwaitAcks) {
+		w.acked = ""
+		c.emit(toWorker, key, &ConfigUpdate{Version: c.cfg.Version, Stage: c.cfg.Stage, JSON: c.cfg.JSON})
+	}
+	c.dispatch()
+	return c.flush()
+}
+
+// nodeLeft forgets every rollout of node and re-queues their units at once.
+func (c *coordinator) nodeLeft(node string) []coordOut {
+	kept := c.order[:0]
+	for _, k := range c.order {
+		if c.workers[k].node != node {
+			kept = append(kept, k)
+			continue
+		}
+		for i := range c.units {
+			if c.units[i].status == unitLeased && c.units[i].holder == k {
+				c.requeue(i)
+			}
+		}
+		delete(c.workers, k)
+	}
+	c.order = kept
+	c.maybeStartStage()
+	c.dispatch()
+	return c.flush()
+}
+
+// tick re-queues every unit whose lease deadline passed and marks its holder
+// suspect: no new units go to it until it is heard from again. While acks
+// are awaited, rollouts that missed the ack deadline become suspect.
+func (c *coordinator) tick() []coordOut {
+	now := c.clock.Now()
+	if c.phase == phaseAwaitAcks && !c.ackDeadline.After(now) {
+		for _, k := range c.order {
+			if w := c.workers[k]; w.acked != c.cfg.Version {
+				w.suspect = true
+			}
+		}
+		c.maybeStartStage()
+		return c.flush()
+	}
+	if c.phase != phaseRunning {
+		return nil
+	}
+	for i := range c.units {
+		u := &c.units[i]
+		if u.status != unitLeased || u.deadline.After(now) {
+			continue
+		}
+		if h, ok := c.workers[u.holder]; ok {
+			h.suspect = true
+		}
+		c.requeue(i)
+	}
+	c.dispatch()
+	return c.flush()
+}
+
+// proposalFailed ends the run when the engineer could not propose the
+// awaited stage's config.
+func (c *coordinator) proposalFailed(p ProposalFailed) []coordOut {
+	if c.phase != phaseAwaitConfig || p.Stage != c.stage {
+		return nil
+	}
+	c.phase = phaseFinished
+	c.emit(toSubscribers, "", &RunDone{RunID: c.plan.RunID, Stages: c.stage,
+		Error: fmt.Sprintf("engineer failed to propose stage %d: %s", p.Stage, p.Error)})
+	return c.flush()
+}
+
+// coordSync asks the coordinator for its counters once every message posted
+// before it was handled (in-process only). Answer: CoordinatorStats.
+type coordSync struct{}
+
+// coordinatorActor performs what the coordinator logic returns.
+type coordinatorActor struct {
+	logic       *coordinator
+	subscribers []*actor.PID
+	workers     map[string]*actor.PID
+	logger      *slog.Logger
+}
+
+func pidKey(p *actor.PID) string { return p.Address + "/" + p.Id }
+
+// worker identifies the rollout that sent the current message (sent with
+// Request, so the sender is set).
+func (a *coordinatorActor) worker(c actor.Context) (string, bool) {
+	s := c.Sender()
+	if s == nil {
+		a.logger.Warn("coordinator: rollout message without sender dropped", "type", fmt.Sprintf("%T", c.Message()))
+		return "", false
+	}
+	k := pidKey(s)
+	a.workers[k] = s
+	return k, true
+}
+
+func (a *coordinatorActor) Receive(c actor.Context) {
+	var (
+		out []coordOut
+		err error
+	)
+	switch m := c.Message().(type) {
+	case *StartRun:
+		out, err = a.logic.start(*m)
+	case *ConfigUpdate:
+		out, err = a.logic.configUpdate(*m)
+	case *RequestWork:
+		if k, ok := a.worker(c); ok {
+			out = a.logic.requestWork(k, *m)
+		}
+	case *ConfigAck:
+		if k, ok := a.worker(c); ok {
+			out = a.logic.ack(k, *m)
+		}
+	case *UnitDone:
+		if k, ok := a.worker(c); ok {
+			out = a.logic.unitDone(k, *m)
+		}
+	case *UnitRejected:
+		if k, ok := a.worker(c); ok {
+			out = a.logic.unitRejected(k, *m)
+		}
+	case *NodeLeft:
+		out = a.logic.nodeLeft(m.Node)
+	case *Tick:
+		out = a.logic.tick()
+	case *ProposalFailed:
+		out = a.logic.proposalFailed(*m)
+	case *coordSync:
+		c.Respond(a.logic.metrics.snapshot())
+	case *Shutdown:
+		c.Stop(c.Self())
+	}
+	if err != nil {
+		a.logger.Warn("coordinator: message rejected", "error", err)
+	}
+	for _, o := range out {
+		switch o.to {
+		case toWorker:
+			if pid, ok := a.workers[o.worker]; ok {
+				c.Send(pid, o.msg)
+			}
+		case toSubscribers:
+			for _, s := range a.subscribers {
+				c.Send(s, o.msg)
+			}
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Proposer designs the config of the next stage (the environment engineer's
+// strategy: fixed, rules, LLM ...). stage is the stage being designed (the
+// one after the stage that just finished). It is called from the engineer
+// actor only, one call at a time.
+type Proposer interface {
+	Propose(ctx context.Context, runID string, stage int) (version string, configJSON []byte, err error)
+}
+
+// EngineerStats are the engineer's counters.
+type EngineerStats struct {
+	Proposed uint64 // configs sent to the coordinator
+	Failed   uint64 // Proposer errors (reported as ProposalFailed)
+}
+
+type engineerMetrics struct{ proposed, failed atomic.Uint64 }
+
+// engineer is the engineer logic: which StageDone needs a proposal, and what
+// to send for a Proposer result.
+type engineer struct {
+	last    int // last stage proposed; -1 before any
+	metrics *engineerMetrics
+}
+
+func newEngineer(m *engineerMetrics) *engineer { return &engineer{last: -1, metrics: m} }
+
+// stageDone returns the stage to propose, if any: none after the last stage
+// and none twice.
+func (e *engineer) stageDone(d *StageDone) (int, bool) {
+	next := d.Stage + 1
+	if d.Last || next <= e.last {
+		return 0, false
+	}
+	e.last = next
+	return next, true
+}
+
+// proposed turns a Proposer result into the message for the coordinator.
+func (e *engineer) proposed(runID string, stage int, version string, js []byte, err error) any {
+	if err == nil && version == "" {
+		err = fmt.Errorf("empty config version")
+	}
+	if err != nil {
+		e.metrics.failed.Add(1)
+		return &ProposalFailed{RunID: runID, Stage: stage, Error: err.Error()}
+	}
+	e.metrics.proposed.Add(1)
+	return &ConfigUpdate{Version: version, Stage: stage, JSON: js}
+}
+
+type engineerActor struct {
+	logic       *engineer
+	proposer    Proposer
+	coordinator *actor.PID
+	logger      *slog.Logger
+	ctx         context.Context
+	cancel      context.CancelFunc
+}
+
+func (a *engineerActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.ctx, a.cancel = context.WithCancel(context.Background())
+	case *actor.Stopping:
+		a.cancel()
+	case *StageDone:
+		stage, ok := a.logic.stageDone(m)
+		if !ok {
+			return
+		}
+		v, js, err := a.propose(m.RunID, stage)
+		if err != nil {
+			a.logger.Error("engineer: proposal failed", "run", m.RunID, "stage", stage, "error", err)
+		}
+		c.Send(a.coordinator, a.logic.proposed(m.RunID, stage, v, js, err))
+	case *Shutdown:
+		c.Stop(c.Self())
+	}
+}
+
+func (a *engineerActor) propose(runID string, stage int) (v string, js []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("proposer panicked: %v", p)
+		}
+	}()
+	return a.proposer.Propose(a.ctx, runID, stage)
+}
