@@ -2,8 +2,8 @@
 GO ?= go
 # Packages with concurrency run under the race detector; the pure and
 # compute-bound packages run without it (GoMLX under -race is ~10x slower).
-RACE_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -E '/(actors|cluster|cmd|engineer)(/|$$)')
-PLAIN_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -vE '/(actors|cluster|cmd|engineer)(/|$$)')
+RACE_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -E '/(actors|cluster|cmd|engineer|train)(/|$$)')
+PLAIN_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -vE '/(actors|cluster|cmd|engineer|train)(/|$$)')
 
 .PHONY: test vet lint build bench fmt
 

@@ -80,6 +80,9 @@ type Group struct {
 	PolicyVersion int64    `msgpack:"policy_version"`
 	ConfigVersion string   `msgpack:"config_version"`
 	Samples       []Sample `msgpack:"samples"`
+	// Instance is the instance's JSON (env.Instance) when the learner needs
+	// it to rebuild the inputs (a step-wise policy replays its actions).
+	Instance []byte `msgpack:"instance,omitempty"`
 }
 
 // Sample is one sampled answer: its token (or action) ids, the per-token log

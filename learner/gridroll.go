@@ -314,3 +314,67 @@ func GridBatchFromGroups(groups []ReplayedGroup, cfg RolloutConfig, scaleByStd b
 	b.N = len(b.Actions)
 	return b, sig, nil
 }
+
+// OptimalActions returns an instance's optimal (sum-of-costs) joint plan as
+// action ids in PlayGridNet's order (step-major, agent-minor); agents that
+// have arrived wait.
+func OptimalActions(in *env.Instance) ([]int32, error) {
+	sol, err := env.Solve(in, env.SolveOptions{})
+	if err != nil {
+		return nil, err
+	}
+	moves, err := env.PlanMoves(&sol.Plan)
+	if err != nil {
+		return nil, err
+	}
+	horizon := 0
+	for _, m := range moves {
+		horizon = max(horizon, len(m))
+	}
+	acts := make([]int32, 0, horizon*len(moves))
+	for t := range horizon {
+		for a := range moves {
+			m := env.Wait
+			if t < len(moves[a]) {
+				m = moves[a][t]
+			}
+			acts = append(acts, int32(m))
+		}
+	}
+	return acts, nil
+}
+
+// BCFromOptimal runs one behaviour-cloning step of g on the optimal plans of
+// ins (instances whose plan does not fit cfg's step bound are skipped).
+func BCFromOptimal(g *GridNet, ins []*env.Instance, cfg RolloutConfig) (UpdateStats, error) {
+	var (
+		obs   []float32
+		legal []bool
+		acts  []int32
+	)
+	for _, in := range ins {
+		a, err := OptimalActions(in)
+		if err != nil {
+			return UpdateStats{}, err
+		}
+		if len(a)/len(in.Agents) > cfg.StepsPerSide*max(in.Width, in.Height) {
+			continue
+		}
+		var lg []bool
+		if cfg.MaskIllegal {
+			lg = legal
+		}
+		obs, lg, err = ReplayGridEpisode(in, cfg, a, obs, lg)
+		if err != nil {
+			return UpdateStats{}, err
+		}
+		if cfg.MaskIllegal {
+			legal = lg
+		}
+		acts = append(acts, a...)
+	}
+	if len(acts) == 0 {
+		return UpdateStats{}, fmt.Errorf("%w: no optimal plan fits the step bound", ErrBadBatch)
+	}
+	return g.BCUpdate(obs, len(acts), legal, acts)
+}

@@ -36,6 +36,7 @@ func badInput(format string, args ...any) error {
 func commands() []command {
 	return []command{
 		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt", runEnv},
+		{"train", "a staged training run with every role in one process", runTrain},
 	}
 }
 

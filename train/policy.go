@@ -1,0 +1,129 @@
+package train
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
+)
+
+// Policy is what a run trains: it plays episodes and learns from groups.
+type Policy interface {
+	// Name is "gridnet" or "scripted".
+	Name() string
+	// Play plays groupSize episodes per instance; temperature 0 is greedy.
+	// The same seed, weights and instances give the same rollout.
+	Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error)
+	// Update learns from groups and returns the statistics of the update.
+	Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error)
+	// Version is the policy version (updates applied).
+	Version() int64
+}
+
+// GridPolicy is the gridnet policy.
+type GridPolicy struct {
+	Net     *learner.GridNet
+	Rollout learner.RolloutConfig
+}
+
+// Name implements Policy.
+func (p *GridPolicy) Name() string { return "gridnet" }
+
+// Version implements Policy.
+func (p *GridPolicy) Version() int64 { return p.Net.Version() }
+
+// Play implements Policy.
+func (p *GridPolicy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
+	rc := p.Rollout
+	rc.GroupSize, rc.Temperature = groupSize, temperature
+	return learner.PlayGridNet(p.Net, ins, rc, rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)))
+}
+
+// Update implements Policy.
+func (p *GridPolicy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+	b, sig, err := learner.GridBatchFromGroups(groups, p.Rollout, true)
+	if err != nil {
+		return learner.UpdateStats{}, sig, err
+	}
+	st, err := p.Net.Update(b)
+	return st, sig, err
+}
+
+// ScriptedPolicy replays each instance's optimal (sum-of-costs) plan and,
+// with probability MistakeRate per agent and step, replaces the planned
+// move by a random one. It drives and tests the runtime without a model;
+// Update only counts versions.
+type ScriptedPolicy struct {
+	MistakeRate float64
+	version     atomic.Int64
+}
+
+// Name implements Policy.
+func (p *ScriptedPolicy) Name() string { return "scripted" }
+
+// Version implements Policy.
+func (p *ScriptedPolicy) Version() int64 { return p.version.Load() }
+
+// Update implements Policy: it learns nothing and bumps the version.
+func (p *ScriptedPolicy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+	var sig learner.SignalStats
+	for _, g := range groups {
+		s := learner.ZeroSignal(g.Rewards, len(g.Rewards))
+		sig.Groups += s.Groups
+		sig.ZeroSignal += s.ZeroSignal
+	}
+	return learner.UpdateStats{Step: p.version.Add(1)}, sig, nil
+}
+
+// Play implements Policy.
+func (p *ScriptedPolicy) Play(ins []*env.Instance, groupSize int, _ float64, seed uint64) (*learner.Rollout, error) {
+	rng := rand.New(rand.NewPCG(seed, 0x5c1e))
+	ro := &learner.Rollout{}
+	for _, in := range ins {
+		sol, err := env.Solve(in, env.SolveOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("scripted policy: instance %s: %w", in.ID, err)
+		}
+		moves, err := env.PlanMoves(&sol.Plan)
+		if err != nil {
+			return nil, err
+		}
+		horizon := 0
+		for _, m := range moves {
+			horizon = max(horizon, len(m))
+		}
+		for range groupSize {
+			k := len(in.Agents)
+			ep := learner.Episode{Instance: in, Lo: len(ro.Actions)}
+			paths := make([][]env.Pos, k)
+			for a := range k {
+				paths[a] = []env.Pos{in.Agents[a].Start}
+			}
+			for t := range horizon {
+				for a := range k {
+					m := env.Wait
+					if t < len(moves[a]) {
+						m = moves[a][t]
+					}
+					if rng.Float64() < p.MistakeRate {
+						m = env.Move(rng.IntN(env.NumMoves))
+					}
+					ro.Actions = append(ro.Actions, int32(m))
+					ro.LogProbs = append(ro.LogProbs, 0)
+					ro.Agent = append(ro.Agent, int32(a))
+					last := paths[a][len(paths[a])-1]
+					paths[a] = append(paths[a], m.Apply(last))
+				}
+			}
+			ep.Hi = len(ro.Actions)
+			ep.Plan = env.Plan{Paths: paths}
+			env.Verify(in, &ep.Plan, &ep.Report)
+			ep.Report.Failures = append([]env.Failure(nil), ep.Report.Failures...)
+			ep.Reward = env.AccuracyReward(in, &ep.Report, env.SumOfCosts)
+			ro.Episodes = append(ro.Episodes, ep)
+		}
+	}
+	return ro, nil
+}

@@ -1,0 +1,650 @@
+package train
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/t2t-lab/t2t/actors"
+	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/engineer"
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
+)
+
+// ErrOptions marks invalid run options.
+var ErrOptions = errors.New("train: invalid options")
+
+// OptionError names the option and the bound it broke.
+type OptionError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("train: %s = %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Unwrap returns ErrOptions.
+func (e *OptionError) Unwrap() error { return ErrOptions }
+
+// Options configure a run. Zero values take the documented defaults.
+type Options struct {
+	// RunID names the run in Redis. Default "run-<seed>".
+	RunID string
+	// Stages is the number of training stages. Default 4.
+	Stages int
+	// Seed seeds instance generation and sampling. Default 1.
+	Seed uint64
+	// Config is the stage-0 generator config. Default env.DefaultLocalConfig().
+	Config env.Config
+	// InstancesPerUnit is the number of instances in one work unit. Default 16.
+	InstancesPerUnit int
+	// Rollouts is the number of rollout actors; MaxInFlight each one's
+	// credit. Defaults 2 and 2.
+	Rollouts, MaxInFlight int
+	// GroupSize is the GRPO group size (episodes per instance). Default 8.
+	GroupSize int
+	// LearnerBatch is the number of groups per policy update. Default 32.
+	LearnerBatch int
+	// StalenessK drops groups more than K policy versions old. Default 4
+	// (in one process rollouts lag the learner by its queue, a few updates).
+	StalenessK int64
+	// KeepStale keeps stale groups (importance weights correct them).
+	KeepStale bool
+	// Strategy designs each next stage. Default: learnability.
+	Strategy engineer.Strategy
+	// ValPerSize and EvalPerSize size the validation set (2 agents, sizes
+	// 3..10) and the 3/4/5-agent benchmark suite. Defaults 20 and 10.
+	ValPerSize, EvalPerSize int
+	// SuiteSeed seeds the validation and benchmark suites. Default 2026.
+	SuiteSeed uint64
+	// CheckpointDir, when set, receives a checkpoint after every stage
+	// (gridnet only), indexed in Redis.
+	CheckpointDir string
+	// Out receives the per-stage progress table. Default io.Discard.
+	Out io.Writer
+	// Logger logs the runtime. Default: discard.
+	Logger *slog.Logger
+	// OnUnit, when set, sees every training unit's outcome record as the
+	// Runner records it (tests use it to check the aggregates).
+	OnUnit func(store.UnitResult)
+}
+
+func (o *Options) defaults() {
+	if o.Stages == 0 {
+		o.Stages = 4
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.RunID == "" {
+		o.RunID = fmt.Sprintf("run-%d", o.Seed)
+	}
+	if o.Config.Sizes == nil {
+		o.Config = env.DefaultLocalConfig()
+	}
+	if o.InstancesPerUnit == 0 {
+		o.InstancesPerUnit = 16
+	}
+	if o.Rollouts == 0 {
+		o.Rollouts = 2
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = 2
+	}
+	if o.GroupSize == 0 {
+		o.GroupSize = 8
+	}
+	if o.LearnerBatch == 0 {
+		o.LearnerBatch = 32
+	}
+	if o.StalenessK == 0 {
+		o.StalenessK = 4
+	}
+	if o.ValPerSize == 0 {
+		o.ValPerSize = 20
+	}
+	if o.EvalPerSize == 0 {
+		o.EvalPerSize = 10
+	}
+	if o.SuiteSeed == 0 {
+		o.SuiteSeed = 2026
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate checks the options (after defaults).
+func (o *Options) Validate() error {
+	switch {
+	case o.Stages < 1 || o.Stages > 1000:
+		return &OptionError{"stages", o.Stages, "must be in [1,1000]"}
+	case o.InstancesPerUnit < 1 || o.InstancesPerUnit > 4096:
+		return &OptionError{"instances-per-unit", o.InstancesPerUnit, "must be in [1,4096]"}
+	case o.Rollouts < 1 || o.Rollouts > 256:
+		return &OptionError{"rollouts", o.Rollouts, "must be in [1,256]"}
+	case o.MaxInFlight < 1 || o.MaxInFlight > 64:
+		return &OptionError{"max-in-flight", o.MaxInFlight, "must be in [1,64]"}
+	case o.GroupSize < 1 || o.GroupSize > 256:
+		return &OptionError{"group", o.GroupSize, "must be in [1,256]"}
+	case o.LearnerBatch < 1 || o.LearnerBatch > 4096:
+		return &OptionError{"learner-batch", o.LearnerBatch, "must be in [1,4096]"}
+	case o.StalenessK < 0:
+		return &OptionError{"staleness", o.StalenessK, "must be >= 0"}
+	case o.ValPerSize < 1 || o.ValPerSize > 1000 || o.EvalPerSize < 1 || o.EvalPerSize > 1000:
+		return &OptionError{"val/eval per size", fmt.Sprintf("%d/%d", o.ValPerSize, o.EvalPerSize), "must be in [1,1000]"}
+	case o.Config.Instances < 1:
+		return &OptionError{"config.instances", o.Config.Instances, "a training stage needs at least one instance"}
+	}
+	if err := o.Config.Validate(); err != nil {
+		return fmt.Errorf("%w: stage-0 config: %w", ErrOptions, err)
+	}
+	if err := env.CheckFeasible(o.Config); err != nil {
+		return fmt.Errorf("%w: stage-0 config: %w", ErrOptions, err)
+	}
+	return nil
+}
+
+// Rates are valid and optimal shares over a set of episodes.
+type Rates struct {
+	Episodes       int64
+	Valid, Optimal float64
+}
+
+func ratesOf(c store.Counts) Rates {
+	if c.Episodes == 0 {
+		return Rates{}
+	}
+	return Rates{Episodes: c.Episodes, Valid: float64(c.Valid) / float64(c.Episodes), Optimal: float64(c.Optimal) / float64(c.Episodes)}
+}
+
+// StageReport is what one stage did and how the policy did after it.
+type StageReport struct {
+	Stage         int
+	ConfigVersion string
+	Config        env.Config
+	// Train is over the stage's training episodes (sampled); Val over the
+	// validation set and Eval per agent count over the benchmark suite,
+	// both greedy, after the stage.
+	Train     Rates
+	Val       Rates
+	Eval      map[int]Rates
+	Updates   int
+	MeanLoss  float64
+	ZeroShare float64
+	Policy    int64
+	Duration  time.Duration
+	// Rationale is the engineer's reason for the next stage's config.
+	Rationale string
+}
+
+// Result is the whole run.
+type Result struct {
+	RunID   string
+	Initial StageReport // the untrained policy's evaluation (Stage -1)
+	Stages  []StageReport
+	Actors  actors.RunReport
+}
+
+// run holds a run's state shared by the runner, updater and proposer.
+type run struct {
+	opt   Options
+	pol   Policy
+	st    *store.Store
+	val   []*env.Instance
+	eval  []*env.Instance
+	start time.Time
+
+	mu         sync.Mutex
+	stageStart time.Time
+	updates    int
+	lossSum    float64
+	sig        learner.SignalStats
+	res        *Result
+	configs    map[int]env.Config
+}
+
+// stageSeed derives a stage's generator seed from the run seed.
+func stageSeed(seed uint64, stage int) uint64 {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], seed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(stage))
+	s := sha256.Sum256(b[:])
+	return binary.LittleEndian.Uint64(s[:8])
+}
+
+// RunUnit implements actors.Runner: generate the unit's instances, play
+// them, record the outcomes in Redis and return the groups.
+func (r *run) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, error) {
+	t0 := time.Now()
+	var cfg env.Config
+	if err := json.Unmarshal(u.ConfigJSON, &cfg); err != nil {
+		return actors.UnitDone{}, fmt.Errorf("unit %s: config: %w", u.UnitID, err)
+	}
+	lo, hi := u.Lo, min(u.Hi, cfg.Instances)
+	if lo >= hi {
+		return actors.UnitDone{UnitID: u.UnitID}, nil
+	}
+	ins, err := env.Generate(cfg, stageSeed(r.opt.Seed, u.Stage), lo, hi)
+	if err != nil {
+		return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
+	}
+	version := r.pol.Version()
+	ro, err := r.pol.Play(ins, r.opt.GroupSize, 1, u.Seed)
+	if err != nil {
+		return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
+	}
+	res := unitResult(r.opt.RunID, u.Stage, "train", u.UnitID, ro, version, u.ConfigVersion)
+	if _, err := r.st.RecordUnit(ctx, res); err != nil {
+		return actors.UnitDone{}, fmt.Errorf("unit %s: record: %w", u.UnitID, err)
+	}
+	if r.opt.OnUnit != nil {
+		r.opt.OnUnit(res)
+	}
+	done := actors.UnitDone{UnitID: u.UnitID}
+	g := r.opt.GroupSize
+	for i, in := range ins {
+		inJSON, err := json.Marshal(in)
+		if err != nil {
+			return actors.UnitDone{}, err
+		}
+		grp := actors.Group{InstanceID: in.ID, Seed: in.Seed, PolicyVersion: version, ConfigVersion: u.ConfigVersion, Instance: inJSON}
+		for e := i * g; e < (i+1)*g; e++ {
+			ep := &ro.Episodes[e]
+			grp.Samples = append(grp.Samples, actors.Sample{
+				Tokens: append([]int32(nil), ro.Actions[ep.Lo:ep.Hi]...), LogProbs: append([]float32(nil), ro.LogProbs[ep.Lo:ep.Hi]...),
+				Reward: float32(ep.Reward), Valid: ep.Report.Valid, Optimal: ep.Report.Optimal,
+			})
+			done.Stats.Samples++
+			done.Stats.RewardSum += ep.Reward
+			if ep.Report.Valid {
+				done.Stats.Valid++
+			}
+			if ep.Report.Optimal {
+				done.Stats.Optimal++
+			}
+		}
+		done.Groups = append(done.Groups, grp)
+	}
+	done.Stats.Instances = len(ins)
+	done.Stats.Millis = time.Since(t0).Milliseconds()
+	return done, nil
+}
+
+// Update implements actors.Updater.
+func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
+	rgs := make([]learner.ReplayedGroup, 0, len(groups))
+	for _, g := range groups {
+		in := new(env.Instance)
+		if err := json.Unmarshal(g.Instance, in); err != nil {
+			return r.pol.Version(), fmt.Errorf("group %s: instance: %w", g.InstanceID, err)
+		}
+		rg := learner.ReplayedGroup{Instance: in}
+		for _, s := range g.Samples {
+			rg.Actions = append(rg.Actions, s.Tokens)
+			rg.LogProbs = append(rg.LogProbs, s.LogProbs)
+			rg.Rewards = append(rg.Rewards, s.Reward)
+		}
+		rgs = append(rgs, rg)
+	}
+	st, sig, err := r.pol.Update(rgs)
+	if err != nil {
+		return r.pol.Version(), err
+	}
+	r.mu.Lock()
+	r.updates++
+	r.lossSum += st.Loss
+	r.sig.Groups += sig.Groups
+	r.sig.ZeroSignal += sig.ZeroSignal
+	r.mu.Unlock()
+	return r.pol.Version(), nil
+}
+
+// evaluate plays the policy greedily on ins and returns the counts per
+// (size, agents).
+func (r *run) evaluate(ins []*env.Instance, seed uint64) (*learner.Rollout, map[store.Key]store.Counts, error) {
+	ro, err := r.pol.Play(ins, 1, 0, seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := unitResult(r.opt.RunID, 0, "eval", "eval", ro, r.pol.Version(), "")
+	return ro, res.Buckets, nil
+}
+
+// evalStage evaluates after stage (or before any stage for stage -1),
+// records the results in Redis (stage >= 0) and fills rep.
+func (r *run) evalStage(ctx context.Context, stage int, rep *StageReport) error {
+	for _, split := range []struct {
+		name string
+		ins  []*env.Instance
+	}{{"val", r.val}, {"eval:paper", r.eval}} {
+		ro, buckets, err := r.evaluate(split.ins, stageSeed(r.opt.Seed^0xe7a1, stage))
+		if err != nil {
+			return fmt.Errorf("%s after stage %d: %w", split.name, stage, err)
+		}
+		if stage >= 0 {
+			res := unitResult(r.opt.RunID, stage, split.name, split.name, ro, r.pol.Version(), "")
+			if _, err := r.st.RecordUnit(ctx, res); err != nil {
+				return fmt.Errorf("%s after stage %d: record: %w", split.name, stage, err)
+			}
+		}
+		var all store.Counts
+		per := map[int]store.Counts{}
+		for k, c := range buckets {
+			all = addCounts(all, c)
+			per[k.Agents] = addCounts(per[k.Agents], c)
+		}
+		if split.name == "val" {
+			rep.Val = ratesOf(all)
+		} else {
+			rep.Eval = map[int]Rates{}
+			for k, c := range per {
+				rep.Eval[k] = ratesOf(c)
+			}
+		}
+	}
+	rep.Policy = r.pol.Version()
+	return nil
+}
+
+func addCounts(a, b store.Counts) store.Counts {
+	a.Episodes += b.Episodes
+	a.Valid += b.Valid
+	a.Optimal += b.Optimal
+	a.RewardSum += b.RewardSum
+	for k, v := range b.Categories {
+		if a.Categories == nil {
+			a.Categories = map[string]int64{}
+		}
+		a.Categories[k] += v
+	}
+	return a
+}
+
+// finishStage evaluates the policy after stage, reads the stage's training
+// outcome from Redis and appends the stage report.
+func (r *run) finishStage(ctx context.Context, stage int) (*StageReport, error) {
+	r.mu.Lock()
+	rep := StageReport{Stage: stage, Config: r.configs[stage], ConfigVersion: r.configs[stage].Hash(), Updates: r.updates, ZeroShare: r.sig.ZeroShare(), Duration: time.Since(r.stageStart)}
+	if r.updates > 0 {
+		rep.MeanLoss = r.lossSum / float64(r.updates)
+	}
+	r.updates, r.lossSum, r.sig = 0, 0, learner.SignalStats{}
+	r.mu.Unlock()
+	agg, err := r.st.Aggregates(ctx, r.opt.RunID, stage, "train")
+	if err != nil {
+		return nil, err
+	}
+	var all store.Counts
+	for _, c := range agg {
+		all = addCounts(all, c)
+	}
+	rep.Train = ratesOf(all)
+	if err := r.evalStage(ctx, stage, &rep); err != nil {
+		return nil, err
+	}
+	if err := r.checkpoint(ctx, stage); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.res.Stages = append(r.res.Stages, rep)
+	r.stageStart = time.Now()
+	r.mu.Unlock()
+	printStage(r.opt.Out, &rep)
+	return &r.res.Stages[len(r.res.Stages)-1], nil
+}
+
+// checkpoint saves a gridnet policy after stage and indexes it in Redis.
+func (r *run) checkpoint(ctx context.Context, stage int) error {
+	gp, ok := r.pol.(*GridPolicy)
+	if !ok || r.opt.CheckpointDir == "" {
+		return nil
+	}
+	dir := fmt.Sprintf("%s/stage-%03d", r.opt.CheckpointDir, stage)
+	gp.Net.SetTrainState(learner.TrainState{DataPosition: int64(stage + 1)})
+	if err := gp.Net.Save(dir); err != nil {
+		return fmt.Errorf("checkpoint after stage %d: %w", stage, err)
+	}
+	return r.st.PutCheckpoint(ctx, r.opt.RunID, store.CheckpointRecord{
+		Version: gp.Net.Version(), Step: int64(stage), Path: dir, ConfigVersion: r.configs[stage].Hash(),
+	})
+}
+
+// history rebuilds the engineer's view of the run from Redis.
+func (r *run) history(ctx context.Context) (*engineer.History, error) {
+	recs, err := r.st.Configs(ctx, r.opt.RunID)
+	if err != nil {
+		return nil, err
+	}
+	h := &engineer.History{RunID: r.opt.RunID, Budget: engineer.Budget{TotalStages: r.opt.Stages, EpochsPerStage: 1}}
+	for _, rec := range recs {
+		var cfg env.Config
+		if err := json.Unmarshal(rec.JSON, &cfg); err != nil {
+			return nil, fmt.Errorf("config of stage %d: %w", rec.Stage, err)
+		}
+		sr := engineer.StageResult{Stage: rec.Stage, Config: cfg, ConfigVersion: rec.Version, Rationale: rec.Rationale, Epochs: 1}
+		for _, split := range []string{"train", "val"} {
+			agg, err := r.st.Aggregates(ctx, r.opt.RunID, rec.Stage, split)
+			if err != nil {
+				return nil, err
+			}
+			if len(agg) == 0 {
+				continue
+			}
+			stats := sizeStats(agg)
+			if split == "train" {
+				sr.Train = stats
+			} else {
+				sr.Val = stats
+			}
+		}
+		if len(sr.Train) == 0 && len(sr.Val) == 0 {
+			continue // the stage being proposed: no outcomes yet
+		}
+		exs, err := r.st.Examples(ctx, r.opt.RunID, rec.Stage, "val", 4)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range exs {
+			sr.Examples = append(sr.Examples, engineer.Example{InstanceID: e.InstanceID, Size: e.Size, Category: e.Category, Detail: e.Detail, Answer: e.Answer})
+		}
+		h.Stages = append(h.Stages, sr)
+	}
+	return h, nil
+}
+
+// sizeStats folds (size, agents) buckets into per-size statistics.
+func sizeStats(agg map[store.Key]store.Counts) []engineer.SizeStats {
+	per := map[int]store.Counts{}
+	for k, c := range agg {
+		per[k.Size] = addCounts(per[k.Size], c)
+	}
+	names := map[string]env.Category{}
+	for c := env.Category(0); c < env.NumCategories; c++ {
+		names[c.String()] = c
+	}
+	var out []engineer.SizeStats
+	for size, c := range per {
+		s := engineer.SizeStats{Size: size, Episodes: c.Episodes, Valid: c.Valid, Optimal: c.Optimal}
+		if c.Episodes > 0 {
+			s.MeanReward = c.RewardSum / float64(c.Episodes)
+		}
+		for name, n := range c.Categories {
+			if cat, ok := names[name]; ok {
+				s.Categories[cat] += n
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Size < out[j].Size })
+	return out
+}
+
+// Propose implements actors.Proposer: close the finished stage (evaluate,
+// checkpoint, report), then ask the strategy for the next config.
+func (r *run) Propose(ctx context.Context, runID string, stage int) (string, []byte, error) {
+	rep, err := r.finishStage(ctx, stage-1)
+	if err != nil {
+		return "", nil, err
+	}
+	h, err := r.history(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	prop, err := r.opt.Strategy.Propose(ctx, h)
+	if err != nil {
+		return "", nil, err
+	}
+	for i, a := range prop.Attempts {
+		ar := store.AuditRecord{Stage: stage, Attempt: i, PromptHash: a.PromptHash, RawAnswer: a.Raw, Parsed: a.Parsed, Projected: a.Projected, Accepted: a.Accepted, Reason: a.Reason}
+		if err := r.st.AppendAudit(ctx, runID, ar); err != nil {
+			return "", nil, err
+		}
+	}
+	cfg := prop.Config
+	if cfg.Instances < 1 {
+		cfg.Instances = r.opt.Config.Instances
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := r.st.PutConfig(ctx, runID, store.ConfigRecord{Stage: stage, Version: cfg.Hash(), JSON: b, Proposer: r.opt.Strategy.Name(), Rationale: prop.Rationale}); err != nil {
+		return "", nil, err
+	}
+	r.mu.Lock()
+	prev := r.configs[stage-1]
+	r.configs[stage] = cfg
+	rep.Rationale = prop.Rationale
+	r.mu.Unlock()
+	if d := cfg.Diff(prev); d != "" {
+		fmt.Fprintf(r.opt.Out, "  engineer (%s) → stage %d config %s:\n", r.opt.Strategy.Name(), stage, cfg.Hash())
+		for _, line := range splitLines(d) {
+			fmt.Fprintf(r.opt.Out, "    %s\n", line)
+		}
+	} else {
+		fmt.Fprintf(r.opt.Out, "  engineer (%s) → stage %d keeps config %s\n", r.opt.Strategy.Name(), stage, cfg.Hash())
+	}
+	return cfg.Hash(), b, nil
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		out = append(out, s[:i])
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+	return out
+}
+
+func pct(x float64) string {
+	if math.IsNaN(x) {
+		return "  -  "
+	}
+	return fmt.Sprintf("%5.1f", 100*x)
+}
+
+// printHeader and printStage write the per-stage progress table.
+func printHeader(w io.Writer) {
+	fmt.Fprintln(w, "stage | train valid | val valid/opt % | 3 agents v/o % | 4 agents v/o % | 5 agents v/o % | updates  loss   zero% | policy | time")
+}
+
+func printStage(w io.Writer, s *StageReport) {
+	name := fmt.Sprintf("%5d", s.Stage)
+	train := fmt.Sprintf("%11s", pct(s.Train.Valid))
+	if s.Stage < 0 {
+		name, train = " init", fmt.Sprintf("%11s", "-")
+	}
+	ev := func(k int) string {
+		r, ok := s.Eval[k]
+		if !ok {
+			return fmt.Sprintf("%14s", "-")
+		}
+		return fmt.Sprintf("  %s / %s ", pct(r.Valid), pct(r.Optimal))
+	}
+	fmt.Fprintf(w, "%s | %s |  %s / %s  | %s | %s | %s | %7d %6.3f %5.1f | %6d | %s\n",
+		name, train, pct(s.Val.Valid), pct(s.Val.Optimal), ev(3), ev(4), ev(5), s.Updates, s.MeanLoss, 100*s.ZeroShare, s.Policy, s.Duration.Round(100*time.Millisecond))
+}
+
+// Run trains pol for opt.Stages stages, recording everything in st.
+func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result, error) {
+	opt.defaults()
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.Strategy == nil {
+		s, err := engineer.ParseStrategy(engineer.NameLearnability, engineer.Options{Seed: opt.Seed, Base: &opt.Config, Feasible: env.CheckFeasible})
+		if err != nil {
+			return nil, err
+		}
+		opt.Strategy = s
+	}
+	r := &run{opt: opt, pol: pol, st: st, start: time.Now(), res: &Result{RunID: opt.RunID}, configs: map[int]env.Config{0: opt.Config}}
+	var err error
+	valSpec := env.ValidationSpec(opt.SuiteSeed, opt.ValPerSize)
+	if r.val, err = env.GenerateSuite(&valSpec, 0, valSpec.Len()); err != nil {
+		return nil, err
+	}
+	evalSpec := env.PaperEvalSpec(opt.SuiteSeed, opt.EvalPerSize)
+	if r.eval, err = env.GenerateSuite(&evalSpec, 0, evalSpec.Len()); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opt.Out, "run %s: %s policy, %d stages × %d instances (group %d), engineer %s; validation %d, benchmark %d instances\n",
+		opt.RunID, pol.Name(), opt.Stages, opt.Config.Instances, opt.GroupSize, opt.Strategy.Name(), len(r.val), len(r.eval))
+	printHeader(opt.Out)
+	r.res.Initial.Stage = -1
+	if err := r.evalStage(ctx, -1, &r.res.Initial); err != nil {
+		return nil, err
+	}
+	printStage(opt.Out, &r.res.Initial)
+	cfgJSON, err := json.Marshal(opt.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.PutConfig(ctx, opt.RunID, store.ConfigRecord{Stage: 0, Version: opt.Config.Hash(), JSON: cfgJSON, Proposer: "initial"}); err != nil {
+		return nil, err
+	}
+	units := (opt.Config.Instances + opt.InstancesPerUnit - 1) / opt.InstancesPerUnit
+	sc := actors.DefaultSystemConfig()
+	sc.RunID, sc.Rollouts, sc.MaxInFlight = opt.RunID, opt.Rollouts, opt.MaxInFlight
+	sc.UnitsPerStage, sc.InstancesPerUnit, sc.Seed = units, opt.InstancesPerUnit, opt.Seed
+	sc.InitialConfigVersion, sc.InitialConfigJSON = opt.Config.Hash(), cfgJSON
+	sc.LearnerBatch, sc.StalenessK, sc.KeepStale = opt.LearnerBatch, opt.StalenessK, opt.KeepStale
+	sys, err := actors.NewLocal(sc, r, r, r, opt.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer sys.Close()
+	r.stageStart = time.Now()
+	rep, err := sys.Run(ctx, opt.Stages)
+	r.res.Actors = rep
+	if err != nil {
+		return r.res, err
+	}
+	if _, err := r.finishStage(ctx, opt.Stages-1); err != nil {
+		return r.res, err
+	}
+	return r.res, nil
+}
