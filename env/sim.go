@@ -34,6 +34,7 @@ const (
 	ObsAgentMoveDR        // row change of the last move of the agent on the cell (−1, 0, 1)
 	ObsAgentMoveDC        // column change of that move (−1, 0, 1)
 	ObsAgentAtGoal        // 1: the agent on the cell is on its own goal
+	ObsClaimed            // 1: another agent declared (SetIntent) a move onto the cell this step
 	ObsChannels
 )
 
@@ -103,6 +104,8 @@ type Sim struct {
 	plen     []int   // recorded path length per agent
 	flat     []Pos   // agent i's path is flat[i*stride : i*stride+plen[i]]
 	dist     []int32 // agent i's shortest-path distance to its goal from cell c is dist[i*W*H+c]; -1 unreachable
+	intent   []Move  // moves declared for the coming step (SetIntent)
+	declared []bool
 }
 
 // NewSim returns a simulator for in (which must pass Validate) that stops
@@ -126,6 +129,8 @@ func NewSim(in *Instance, maxSteps int) *Sim {
 		plen:     make([]int, k),
 		flat:     make([]Pos, k*(maxSteps+1)),
 		dist:     make([]int32, k*in.Width*in.Height),
+		intent:   make([]Move, k),
+		declared: make([]bool, k),
 	}
 	cells := in.Width * in.Height
 	queue := make([]int32, 0, cells)
@@ -163,6 +168,7 @@ func goalDistances(in *Instance, goal Pos, d []int32, queue []int32) {
 // Reset puts every agent back on its start at t = 0.
 func (s *Sim) Reset() {
 	s.t, s.failed = 0, false
+	clear(s.declared)
 	for i, a := range s.in.Agents {
 		s.pos[i] = a.Start
 		s.last[i] = Wait
@@ -226,6 +232,7 @@ func (s *Sim) Step(moves []Move) StepResult {
 	}
 	in := s.in
 	var old [MaxAgents]Pos
+	clear(s.declared)
 	s.t++
 	for i := range k {
 		g := in.Agents[i].Goal
@@ -371,6 +378,14 @@ func (s *Sim) Observe(agent int, radius int, dst []float32) []float32 {
 			dst[ObsAgentAtGoal*plane+idx] = 1
 		}
 	}
+	for j, d := range s.declared {
+		if !d || j == agent {
+			continue
+		}
+		if idx := cellIdx(s.intent[j].Apply(s.pos[j])); idx >= 0 {
+			dst[ObsClaimed*plane+idx] = 1
+		}
+	}
 	sc := dst[ObsChannels*plane:]
 	n := float32(max(in.Width, in.Height))
 	g := in.Agents[agent].Goal
@@ -399,6 +414,50 @@ func (s *Sim) Observe(agent int, radius int, dst []float32) []float32 {
 		sc[ObsMoveGain+int(m)] = gain
 	}
 	return dst
+}
+
+// SetIntent declares the move agent will make in the coming step, so that
+// agents deciding after it see the cell it claims (ObsClaimed) and can
+// avoid it (SafeMask). Step clears every intent. Policies that write a
+// joint step one agent at a time use it; it changes nothing else.
+func (s *Sim) SetIntent(agent int, m Move) {
+	s.intent[agent], s.declared[agent] = m, true
+}
+
+// claimedBy returns the agent other than agent that declared a move onto
+// q, or -1.
+func (s *Sim) claimedBy(agent int, q Pos) int {
+	for j, d := range s.declared {
+		if d && j != agent && s.intent[j].Apply(s.pos[j]) == q {
+			return j
+		}
+	}
+	return -1
+}
+
+// SafeMask is LegalMask without the moves that would collide with a
+// declared intent: onto a cell another agent declared a move to (vertex
+// conflict), or into the cell of an agent that declared a move onto this
+// agent's cell (swap). Agents that have not declared are not considered.
+// Wait stays allowed even when it collides, so a row is never empty.
+func (s *Sim) SafeMask(agent int, dst []bool) {
+	s.LegalMask(agent, dst)
+	p := s.pos[agent]
+	for m := Up; m < NumMoves; m++ {
+		if !dst[m] {
+			continue
+		}
+		q := m.Apply(p)
+		if s.claimedBy(agent, q) >= 0 {
+			dst[m] = false
+			continue
+		}
+		for j, d := range s.declared {
+			if d && j != agent && s.pos[j] == q && s.intent[j].Apply(q) == p {
+				dst[m] = false
+			}
+		}
+	}
 }
 
 // LegalMask sets dst[m] (len(dst) >= NumMoves) for each move m that keeps

@@ -230,7 +230,7 @@ func TestObserveLayout(t *testing.T) {
 	s := NewSim(in, 8)
 	const r = ObsRadius
 	const w = 2*r + 1
-	if ObsSize(r) != ObsChannels*w*w+ObsScalars || ObsSize(r) != 210 || ObsSize(0) != ObsChannels+ObsScalars {
+	if ObsSize(r) != ObsChannels*w*w+ObsScalars || ObsSize(r) != 235 || ObsSize(0) != ObsChannels+ObsScalars {
 		t.Fatalf("ObsSize(%d) = %d", r, ObsSize(r))
 	}
 	at := func(obs []float32, ch, y, x int) float32 { return obs[ch*w*w+y*w+x] }
@@ -340,5 +340,47 @@ func TestSimZeroAllocs(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(100, s.Reset); a != 0 {
 		t.Fatalf("Reset: %v allocs", a)
+	}
+}
+
+func TestSetIntentSafeMaskAndClaimedPlane(t *testing.T) {
+	// Agent 0 at (1,0) heads right; agent 1 at (1,2) heads left: both want (1,1).
+	in := planInst(t, []string{"...", "...", "..."}, planAg(1, 0, 1, 2), planAg(1, 2, 1, 0))
+	s := NewSim(in, 6)
+	var m [NumMoves]bool
+	s.SafeMask(1, m[:])
+	if !m[Left] {
+		t.Fatal("LEFT masked before any intent")
+	}
+	s.SetIntent(0, Right)
+	s.SafeMask(1, m[:])
+	if m[Left] || !m[Wait] || !m[Up] || !m[Down] || m[Right] {
+		t.Fatalf("after agent 0 claims (1,1): mask %v, want LEFT and RIGHT(off grid) masked", m)
+	}
+	const r = ObsRadius
+	const w = 2*r + 1
+	obs := s.Observe(1, r, nil)
+	// (1,1) is one column left of agent 1: window cell (r, r-1).
+	if obs[ObsClaimed*w*w+r*w+r-1] != 1 {
+		t.Fatal("claimed cell not in agent 1's observation")
+	}
+	if s.Observe(0, r, nil)[ObsClaimed*w*w+r*w+r+1] != 0 {
+		t.Fatal("agent 0 sees its own claim")
+	}
+	// Swap: agent 0 declares RIGHT into... use a 2-cell corridor.
+	in2 := planInst(t, []string{"..", "HH"}, planAg(0, 0, 0, 1), planAg(0, 1, 0, 0))
+	s2 := NewSim(in2, 4)
+	s2.SetIntent(0, Right)
+	s2.SafeMask(1, m[:])
+	if m[Left] {
+		t.Fatal("swap with a declared move not masked")
+	}
+	s2.Step([]Move{Right, Wait})
+	s2.SafeMask(1, m[:])
+	obs = s2.Observe(1, r, obs)
+	for i := ObsClaimed * w * w; i < (ObsClaimed+1)*w*w; i++ {
+		if obs[i] != 0 {
+			t.Fatal("intents survived Step")
+		}
 	}
 }

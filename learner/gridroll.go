@@ -21,15 +21,26 @@ type RolloutConfig struct {
 	// MaskIllegal forbids moves that leave the grid or step on a hole (the
 	// Sim's LegalMask). Default true.
 	MaskIllegal bool
+	// Sequential writes each joint step one agent at a time, in agent
+	// order: every agent declares its move (Sim.SetIntent) and the agents
+	// after it observe the claimed cell. Default true.
+	Sequential bool
+	// MaskConflicts (with Sequential and MaskIllegal) also forbids moves
+	// that collide with a move declared earlier in the same step
+	// (Sim.SafeMask): a decoding constraint, like grammar-constrained
+	// sampling for an LLM. The verifier still judges the whole plan.
+	// Default true.
+	MaskConflicts bool
 	// Reward weighs the outcome; the accuracy reward of the paper
 	// (env.AccuracyReward) under Reward.Objective.
 	Reward env.RewardConfig
 }
 
 // DefaultRolloutConfig returns the training defaults: groups of 8 at
-// temperature 1, 4·N steps, illegal moves masked, sum-of-costs reward.
+// temperature 1, 4·N steps, sequential joint steps with illegal and
+// conflicting moves masked, sum-of-costs reward.
 func DefaultRolloutConfig() RolloutConfig {
-	return RolloutConfig{GroupSize: 8, Temperature: 1, StepsPerSide: 4, MaskIllegal: true, Reward: env.DefaultRewardConfig()}
+	return RolloutConfig{GroupSize: 8, Temperature: 1, StepsPerSide: 4, MaskIllegal: true, Sequential: true, MaskConflicts: true, Reward: env.DefaultRewardConfig()}
 }
 
 // Validate checks the fields.
@@ -83,8 +94,9 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 		return nil, fmt.Errorf("%w: gridnet observation size %d, env gives %d", ErrCheckpointMismatch, obsSize, want)
 	}
 	type live struct {
-		sim *env.Sim
-		ep  int
+		sim   *env.Sim
+		ep    int
+		moves [env.MaxAgents]env.Move
 	}
 	ro := &Rollout{ObsSize: obsSize}
 	var lives []*live
@@ -103,11 +115,8 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 	var (
 		obs     []float32
 		legal   []bool
-		owner   []int // live index per decision in this step
-		agent   []int32
 		actions []int32
 		logps   []float32
-		moves   [env.MaxAgents]env.Move
 	)
 	type dec struct {
 		obs   []float32
@@ -117,45 +126,67 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 		logp  float32
 	}
 	perEp := make([][]dec, len(ro.Episodes))
+	maxK := 0
+	for _, in := range ins {
+		maxK = max(maxK, len(in.Agents))
+	}
+	// Each joint step is decided in rounds: all agents at once, or (with
+	// Sequential) agent 0 of every live episode, then agent 1, and so on.
+	type slot struct {
+		l *live
+		a int
+	}
+	var slots []slot
 	active := lives
 	for len(active) > 0 {
-		obs, legal, owner, agent = obs[:0], legal[:0], owner[:0], agent[:0]
-		for li, l := range active {
-			for a := 0; a < l.sim.NumAgents(); a++ {
-				obs = appendObs(l.sim, a, obs)
-				if cfg.MaskIllegal {
-					var m [env.NumMoves]bool
-					l.sim.LegalMask(a, m[:])
-					legal = append(legal, m[:]...)
+		rounds := 1
+		if cfg.Sequential {
+			rounds = maxK
+		}
+		for round := range rounds {
+			obs, legal, slots = obs[:0], legal[:0], slots[:0]
+			for _, l := range active {
+				k := l.sim.NumAgents()
+				lo, hi := 0, k
+				if cfg.Sequential {
+					if round >= k {
+						continue
+					}
+					lo, hi = round, round+1
 				}
-				owner = append(owner, li)
-				agent = append(agent, int32(a))
+				for a := lo; a < hi; a++ {
+					obs = appendObs(l.sim, a, obs)
+					if cfg.MaskIllegal {
+						legal = appendMask(l.sim, a, cfg, legal)
+					}
+					slots = append(slots, slot{l, a})
+				}
 			}
-		}
-		n := len(owner)
-		actions = growI32(actions, n)
-		logps = growF32(logps, n)
-		var lg []bool
-		if cfg.MaskIllegal {
-			lg = legal
-		}
-		if err := g.Act(obs, n, lg, cfg.Temperature, rng, actions, logps); err != nil {
-			return nil, err
-		}
-		next := active[:0:0]
-		i := 0
-		for _, l := range active {
-			k := l.sim.NumAgents()
-			for a := 0; a < k; a++ {
-				d := dec{obs: append([]float32(nil), obs[i*obsSize:(i+1)*obsSize]...), agent: agent[i], act: actions[i], logp: logps[i]}
+			n := len(slots)
+			actions = growI32(actions, n)
+			logps = growF32(logps, n)
+			var lg []bool
+			if cfg.MaskIllegal {
+				lg = legal
+			}
+			if err := g.Act(obs, n, lg, cfg.Temperature, rng, actions, logps); err != nil {
+				return nil, err
+			}
+			for i, sl := range slots {
+				d := dec{obs: append([]float32(nil), obs[i*obsSize:(i+1)*obsSize]...), agent: int32(sl.a), act: actions[i], logp: logps[i]}
 				if cfg.MaskIllegal {
 					d.legal = append([]bool(nil), legal[i*env.NumMoves:(i+1)*env.NumMoves]...)
 				}
-				perEp[l.ep] = append(perEp[l.ep], d)
-				moves[a] = env.Move(actions[i])
-				i++
+				perEp[sl.l.ep] = append(perEp[sl.l.ep], d)
+				sl.l.moves[sl.a] = env.Move(actions[i])
+				if cfg.Sequential {
+					sl.l.sim.SetIntent(sl.a, env.Move(actions[i]))
+				}
 			}
-			l.sim.Step(moves[:k])
+		}
+		next := active[:0:0]
+		for _, l := range active {
+			l.sim.Step(l.moves[:l.sim.NumAgents()])
 			if !l.sim.Done() {
 				next = append(next, l)
 			}
@@ -216,6 +247,18 @@ func GridBatchFromRollouts(rs []*Rollout, groupSize int, scaleByStd bool) (*Grid
 	return b, sig
 }
 
+// appendMask appends agent a's move mask: SafeMask with Sequential and
+// MaskConflicts, else LegalMask.
+func appendMask(sim *env.Sim, a int, cfg RolloutConfig, legal []bool) []bool {
+	var m [env.NumMoves]bool
+	if cfg.Sequential && cfg.MaskConflicts {
+		sim.SafeMask(a, m[:])
+	} else {
+		sim.LegalMask(a, m[:])
+	}
+	return append(legal, m[:]...)
+}
+
 // appendObs appends agent a's observation (env.ObsRadius) to obs.
 func appendObs(sim *env.Sim, a int, obs []float32) []float32 {
 	n, size := len(obs), env.ObsSize(env.ObsRadius)
@@ -247,15 +290,26 @@ func ReplayGridEpisode(in *env.Instance, cfg RolloutConfig, actions []int32, obs
 			return obs, legal, fmt.Errorf("%w: episode ended at step %d but %d actions remain", ErrBadBatch, t, len(actions)-t*k)
 		}
 		for a := 0; a < k; a++ {
-			obs = appendObs(sim, a, obs)
-			if cfg.MaskIllegal {
-				var m [env.NumMoves]bool
-				sim.LegalMask(a, m[:])
-				legal = append(legal, m[:]...)
-			}
 			act := actions[t*k+a]
 			if act < 0 || act >= NumMoves {
 				return obs, legal, fmt.Errorf("%w: action %d out of range", ErrBadBatch, act)
+			}
+			// Without Sequential every agent decided before any declared,
+			// so observe them all first.
+			if !cfg.Sequential && a == 0 {
+				for b := 0; b < k; b++ {
+					obs = appendObs(sim, b, obs)
+					if cfg.MaskIllegal {
+						legal = appendMask(sim, b, cfg, legal)
+					}
+				}
+			}
+			if cfg.Sequential {
+				obs = appendObs(sim, a, obs)
+				if cfg.MaskIllegal {
+					legal = appendMask(sim, a, cfg, legal)
+				}
+				sim.SetIntent(a, env.Move(act))
 			}
 			moves[a] = env.Move(act)
 		}
