@@ -141,7 +141,7 @@ func TimelineSVG(spans []Span) []byte {
 	for t := time.Duration(0); t <= time.Duration(t1-t0); t += step {
 		xt := x(t0 + int64(t))
 		fmt.Fprintf(&b, `<line x1="%.2f" y1="%d" x2="%.2f" y2="%d" stroke="#000000"/>`+"\n", xt, svgTop-8, xt, svgTop-4)
-		fmt.Fprintf(&b, `<text x="%.2f" y="%d" text-anchor="middle">%s</text>`+"\n", xt, svgTop-12, esc(fmtDur(t)))
+		fmt.Fprintf(&b, `<text x="%.2f" y="%d" text-anchor="middle">%s</text>`+"\n", xt, svgTop-12, esc(t.String()))
 	}
 
 	// Bars.
@@ -171,7 +171,7 @@ func TimelineSVG(spans []Span) []byte {
 		if wu != "" {
 			title += ", unit " + wu
 		}
-		fmt.Fprintf(&b, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s" fill-opacity="0.85"><title>%s</title></rect>`+"\n",
+		fmt.Fprintf(&b, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s" fill-opacity="0.85" stroke="#ffffff" stroke-width="0.5"><title>%s</title></rect>`+"\n",
 			x0, y+dy, w, h, fill, esc(title))
 	}
 
