@@ -42,7 +42,7 @@ func (e *OptionError) Unwrap() error { return ErrOptions }
 type Options struct {
 	// RunID names the run in Redis. Default "run-<seed>".
 	RunID string
-	// Stages is the number of training stages. Default 4.
+	// Stages is the number of training stages. Default 8.
 	Stages int
 	// Seed seeds instance generation and sampling. Default 1.
 	Seed uint64
@@ -83,7 +83,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Stages == 0 {
-		o.Stages = 4
+		o.Stages = 8
 	}
 	if o.Seed == 0 {
 		o.Seed = 1

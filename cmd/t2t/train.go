@@ -20,7 +20,7 @@ import (
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t train", "t2t train [flags]   (every role in one process: coordinator, rollouts, learner, engineer)", stderr)
-	stages := fs.Int("stages", 4, "training stages")
+	stages := fs.Int("stages", 8, "training stages")
 	seed := fs.Uint64("seed", 1, "run seed: instances, sampling and weight initialisation")
 	cfgPath := fs.String("config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)")
 	instances := fs.Int("instances", 0, "training instances per stage (0: the config's)")
