@@ -119,6 +119,8 @@ type coordinator struct {
 	cur       StageDone      // counters of the running stage
 
 	out []coordOut
+	// headers gives each stage's trace headers (SystemConfig.StageHeaders).
+	headers func(runID string, stage int) map[string]string
 }
 
 func newCoordinator(clock Clock, lease time.Duration, m *coordMetrics) *coordinator {
@@ -247,12 +249,17 @@ func (c *coordinator) buildUnits() {
 	c.index = make(map[string]int, n)
 	c.queue = make([]int, 0, n)
 	c.queueHead = 0
+	var hdr map[string]string
+	if c.headers != nil {
+		hdr = c.headers(c.plan.RunID, c.stage)
+	}
 	for i := range n {
 		id := fmt.Sprintf("%s/s%d/u%d", c.plan.RunID, c.stage, i)
 		c.units[i] = unitState{unit: WorkUnit{
 			UnitID: id, RunID: c.plan.RunID, Stage: c.stage, Split: c.plan.Split,
 			ConfigVersion: c.cfg.Version, ConfigJSON: c.cfg.JSON,
 			Seed: unitSeed(c.plan.Seed, c.stage, i), Lo: i * per, Hi: (i + 1) * per,
+			TraceHeaders: hdr,
 		}}
 		c.index[id] = i
 		c.queue = append(c.queue, i)

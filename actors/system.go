@@ -74,6 +74,12 @@ type SystemConfig struct {
 	// Clock is the coordinator's clock for lease deadlines. Default
 	// WallClock.
 	Clock Clock
+	// StageHeaders, when set, is called by the coordinator when a stage's
+	// units are built; its result (trace context, e.g. W3C traceparent) is
+	// copied into every WorkUnit.TraceHeaders of that stage, so the spans
+	// of rollouts on any node join the stage's trace. It runs on the
+	// coordinator's goroutine and must be safe for concurrent use.
+	StageHeaders func(runID string, stage int) map[string]string
 	// SyncTimeout bounds Run's wait for the learner's final counters.
 	// (Close waits up to protoactor's fixed 10s per actor.) Default 10s.
 	SyncTimeout time.Duration
@@ -242,7 +248,9 @@ func (s *System) spawn(runnerFor func(int) Runner, updater Updater, proposer Pro
 			update: updater, subs: map[string]*actor.PID{}, logger: s.logger.With("actor", LearnerName)}
 	})
 	s.coordinator = spawn(CoordinatorName, cfg.MailboxSize, func() actor.Actor {
-		return &coordinatorActor{logic: newCoordinator(cfg.Clock, cfg.LeaseTimeout, s.coordMetrics),
+		logic := newCoordinator(cfg.Clock, cfg.LeaseTimeout, s.coordMetrics)
+		logic.headers = cfg.StageHeaders
+		return &coordinatorActor{logic: logic,
 			subscribers: []*actor.PID{s.learner, s.engineer, s.observer},
 			workers:     map[string]*actor.PID{}, logger: s.logger.With("actor", CoordinatorName)}
 	})

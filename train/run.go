@@ -14,8 +14,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
@@ -76,6 +80,10 @@ type Options struct {
 	Out io.Writer
 	// Logger logs the runtime. Default: discard.
 	Logger *slog.Logger
+	// Tracer, when set, traces the run: a span per stage, work unit,
+	// sampling, learner update, evaluation and engineer proposal, with the
+	// stage's context carried to every node in WorkUnit.TraceHeaders.
+	Tracer trace.Tracer
 	// OnUnit, when set, sees every training unit's outcome record as the
 	// Runner records it (tests use it to check the aggregates).
 	OnUnit func(store.UnitResult)
@@ -217,6 +225,7 @@ type run struct {
 	sig        learner.SignalStats
 	res        *Result
 	configs    map[int]env.Config
+	traces     *stageTraces
 }
 
 // stageSeed derives a stage's generator seed from the run seed.
@@ -232,6 +241,10 @@ func stageSeed(seed uint64, stage int) uint64 {
 // them, record the outcomes in Redis and return the groups.
 func (r *run) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, error) {
 	t0 := time.Now()
+	ctx, span := r.traces.start(telemetry.Extract(ctx, u.TraceHeaders), telemetry.SpanWorkUnit,
+		attribute.String(telemetry.AttrWorkUnit, u.UnitID), attribute.Int(telemetry.AttrStage, u.Stage),
+		attribute.Int(telemetry.AttrAttempt, u.Attempt), attribute.String(telemetry.AttrConfigVersion, u.ConfigVersion))
+	defer span.End()
 	var cfg env.Config
 	if err := json.Unmarshal(u.ConfigJSON, &cfg); err != nil {
 		return actors.UnitDone{}, fmt.Errorf("unit %s: config: %w", u.UnitID, err)
@@ -245,7 +258,10 @@ func (r *run) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, 
 		return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
 	}
 	version := r.pol.Version()
+	_, ss := r.traces.start(ctx, telemetry.SpanSample, attribute.Int64(telemetry.AttrPolicyVersion, version))
 	ro, err := r.pol.Play(ins, r.opt.GroupSize, 1, u.Seed)
+	ss.SetAttributes(attribute.Int(telemetry.AttrSamples, len(ins)*r.opt.GroupSize))
+	ss.End()
 	if err != nil {
 		return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
 	}
@@ -302,7 +318,9 @@ func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
 		}
 		rgs = append(rgs, rg)
 	}
+	_, span := r.traces.start(r.traces.current(), telemetry.SpanLearnerUpdate, attribute.Int(telemetry.AttrSamples, len(groups)))
 	st, sig, err := r.pol.Update(rgs)
+	span.End()
 	if err != nil {
 		return r.pol.Version(), err
 	}
@@ -333,7 +351,14 @@ func (r *run) evalStage(ctx context.Context, stage int, rep *StageReport) error 
 		name string
 		ins  []*env.Instance
 	}{{"val", r.val}, {"eval:paper", r.eval}} {
+		var span trace.Span
+		if stage >= 0 {
+			_, span = r.traces.start(r.traces.ctx(stage), telemetry.SpanEval, attribute.String("t2t.split", split.name))
+		}
 		ro, buckets, err := r.evaluate(split.ins, stageSeed(r.opt.Seed^0xe7a1, stage))
+		if span != nil {
+			span.End()
+		}
 		if err != nil {
 			return fmt.Errorf("%s after stage %d: %w", split.name, stage, err)
 		}
@@ -506,7 +531,10 @@ func (r *run) Propose(ctx context.Context, runID string, stage int) (string, []b
 	if err != nil {
 		return "", nil, err
 	}
+	_, span := r.traces.start(r.traces.ctx(stage-1), telemetry.SpanEngineerPropose, attribute.Int(telemetry.AttrStage, stage))
 	prop, err := r.opt.Strategy.Propose(ctx, h)
+	span.End()
+	defer r.traces.end(stage - 1)
 	if err != nil {
 		return "", nil, err
 	}
@@ -601,7 +629,8 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 		}
 		opt.Strategy = s
 	}
-	r := &run{opt: opt, pol: pol, st: st, start: time.Now(), res: &Result{RunID: opt.RunID}, configs: map[int]env.Config{0: opt.Config}}
+	r := &run{opt: opt, pol: pol, st: st, start: time.Now(), res: &Result{RunID: opt.RunID}, configs: map[int]env.Config{0: opt.Config},
+		traces: newStageTraces(opt.Tracer, opt.RunID)}
 	var err error
 	valSpec := env.ValidationSpec(opt.SuiteSeed, opt.ValPerSize)
 	if r.val, err = env.GenerateSuite(&valSpec, 0, valSpec.Len()); err != nil {
@@ -632,6 +661,7 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	sc.UnitsPerStage, sc.InstancesPerUnit, sc.Seed = units, opt.InstancesPerUnit, opt.Seed
 	sc.InitialConfigVersion, sc.InitialConfigJSON = opt.Config.Hash(), cfgJSON
 	sc.LearnerBatch, sc.StalenessK, sc.KeepStale = opt.LearnerBatch, opt.StalenessK, opt.KeepStale
+	sc.StageHeaders = r.traces.headers
 	sys, err := actors.NewLocal(sc, r, r, r, opt.Logger)
 	if err != nil {
 		return nil, err
@@ -643,8 +673,7 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	if err != nil {
 		return r.res, err
 	}
-	if _, err := r.finishStage(ctx, opt.Stages-1); err != nil {
-		return r.res, err
-	}
-	return r.res, nil
+	_, err = r.finishStage(ctx, opt.Stages-1)
+	r.traces.end(opt.Stages - 1)
+	return r.res, err
 }

@@ -37,6 +37,7 @@ func commands() []command {
 	return []command{
 		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt", runEnv},
 		{"train", "a staged training run with every role in one process", runTrain},
+		{"traces", "analyse span files: latency per span, critical path per stage, nodes, timeline", runTraces},
 	}
 }
 

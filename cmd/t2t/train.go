@@ -42,6 +42,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	evalPer := fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents")
 	device := fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)")
 	verbose := fs.Bool("v", false, "log the actor runtime to stderr")
+	tf := addTelemetryFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -97,6 +98,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	default:
 		return badInput("--policy %q: want gridnet or scripted", *policy)
 	}
+	tel, stopTel, err := tf.setup(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTel()
 	st, err := store.Open(ctx, store.Options{URL: *redisURL, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
@@ -110,6 +116,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		RunID: *runID, Stages: *stages, Seed: *seed, Config: cfg, InstancesPerUnit: *perUnit,
 		Rollouts: *rollouts, GroupSize: *group, LearnerBatch: *batch, Strategy: strat,
 		ValPerSize: *valPer, EvalPerSize: *evalPer, CheckpointDir: *ckpt, Out: stdout, Logger: logger,
+		Tracer: tel.Tracer("t2t/train"),
 	}
 	start := time.Now()
 	res, err := train.Run(ctx, opt, pol, st)
