@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -560,9 +561,9 @@ func (r *run) Propose(ctx context.Context, runID string, stage int) (string, []b
 	r.configs[stage] = cfg
 	rep.Rationale = prop.Rationale
 	r.mu.Unlock()
-	if d := cfg.Diff(prev); d != "" {
+	if lines := compactDiff(prev, cfg); len(lines) > 0 {
 		fmt.Fprintf(r.opt.Out, "  engineer (%s) → stage %d config %s:\n", r.opt.Strategy.Name(), stage, cfg.Hash())
-		for _, line := range splitLines(d) {
+		for _, line := range lines {
 			fmt.Fprintf(r.opt.Out, "    %s\n", line)
 		}
 	} else {
@@ -571,18 +572,43 @@ func (r *run) Propose(ctx context.Context, runID string, stage int) (string, []b
 	return cfg.Hash(), b, nil
 }
 
-func splitLines(s string) []string {
+// compactDiff lists config changes one line per size ("size 5: data
+// 0.12→0.20  hole 0.20→0.10"), plus agents and instances; Config.Diff has
+// the one-change-per-line form.
+func compactDiff(old, cfg env.Config) []string {
 	var out []string
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\n' {
-			i++
+	prev := map[int]env.SizeConfig{}
+	for _, sc := range old.Sizes {
+		prev[sc.Size] = sc
+	}
+	for _, sc := range cfg.Sizes {
+		p, ok := prev[sc.Size]
+		if !ok {
+			out = append(out, fmt.Sprintf("size %d added: data %.2f  hole %.2f  wait %.2f", sc.Size, sc.DataRatio, sc.HoleRatio, sc.WaitRatio))
+			continue
 		}
-		out = append(out, s[:i])
-		if i < len(s) {
-			i++
+		delete(prev, sc.Size)
+		var parts []string
+		for _, f := range []struct {
+			name string
+			a, b float64
+		}{{"data", p.DataRatio, sc.DataRatio}, {"hole", p.HoleRatio, sc.HoleRatio}, {"wait", p.WaitRatio, sc.WaitRatio}} {
+			if math.Abs(f.a-f.b) >= 0.005 {
+				parts = append(parts, fmt.Sprintf("%s %.2f→%.2f", f.name, f.a, f.b))
+			}
 		}
-		s = s[i:]
+		if len(parts) > 0 {
+			out = append(out, fmt.Sprintf("size %2d: %s", sc.Size, strings.Join(parts, "  ")))
+		}
+	}
+	for size := range prev {
+		out = append(out, fmt.Sprintf("size %d removed", size))
+	}
+	if old.Agents != cfg.Agents {
+		out = append(out, fmt.Sprintf("agents %d→%d", old.Agents, cfg.Agents))
+	}
+	if old.Instances != cfg.Instances {
+		out = append(out, fmt.Sprintf("instances %d→%d", old.Instances, cfg.Instances))
 	}
 	return out
 }
