@@ -183,7 +183,9 @@ func (m *Model) newVar(hfName string, weights map[string][]float32) *context.Var
 		c = c.In(p)
 	}
 	shape := m.specShape(hfName)
-	return c.VariableWithValue("weight", tensors.FromFlatDataAndDimensions(weights[hfName], shape...))
+	v := c.VariableWithValue("weight", tensors.FromFlatDataAndDimensions(weights[hfName], shape...))
+	delete(weights, hfName) // the tensor holds a copy: let the slice go (peak memory ≈ one model, not two)
+	return v
 }
 
 func (m *Model) specShape(hfName string) []int {
