@@ -123,7 +123,10 @@ func TestGenerateAndLoRAErrors(t *testing.T) {
 		"no prompts":   func() error { _, err := m.Generate(nil, sc, nil); return err },
 		"empty prompt": func() error { _, err := m.Generate([][]int32{{}}, sc, nil); return err },
 		"bad token":    func() error { _, err := m.Generate([][]int32{{int32(cfg.VocabSize)}}, sc, nil); return err },
-		"no rng":       func() error { _, err := m.Generate([][]int32{{1}}, SampleConfig{MaxNewTokens: 2, Temperature: 1}, nil); return err },
+		"no rng": func() error {
+			_, err := m.Generate([][]int32{{1}}, SampleConfig{MaxNewTokens: 2, Temperature: 1}, nil)
+			return err
+		},
 		"too long": func() error {
 			_, err := m.Generate([][]int32{{1}}, SampleConfig{MaxNewTokens: cfg.MaxPositionEmbeddings}, nil)
 			return err
