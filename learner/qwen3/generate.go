@@ -1,0 +1,428 @@
+package qwen3
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/t2t-lab/t2t/learner"
+)
+
+// Shape buckets for generation: prompts are left-padded to a power of two of at least
+// minPromptBucket tokens, the cache holds a power of two of at least minCacheBucket positions,
+// and the batch is padded to a power of two. Each (batch, prompt, cache) bucket compiles one
+// prefill graph and each (batch, cache) bucket one decode graph.
+const (
+	minPromptBucket = 8
+	minCacheBucket  = 16
+)
+
+// SampleConfig configures Generate.
+type SampleConfig struct {
+	// MaxNewTokens bounds the tokens generated per prompt; must be ≥ 1.
+	MaxNewTokens int
+	// Temperature divides the logits before sampling; 0 means greedy decoding (the most likely
+	// token, the lowest id on ties). Must be ≥ 0.
+	Temperature float64
+	// TopK keeps only the K most likely tokens (after temperature); 0 disables. Must be ≥ 0.
+	TopK int
+	// TopP keeps the smallest set of most likely tokens (after TopK) whose probability mass
+	// reaches TopP; 0 or 1 disables. Must be in [0, 1].
+	TopP float64
+	// StopTokens end a sequence when generated (e.g. <|im_end|>, <|endoftext|>); the stop token
+	// is included in the output.
+	StopTokens []int32
+}
+
+// Validate returns a *learner.ConfigError naming the first bad field.
+func (c SampleConfig) Validate() error {
+	bad := func(field string, v any, reason string) error {
+		return &learner.ConfigError{Field: "SampleConfig." + field, Value: v, Reason: reason}
+	}
+	switch {
+	case c.MaxNewTokens < 1:
+		return bad("MaxNewTokens", c.MaxNewTokens, "must be ≥ 1")
+	case math.IsNaN(c.Temperature) || math.IsInf(c.Temperature, 0) || c.Temperature < 0:
+		return bad("Temperature", c.Temperature, "must be finite and ≥ 0")
+	case c.TopK < 0:
+		return bad("TopK", c.TopK, "must be ≥ 0")
+	case math.IsNaN(c.TopP) || c.TopP < 0 || c.TopP > 1:
+		return bad("TopP", c.TopP, "must be in [0, 1]")
+	}
+	return nil
+}
+
+// Generation is the result of Generate, one entry per prompt.
+type Generation struct {
+	// Tokens are the generated ids (the stop token included when one ended the sequence).
+	Tokens [][]int32
+	// LogProbs[i][t] is log p(Tokens[i][t]) under softmax(logits/Temperature) over the whole
+	// vocabulary, before top-k/top-p truncation (Temperature 0: under softmax(logits)). With
+	// Temperature 1 these are the behaviour log-probs GRPO's ratio needs: the trainer computes
+	// the same quantity for the same weights.
+	LogProbs [][]float32
+	// Stopped reports whether a stop token ended the sequence (else MaxNewTokens did).
+	Stopped []bool
+}
+
+// Generate continues each prompt (token ids) by sampling, with a KV cache: one prefill call on
+// the left-padded prompts fills the cache, then one decode call per new token writes that
+// token's keys and values into the cache and returns the next logits (GoMLX graphs have no
+// loop: the loop runs here). Sampling happens in Go from the logits; rng is needed when
+// Temperature > 0. All rows run until every row has stopped or MaxNewTokens is reached.
+func (m *Model) Generate(prompts [][]int32, sc SampleConfig, rng *rand.Rand) (*Generation, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if sc.Temperature > 0 && rng == nil {
+		return nil, fmt.Errorf("%w: Temperature %v needs an rng", learner.ErrBadBatch, sc.Temperature)
+	}
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("%w: no prompts", learner.ErrBadBatch)
+	}
+	maxP := 0
+	for i, p := range prompts {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("%w: prompt %d is empty", learner.ErrBadBatch, i)
+		}
+		if err := m.checkTokens(p); err != nil {
+			return nil, fmt.Errorf("prompt %d: %w", i, err)
+		}
+		maxP = max(maxP, len(p))
+	}
+	if maxP+sc.MaxNewTokens > m.cfg.MaxPositionEmbeddings {
+		return nil, fmt.Errorf("%w: prompt of %d + %d new tokens exceeds max_position_embeddings=%d", learner.ErrBadBatch, maxP, sc.MaxNewTokens, m.cfg.MaxPositionEmbeddings)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.buildGenExecs(); err != nil {
+		return nil, err
+	}
+	n, b := len(prompts), pow2(len(prompts))
+	p := max(minPromptBucket, pow2(maxP))
+	s := max(minCacheBucket, pow2(p+sc.MaxNewTokens))
+	tok := make([]int32, b*p)
+	valid := make([]int32, b*p)
+	pad := make([]int32, b)
+	for i := range b {
+		pad[i] = int32(p)
+		if i < n {
+			pad[i] = int32(p - len(prompts[i]))
+			copy(tok[i*p+int(pad[i]):], prompts[i])
+			for j := int(pad[i]); j < p; j++ {
+				valid[i*p+j] = 1
+			}
+		}
+	}
+	gen := &Generation{Tokens: make([][]int32, n), LogProbs: make([][]float32, n), Stopped: make([]bool, n)}
+	v := m.cfg.VocabSize
+	smp := newSampler(sc, v)
+	next := make([]int32, b)
+	var caches []*tensors.Tensor
+	defer func() { finalize(caches) }()
+	logits := make([]float32, b*v)
+	run := func(e *context.Exec, args ...any) error {
+		return catch(func() {
+			outs, err := e.Exec(args...)
+			if err != nil {
+				panic(err)
+			}
+			tensors.MustConstFlatData(outs[0], func(flat []float32) { copy(logits, flat) })
+			_ = outs[0].FinalizeAll()
+			finalize(caches)
+			caches = outs[1:]
+		})
+	}
+	err := run(m.prefillExec, tensors.FromFlatDataAndDimensions(tok, b, p), tensors.FromFlatDataAndDimensions(valid, b, p),
+		tensors.FromShape(shapes.Make(dtypes.Int32, s)))
+	if err != nil {
+		return nil, err
+	}
+	padT := tensors.FromFlatDataAndDimensions(pad, b)
+	defer func() { _ = padT.FinalizeAll() }()
+	done := make([]bool, n)
+	for step := 0; step < sc.MaxNewTokens; step++ {
+		active := 0
+		for i := range n {
+			if done[i] {
+				continue
+			}
+			t, lp := smp.sample(logits[i*v:(i+1)*v], rng)
+			gen.Tokens[i] = append(gen.Tokens[i], t)
+			gen.LogProbs[i] = append(gen.LogProbs[i], lp)
+			next[i] = t
+			if slices.Contains(sc.StopTokens, t) {
+				done[i], gen.Stopped[i] = true, true
+			} else {
+				active++
+			}
+		}
+		if active == 0 || step == sc.MaxNewTokens-1 {
+			break
+		}
+		args := []any{tensors.FromFlatDataAndDimensions(next, b), padT, tensors.FromScalar(int32(p + step))}
+		for _, c := range caches {
+			args = append(args, c)
+		}
+		if err := run(m.decodeExec, args...); err != nil {
+			return nil, err
+		}
+	}
+	return gen, nil
+}
+
+// buildGenExecs creates the prefill and decode executables (graphs compile per shape bucket).
+func (m *Model) buildGenExecs() error {
+	if m.prefillExec == nil {
+		e, err := m.newExec(func(_ *context.Context, in []*graph.Node) []*graph.Node { return m.prefillGraph(in) })
+		if err != nil {
+			return err
+		}
+		m.prefillExec = e
+	}
+	if m.decodeExec == nil {
+		e, err := m.newExec(func(_ *context.Context, in []*graph.Node) []*graph.Node { return m.decodeGraph(in) })
+		if err != nil {
+			return err
+		}
+		m.decodeExec = e
+	}
+	return nil
+}
+
+// prefillGraph: inputs tokens [B, P] and valid [B, P] (int32, left-padded prompts) and a
+// [S] placeholder giving the cache length. Outputs: the logits [B, V] of the last position and,
+// per layer, the key and value caches [B, S, KVH, D] holding the prompt in columns [0, P).
+func (m *Model) prefillGraph(in []*graph.Node) []*graph.Node {
+	tokens, valid := in[0], in[1]
+	b, p := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
+	s := in[2].Shape().Dimensions[0]
+	g := tokens.Graph()
+	pos, bias := seqMask(valid)
+	cos, sin := m.ropeTables(pos)
+	caches := make([]*graph.Node, 0, 2*m.cfg.NumHiddenLayers)
+	padTo := func(x *graph.Node) *graph.Node {
+		if s == p {
+			return x
+		}
+		dims := slices.Clone(x.Shape().Dimensions)
+		dims[1] = s - p
+		return graph.Concatenate([]*graph.Node{x, graph.Zeros(g, shapes.Make(x.DType(), dims...))}, 1)
+	}
+	x := m.blocks(m.embedTokens(tokens), cos, sin, bias, func(_ int, k, v *graph.Node) (*graph.Node, *graph.Node) {
+		caches = append(caches, padTo(k), padTo(v))
+		return k, v
+	})
+	last := graph.SliceAxis(x, 1, graph.AxisElem(p-1)) // not differentiated: Slice is fine here
+	logits := graph.Reshape(m.head(last), b, m.cfg.VocabSize)
+	return append([]*graph.Node{logits}, caches...)
+}
+
+// decodeGraph: inputs the new tokens [B], the left padding of each row [B], the cache column
+// to write (scalar) and the 2·layers caches. Cache column c holds the token at position
+// c − pad of its row; keys in [pad, col] are visible. Outputs the next logits [B, V] and the
+// updated caches.
+func (m *Model) decodeGraph(in []*graph.Node) []*graph.Node {
+	tokens, pad, col, caches := in[0], in[1], in[2], in[3:]
+	g := tokens.Graph()
+	b := tokens.Shape().Dimensions[0]
+	s := caches[0].Shape().Dimensions[1]
+	pos := graph.ConvertDType(graph.Sub(graph.BroadcastToDims(col, b), pad), dtypes.Float32)
+	cols := graph.Iota(g, shapes.Make(dtypes.Int32, b, s), 1)
+	visible := graph.LogicalAnd(
+		graph.GreaterOrEqual(cols, graph.BroadcastToDims(graph.Reshape(pad, b, 1), b, s)),
+		graph.LessOrEqual(cols, graph.BroadcastToDims(col, b, s)))
+	bias := graph.Reshape(graph.Where(visible, graph.ScalarZero(g, dtypes.Float32), graph.Scalar(g, dtypes.Float32, maskBias)), b, 1, s)
+	at := graph.Equal(cols, graph.BroadcastToDims(col, b, s))
+	cos, sin := m.ropeTables(graph.Reshape(pos, b, 1))
+	out := make([]*graph.Node, 1, 1+len(caches))
+	write := func(cache, x *graph.Node) *graph.Node {
+		if m.dynSlice {
+			zero := graph.ScalarZero(g, dtypes.Int32)
+			return graph.DynamicUpdateSlice(cache, x, []*graph.Node{zero, col, zero, zero})
+		}
+		// Without DynamicUpdateSlice (the pure-Go backend): select the column.
+		return graph.Where(at, graph.BroadcastToDims(x, cache.Shape().Dimensions...), cache)
+	}
+	x := m.blocks(m.embedTokens(graph.Reshape(tokens, b, 1)), cos, sin, bias, func(l int, k, v *graph.Node) (*graph.Node, *graph.Node) {
+		kc, vc := write(caches[2*l], k), write(caches[2*l+1], v)
+		out = append(out, kc, vc)
+		return kc, vc
+	})
+	out[0] = graph.Reshape(m.head(x), b, m.cfg.VocabSize)
+	return out
+}
+
+// sampler picks tokens from logits on the host; its scratch is reused across calls.
+type sampler struct {
+	sc   SampleConfig
+	z    []float64
+	cand []int32
+}
+
+func newSampler(sc SampleConfig, vocab int) *sampler {
+	return &sampler{sc: sc, z: make([]float64, vocab)}
+}
+
+// sample returns a token and its log-probability under softmax(logits/T) (T = 1 when greedy).
+func (s *sampler) sample(logits []float32, rng *rand.Rand) (int32, float32) {
+	temp := s.sc.Temperature
+	greedy := temp == 0
+	if greedy {
+		temp = 1
+	}
+	zmax := math.Inf(-1)
+	best := 0
+	for i, x := range logits {
+		z := float64(x) / temp
+		s.z[i] = z
+		if z > zmax {
+			zmax, best = z, i
+		}
+	}
+	var sum float64
+	for _, z := range s.z {
+		sum += math.Exp(z - zmax)
+	}
+	lse := zmax + math.Log(sum)
+	if greedy {
+		return int32(best), float32(s.z[best] - lse)
+	}
+	cand := s.candidates(zmax, lse)
+	var total float64
+	for _, c := range cand {
+		total += math.Exp(s.z[c] - zmax)
+	}
+	u := rng.Float64() * total
+	pick := cand[len(cand)-1]
+	for _, c := range cand {
+		u -= math.Exp(s.z[c] - zmax)
+		if u < 0 {
+			pick = c
+			break
+		}
+	}
+	return pick, float32(s.z[pick] - lse)
+}
+
+// candidates returns the ids that top-k and top-p keep (all ids when both are off), most likely
+// first when either is on.
+func (s *sampler) candidates(zmax, lse float64) []int32 {
+	v := len(s.z)
+	topK := s.sc.TopK
+	if topK <= 0 || topK > v {
+		topK = v
+	}
+	topP := s.sc.TopP
+	nucleus := topP > 0 && topP < 1
+	cand := s.cand[:0]
+	byZ := func(c []int32) {
+		sort.Slice(c, func(i, j int) bool {
+			if s.z[c[i]] != s.z[c[j]] {
+				return s.z[c[i]] > s.z[c[j]]
+			}
+			return c[i] < c[j]
+		})
+	}
+	switch {
+	case topK < v:
+		cand = topKIndices(s.z, topK, cand)
+	case nucleus:
+		// The nucleus is a prefix of the sorted vocabulary; sort only tokens above a threshold
+		// whose mass already reaches topP (lowering it until it does).
+		for t := 1e-4; ; t *= 1e-4 {
+			cand = cand[:0]
+			var mass float64
+			for i, z := range s.z {
+				if p := math.Exp(z - lse); p >= t*math.Exp(zmax-lse) || t < 1e-300 {
+					cand = append(cand, int32(i))
+					mass += p
+				}
+			}
+			if mass >= topP || len(cand) == v {
+				break
+			}
+		}
+	default:
+		for i := range v {
+			cand = append(cand, int32(i))
+		}
+		s.cand = cand
+		return cand
+	}
+	byZ(cand)
+	if nucleus {
+		var total float64 // mass of the top-k set (1 without top-k)
+		if topK < v {
+			for _, c := range cand {
+				total += math.Exp(s.z[c] - lse)
+			}
+		} else {
+			total = 1
+		}
+		var cum float64
+		for i, c := range cand {
+			cum += math.Exp(s.z[c]-lse) / total
+			if cum >= topP {
+				cand = cand[:i+1]
+				break
+			}
+		}
+	}
+	s.cand = cand
+	return cand
+}
+
+// topKIndices returns the k ids with the largest z (ties: lower id first), using a min-heap.
+func topKIndices(z []float64, k int, dst []int32) []int32 {
+	h := dst[:0]
+	worse := func(a, b int32) bool { // a ranks below b
+		if z[a] != z[b] {
+			return z[a] < z[b]
+		}
+		return a > b
+	}
+	down := func(i int) {
+		for {
+			l, r, m := 2*i+1, 2*i+2, i
+			if l < len(h) && worse(h[l], h[m]) {
+				m = l
+			}
+			if r < len(h) && worse(h[r], h[m]) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for i := range z {
+		id := int32(i)
+		if len(h) < k {
+			h = append(h, id)
+			for j := len(h) - 1; j > 0; {
+				p := (j - 1) / 2
+				if !worse(h[j], h[p]) {
+					break
+				}
+				h[j], h[p] = h[p], h[j]
+				j = p
+			}
+			continue
+		}
+		if worse(h[0], id) {
+			h[0] = id
+			down(0)
+		}
+	}
+	return h
+}

@@ -1,0 +1,334 @@
+package qwen3
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/t2t-lab/t2t/learner"
+)
+
+// LoRA target module names (PEFT's target_modules for Qwen3).
+var LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+// loraModule maps a target name to its module index.
+var loraModule = map[string]int{
+	"q_proj": modQ, "k_proj": modK, "v_proj": modV, "o_proj": modO,
+	"gate_proj": modGate, "up_proj": modUp, "down_proj": modDown,
+}
+
+// PEFT adapter file names.
+const (
+	AdapterConfigFile  = "adapter_config.json"
+	AdapterWeightsFile = "adapter_model.safetensors"
+)
+
+// LoRAConfig configures low-rank adapters: each target projection W [out, in] gains
+// (α/r)·B·A with A [r, in] and B [out, r]; only A and B train.
+type LoRAConfig struct {
+	Rank    int      // r; default 16; must be ≥ 1
+	Alpha   float64  // α; default 32; must be > 0
+	Targets []string // default LoRATargets (all seven projections)
+}
+
+// DefaultLoRAConfig returns r = 16, α = 32 on all seven projections.
+func DefaultLoRAConfig() LoRAConfig {
+	return LoRAConfig{Rank: 16, Alpha: 32, Targets: slices.Clone(LoRATargets)}
+}
+
+// Validate returns a *learner.ConfigError naming the first bad field.
+func (c LoRAConfig) Validate() error {
+	bad := func(field string, v any, reason string) error {
+		return &learner.ConfigError{Field: "LoRAConfig." + field, Value: v, Reason: reason}
+	}
+	switch {
+	case c.Rank < 1:
+		return bad("Rank", c.Rank, "must be ≥ 1")
+	case math.IsNaN(c.Alpha) || math.IsInf(c.Alpha, 0) || c.Alpha <= 0:
+		return bad("Alpha", c.Alpha, "must be finite and > 0")
+	case len(c.Targets) == 0:
+		return bad("Targets", c.Targets, "must name at least one module")
+	}
+	for _, t := range c.Targets {
+		if _, ok := loraModule[t]; !ok {
+			return bad("Targets", c.Targets, fmt.Sprintf("unknown module %q (want some of %v)", t, LoRATargets))
+		}
+	}
+	return nil
+}
+
+type loraKey struct{ layer, mod int }
+
+type loraAdapter struct {
+	a, b *context.Variable // A [r, in], B [out, r]
+}
+
+type loraState struct {
+	cfg      LoRAConfig
+	scale    float64 // α / r
+	adapters map[loraKey]loraAdapter
+}
+
+// mergeInto adds scale·B·A to w ([out, in], row-major).
+func (ad loraAdapter) mergeInto(w []float32, shape []int, scale float64) error {
+	a, err := varFloats(ad.a)
+	if err != nil {
+		return err
+	}
+	b, err := varFloats(ad.b)
+	if err != nil {
+		return err
+	}
+	out, in := shape[0], shape[1]
+	r := len(a) / in
+	for o := range out {
+		row := w[o*in : (o+1)*in]
+		for k := range r {
+			c := float32(scale) * b[o*r+k]
+			if c == 0 {
+				continue
+			}
+			ak := a[k*in : (k+1)*in]
+			for i := range row {
+				row[i] += c * ak[i]
+			}
+		}
+	}
+	return nil
+}
+
+// LoRA returns the adapter configuration, if adapters are attached.
+func (m *Model) LoRA() (LoRAConfig, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lora == nil {
+		return LoRAConfig{}, false
+	}
+	c := m.lora.cfg
+	c.Targets = slices.Clone(c.Targets)
+	return c, true
+}
+
+// AddLoRA attaches adapters to every layer's target projections and freezes the base weights
+// (they stop being trainable variables, so a Trainer neither updates them nor keeps optimizer
+// state for them). A is drawn from seed as PEFT does (Kaiming-uniform, bound 1/√in) and B is
+// zero, so the model's outputs are unchanged until a step trains them. Call it before
+// NewTrainer; adapters can be attached once.
+func (m *Model) AddLoRA(cfg LoRAConfig, seed uint64) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lora != nil {
+		return fmt.Errorf("qwen3: AddLoRA: %w: adapters are already attached", learner.ErrInvalidConfig)
+	}
+	if m.trained {
+		return fmt.Errorf("qwen3: AddLoRA: %w: a Trainer was already built over the full weights", learner.ErrInvalidConfig)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6c6f7261))
+	values := map[loraKey][2][]float32{}
+	for l := range m.cfg.NumHiddenLayers {
+		for _, t := range cfg.Targets {
+			mod := loraModule[t]
+			shape := m.cfg.moduleShape(layerModules[mod])
+			out, in := shape[0], shape[1]
+			a := make([]float32, cfg.Rank*in)
+			bound := 1 / math.Sqrt(float64(in))
+			for i := range a {
+				a[i] = float32((2*rng.Float64() - 1) * bound)
+			}
+			values[loraKey{l, mod}] = [2][]float32{a, make([]float32, out*cfg.Rank)}
+		}
+	}
+	return m.attachLoRA(cfg, values)
+}
+
+// attachLoRA creates the adapter variables with the given values and freezes the base weights.
+func (m *Model) attachLoRA(cfg LoRAConfig, values map[loraKey][2][]float32) error {
+	st := &loraState{cfg: cfg, scale: cfg.Alpha / float64(cfg.Rank), adapters: map[loraKey]loraAdapter{}}
+	st.cfg.Targets = slices.Clone(cfg.Targets)
+	err := catch(func() {
+		ctx := m.ctx.Checked(false)
+		for k, v := range values {
+			shape := m.cfg.moduleShape(layerModules[k.mod])
+			out, in := shape[0], shape[1]
+			c := ctx.InAbsPath(fmt.Sprintf("/lora/layers/%d/%s", k.layer, layerModules[k.mod]))
+			st.adapters[k] = loraAdapter{
+				a: c.VariableWithValue("A", tensors.FromFlatDataAndDimensions(v[0], cfg.Rank, in)),
+				b: c.VariableWithValue("B", tensors.FromFlatDataAndDimensions(v[1], out, cfg.Rank)),
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	m.setBaseTrainable(false)
+	m.lora = st
+	m.resetExecs()
+	return nil
+}
+
+func (m *Model) setBaseTrainable(on bool) {
+	m.embed.SetTrainable(on)
+	m.norm.SetTrainable(on)
+	if m.lmHead != nil {
+		m.lmHead.SetTrainable(on)
+	}
+	for l := range m.layers {
+		for _, v := range m.layers[l] {
+			v.SetTrainable(on)
+		}
+	}
+}
+
+// peftName is the PEFT tensor name of an adapter matrix ("A" or "B").
+func peftName(l, mod int, which string) string {
+	return fmt.Sprintf("base_model.model.model.layers.%d.%s.lora_%s.weight", l, layerModules[mod], which)
+}
+
+// peftConfig is the part of PEFT's adapter_config.json this package writes and reads.
+type peftConfig struct {
+	PeftType          string   `json:"peft_type"`
+	TaskType          string   `json:"task_type"`
+	R                 int      `json:"r"`
+	LoraAlpha         float64  `json:"lora_alpha"`
+	LoraDropout       float64  `json:"lora_dropout"`
+	TargetModules     []string `json:"target_modules"`
+	Bias              string   `json:"bias"`
+	FanInFanOut       bool     `json:"fan_in_fan_out"`
+	InferenceMode     bool     `json:"inference_mode"`
+	InitLoraWeights   bool     `json:"init_lora_weights"`
+	UseRSLoRA         bool     `json:"use_rslora"`
+	UseDoRA           bool     `json:"use_dora"`
+	BaseModelNameOrPa string   `json:"base_model_name_or_path"`
+	ModulesToSave     []string `json:"modules_to_save"`
+	RankPattern       struct{} `json:"rank_pattern"`
+	AlphaPattern      struct{} `json:"alpha_pattern"`
+}
+
+// SaveAdapter writes the LoRA adapters as a PEFT adapter directory: adapter_config.json and
+// adapter_model.safetensors with PEFT's names
+// (base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight [r, in], lora_B.weight
+// [out, r]), float32. peft.PeftModel.from_pretrained(base, dir) loads it.
+func (m *Model) SaveAdapter(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lora == nil {
+		return fmt.Errorf("qwen3: SaveAdapter: %w: no LoRA adapters attached", learner.ErrInvalidConfig)
+	}
+	cfg := peftConfig{
+		PeftType: "LORA", TaskType: "CAUSAL_LM", R: m.lora.cfg.Rank, LoraAlpha: m.lora.cfg.Alpha,
+		TargetModules: slices.Clone(m.lora.cfg.Targets), Bias: "none", InferenceMode: true, InitLoraWeights: true,
+		BaseModelNameOrPa: m.srcDir,
+	}
+	var ts []learner.STTensor
+	for l := range m.cfg.NumHiddenLayers {
+		for mod := range numModules {
+			ad, ok := m.lora.adapters[loraKey{l, mod}]
+			if !ok {
+				continue
+			}
+			for _, x := range []struct {
+				v     *context.Variable
+				which string
+			}{{ad.a, "A"}, {ad.b, "B"}} {
+				f, err := varFloats(x.v)
+				if err != nil {
+					return err
+				}
+				ts = append(ts, learner.F32Tensor(peftName(l, mod, x.which), x.v.Shape().Dimensions, f))
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, AdapterConfigFile), func(w io.Writer) error {
+		_, err := w.Write(append(js, '\n'))
+		return err
+	}); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, AdapterWeightsFile), func(w io.Writer) error {
+		return learner.WriteSafetensors(w, ts, map[string]string{"format": "pt"})
+	})
+}
+
+// LoadAdapter reads a PEFT LoRA adapter directory (as SaveAdapter writes; target_modules given
+// as a list, no DoRA, no rsLoRA) and attaches it, freezing the base weights. Every adapter
+// tensor is checked first; on error the model is unchanged.
+func (m *Model) LoadAdapter(dir string) error {
+	js, err := os.ReadFile(filepath.Join(dir, AdapterConfigFile))
+	if err != nil {
+		return fmt.Errorf("qwen3: %w", err)
+	}
+	var pc peftConfig
+	if err := json.Unmarshal(js, &pc); err != nil {
+		return fmt.Errorf("qwen3: %s: %w: %w", AdapterConfigFile, learner.ErrInvalidConfig, err)
+	}
+	if pc.PeftType != "LORA" || pc.UseDoRA || pc.UseRSLoRA || (pc.Bias != "" && pc.Bias != "none") {
+		return &learner.ConfigError{Field: AdapterConfigFile, Value: fmt.Sprintf("peft_type=%s dora=%v rslora=%v bias=%s", pc.PeftType, pc.UseDoRA, pc.UseRSLoRA, pc.Bias), Reason: "only plain LoRA without biases is supported"}
+	}
+	cfg := LoRAConfig{Rank: pc.R, Alpha: pc.LoraAlpha, Targets: pc.TargetModules}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ts, _, err := learner.ReadSafetensorsFile(filepath.Join(dir, AdapterWeightsFile))
+	if err != nil {
+		return fmt.Errorf("qwen3: %w", err)
+	}
+	byName := map[string]learner.STTensor{}
+	for _, t := range ts {
+		byName[t.Name] = t
+	}
+	values := map[loraKey][2][]float32{}
+	for l := range m.cfg.NumHiddenLayers {
+		for _, tgt := range cfg.Targets {
+			mod := loraModule[tgt]
+			shape := m.cfg.moduleShape(layerModules[mod])
+			var pair [2][]float32
+			for i, which := range []string{"A", "B"} {
+				name := peftName(l, mod, which)
+				want := []int{cfg.Rank, shape[1]}
+				if which == "B" {
+					want = []int{shape[0], cfg.Rank}
+				}
+				t, ok := byName[name]
+				if !ok {
+					return &WeightError{Tensor: name, Problem: ProblemMissing, Want: want}
+				}
+				if !slices.Equal(t.Shape, want) {
+					return &WeightError{Tensor: name, Problem: ProblemShape, Want: want, Got: t.Shape}
+				}
+				f, err := t.Float32(nil)
+				if err != nil {
+					return &WeightError{Tensor: name, Problem: ProblemDType, Want: want, Got: t.Shape, DType: string(t.DType)}
+				}
+				pair[i] = f
+				delete(byName, name)
+			}
+			values[loraKey{l, mod}] = pair
+		}
+	}
+	for name, t := range byName {
+		return &WeightError{Tensor: name, Problem: ProblemUnexpected, Got: t.Shape}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lora != nil || m.trained {
+		return fmt.Errorf("qwen3: LoadAdapter: %w: adapters already attached or a Trainer already built", learner.ErrInvalidConfig)
+	}
+	return m.attachLoRA(cfg, values)
+}

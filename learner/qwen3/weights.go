@@ -1,0 +1,286 @@
+package qwen3
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/tokenizer"
+)
+
+// Hugging Face tensor names.
+const (
+	nameEmbed  = "model.embed_tokens.weight"
+	nameNorm   = "model.norm.weight"
+	nameLMHead = "lm_head.weight"
+)
+
+// Per-layer module names, in checkpoint order.
+var layerModules = []string{
+	"input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+	"self_attn.q_norm", "self_attn.k_norm", "post_attention_layernorm",
+	"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
+}
+
+// weightSpec is one expected tensor: its Hugging Face name and shape.
+type weightSpec struct {
+	name  string
+	shape []int
+}
+
+func layerName(l int, module string) string {
+	return fmt.Sprintf("model.layers.%d.%s.weight", l, module)
+}
+
+// moduleShape returns the weight shape of a per-layer module ([out, in] for projections).
+func (c Config) moduleShape(module string) []int {
+	h, d := c.HiddenSize, c.HeadDim
+	q, kv := c.NumAttentionHeads*d, c.NumKeyValueHeads*d
+	switch module {
+	case "input_layernorm", "post_attention_layernorm":
+		return []int{h}
+	case "self_attn.q_norm", "self_attn.k_norm":
+		return []int{d}
+	case "self_attn.q_proj":
+		return []int{q, h}
+	case "self_attn.k_proj", "self_attn.v_proj":
+		return []int{kv, h}
+	case "self_attn.o_proj":
+		return []int{h, q}
+	case "mlp.gate_proj", "mlp.up_proj":
+		return []int{c.IntermediateSize, h}
+	case "mlp.down_proj":
+		return []int{h, c.IntermediateSize}
+	}
+	panic("qwen3: unknown module " + module)
+}
+
+// weightSpecs lists every tensor of a checkpoint of c, in the order Save writes them.
+func (c Config) weightSpecs() []weightSpec {
+	specs := []weightSpec{{nameEmbed, []int{c.VocabSize, c.HiddenSize}}}
+	for l := range c.NumHiddenLayers {
+		for _, m := range layerModules {
+			specs = append(specs, weightSpec{layerName(l, m), c.moduleShape(m)})
+		}
+	}
+	specs = append(specs, weightSpec{nameNorm, []int{c.HiddenSize}})
+	if !c.TieWordEmbeddings {
+		specs = append(specs, weightSpec{nameLMHead, []int{c.VocabSize, c.HiddenSize}})
+	}
+	return specs
+}
+
+// isNormWeight reports whether a tensor name is an RMSNorm weight (initialised to ones).
+func isNormWeight(name string) bool {
+	return strings.HasSuffix(name, "layernorm.weight") || strings.HasSuffix(name, "_norm.weight") || name == nameNorm
+}
+
+// InitRandom draws the weights of a model of shape cfg from seed, as transformers initialises
+// Qwen3 (initializer_range 0.02): projections and embeddings N(0, 0.02²), RMSNorm weights 1.
+// The tensors are float32, named and shaped as in a Hugging Face checkpoint, in Save's order.
+func InitRandom(cfg Config, seed uint64) ([]learner.STTensor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x7177656e33))
+	specs := cfg.weightSpecs()
+	out := make([]learner.STTensor, 0, len(specs))
+	for _, s := range specs {
+		n := 1
+		for _, d := range s.shape {
+			n *= d
+		}
+		data := make([]float32, n)
+		if isNormWeight(s.name) {
+			for i := range data {
+				data[i] = 1
+			}
+		} else {
+			for i := range data {
+				data[i] = float32(0.02 * rng.NormFloat64())
+			}
+		}
+		out = append(out, learner.F32Tensor(s.name, s.shape, data))
+	}
+	return out, nil
+}
+
+// TokenizerFiles are the files Save copies from the directory a model was loaded from.
+var TokenizerFiles = []string{
+	"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
+	"added_tokens.json", "generation_config.json", "chat_template.jinja",
+}
+
+// WriteRandomCheckpoint writes a Hugging Face model directory with random weights
+// (InitRandom(cfg, seed), float32) to dir. If tokenizerJSONPath is set, that tokenizer.json (and
+// a tokenizer_config.json beside it, if any) is copied in, and cfg.VocabSize is raised to the
+// tokenizer's VocabSize if it is smaller. It returns the configuration written.
+func WriteRandomCheckpoint(dir string, cfg Config, seed uint64, tokenizerJSONPath string) (Config, error) {
+	if tokenizerJSONPath != "" {
+		tok, err := tokenizer.Load(tokenizerJSONPath)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.VocabSize = max(cfg.VocabSize, tok.VocabSize())
+	}
+	ts, err := InitRandom(cfg, seed)
+	if err != nil {
+		return cfg, err
+	}
+	if err := writeHFDir(dir, cfg, ts, learner.STF32); err != nil {
+		return cfg, err
+	}
+	if tokenizerJSONPath != "" {
+		if err := copyFile(tokenizerJSONPath, filepath.Join(dir, "tokenizer.json")); err != nil {
+			return cfg, err
+		}
+		side := filepath.Join(filepath.Dir(tokenizerJSONPath), "tokenizer_config.json")
+		if _, err := os.Stat(side); err == nil {
+			if err := copyFile(side, filepath.Join(dir, "tokenizer_config.json")); err != nil {
+				return cfg, err
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// writeHFDir writes config.json and model.safetensors (tensors converted to dtype) into dir,
+// each through a temporary file renamed into place.
+func writeHFDir(dir string, cfg Config, ts []learner.STTensor, dtype learner.STDType) error {
+	torch := map[learner.STDType]string{learner.STF32: "float32", learner.STBF16: "bfloat16", learner.STF16: "float16"}[dtype]
+	if torch == "" {
+		return fmt.Errorf("qwen3: save dtype %s: %w", dtype, learner.ErrInvalidConfig)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if dtype != learner.STF32 {
+		conv := make([]learner.STTensor, len(ts))
+		for i, t := range ts {
+			f, err := t.Float32(nil)
+			if err != nil {
+				return err
+			}
+			if dtype == learner.STBF16 {
+				conv[i] = learner.BF16Tensor(t.Name, t.Shape, f)
+			} else {
+				conv[i] = learner.F16Tensor(t.Name, t.Shape, f)
+			}
+		}
+		ts = conv
+	}
+	js, err := cfg.configJSON(torch)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, ConfigFile), func(w io.Writer) error {
+		_, err := w.Write(append(js, '\n'))
+		return err
+	}); err != nil {
+		return err
+	}
+	// A stale index would make readers look for shards instead of model.safetensors.
+	if err := os.Remove(filepath.Join(dir, learner.SafetensorsIndexFile)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, "model.safetensors"), func(w io.Writer) error {
+		return learner.WriteSafetensors(w, ts, map[string]string{"format": "pt"})
+	})
+}
+
+// writeFileAtomic writes path through a temporary file in the same directory, fsyncs it and
+// renames it into place.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("qwen3: write %s: %w", path, err)
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return writeFileAtomic(dst, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	})
+}
+
+// readWeights reads and checks every tensor of cfg from dir's safetensors (single file or
+// sharded) into float32. Nothing is returned unless all tensors are present with the right
+// shapes and float dtypes and no unexpected tensor is there (a tied checkpoint may carry
+// lm_head.weight, which is ignored, and rotary inv_freq buffers are ignored).
+func readWeights(dir string, cfg Config) (map[string][]float32, error) {
+	set, err := learner.OpenSafetensorsDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("qwen3: %w", err)
+	}
+	defer set.Close()
+	specs := cfg.weightSpecs()
+	want := map[string]bool{}
+	for _, s := range specs {
+		want[s.name] = true
+		info, ok := set.Info(s.name)
+		if !ok {
+			return nil, &WeightError{Tensor: s.name, Problem: ProblemMissing, Want: s.shape}
+		}
+		if !slices.Equal(info.Shape, s.shape) {
+			return nil, &WeightError{Tensor: s.name, Problem: ProblemShape, Want: s.shape, Got: info.Shape}
+		}
+		switch info.DType {
+		case learner.STF32, learner.STBF16, learner.STF16, learner.STF64:
+		default:
+			return nil, &WeightError{Tensor: s.name, Problem: ProblemDType, Want: s.shape, Got: info.Shape, DType: string(info.DType)}
+		}
+	}
+	for _, name := range set.Names() {
+		if want[name] || (name == nameLMHead && cfg.TieWordEmbeddings) || strings.HasSuffix(name, "rotary_emb.inv_freq") {
+			continue
+		}
+		info, _ := set.Info(name)
+		return nil, &WeightError{Tensor: name, Problem: ProblemUnexpected, Got: info.Shape}
+	}
+	out := make(map[string][]float32, len(specs))
+	for _, s := range specs {
+		t, err := set.Read(s.name)
+		if err != nil {
+			return nil, fmt.Errorf("qwen3: %w", err)
+		}
+		f, err := t.Float32(nil)
+		if err != nil {
+			return nil, fmt.Errorf("qwen3: %w", err)
+		}
+		for _, x := range f {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, &WeightError{Tensor: s.name, Problem: ProblemNonFinite, Want: s.shape, Got: t.Shape}
+			}
+		}
+		out[s.name] = f
+	}
+	return out, nil
+}
