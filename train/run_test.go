@@ -32,7 +32,9 @@ func smallConfig() env.Config {
 	return cfg
 }
 
-func openStore(t *testing.T) *store.Store {
+func openStore(t *testing.T) *store.Store { return openStoreB(t) }
+
+func openStoreB(t testing.TB) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), store.Options{})
 	if err != nil {
