@@ -37,6 +37,7 @@ func commands() []command {
 	return []command{
 		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt", runEnv},
 		{"train", "a staged training run with every role in one process", runTrain},
+		{"node", "join a t2t cluster with roles (coordinator,learner,engineer / rollout)", runNode},
 	}
 }
 
