@@ -371,10 +371,20 @@ func (n *nodeRun) coordinate(ctx context.Context) error {
 		mu sync.Mutex
 		m  *cluster.Membership
 	)
+	// Without a shared Redis (a one-node cluster) no rollout node could run
+	// this run's units: the node then neither listens nor advertises an
+	// actor address, so rollout nodes do not take it for a coordinator.
+	listen := n.listen
+	if n.ps == nil {
+		listen = ""
+	}
 	opt.Cluster = train.Cluster{
-		Node: n.id, Listen: n.listen, RemoteOnly: !n.roles.rollout, LeaseTimeout: n.lease, Policies: n.ps,
+		Node: n.id, Listen: listen, RemoteOnly: !n.roles.rollout, LeaseTimeout: n.lease, Policies: n.ps,
 		Started: func(sys *actors.System) error {
-			addr := sys.Node().Address()
+			addr := ""
+			if listen != "" {
+				addr = sys.Node().Address()
+			}
 			mm, err := cluster.Join(ctx, n.ccfg, n.meta(addr), n.logger)
 			if err != nil {
 				return fmt.Errorf("join cluster: %w", err)

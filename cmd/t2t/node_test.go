@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -602,5 +603,94 @@ func TestNodeBadInput(t *testing.T) {
 	}
 	if msg := p.stderr.String(); !strings.Contains(msg, "join cluster via "+seed) {
 		t.Fatalf("stderr %q does not name the seed", msg)
+	}
+}
+
+// TestNodeGridnetPolicyTravels runs a small gridnet run on a coordinator
+// node and one rollout node: the rollout node builds the policy from the
+// run's spec, loads each newer version's weights from Redis, and plays
+// stage 1 with weights the learner trained.
+func TestNodeGridnetPolicyTravels(t *testing.T) {
+	seed := *nodeSeed
+	if seed == 0 {
+		seed = 12
+	}
+	t.Logf("seed %d (replay with -nodeseed %d)", seed, seed)
+	redisURL := nodeRedis(t)
+	dir := t.TempDir()
+	runID := fmt.Sprintf("gridtest-%d", seed)
+	common := []string{"--gossip", "127.0.0.1:0", "--gossip-profile", "local", "--listen", "127.0.0.1:0", "--redis", redisURL}
+	a := startNode(t, "A", append([]string{"node", "--roles", "coordinator,learner,engineer",
+		"--policy", "gridnet", "--hidden", "16", "--stages", "2", "--instances", "48", "--instances-per-unit", "8",
+		"--group", "4", "--learner-batch", "8", "--val-per-size", "1", "--eval-per-size", "1",
+		"--run-id", runID, "--seed", strconv.FormatUint(seed, 10), "--summary", filepath.Join(dir, "a.json")}, common...)...)
+	gossipA := nodeField(t, a.line("t2t node: joined ", 120*time.Second), "gossip")
+	bLog := filepath.Join(dir, "b.jsonl")
+	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--join", gossipA, "--capacity", "2",
+		"--unit-log", bLog, "--summary", filepath.Join(dir, "b.json")}, common...)...)
+	if code := a.wait(120 * time.Second); code != 0 {
+		t.Fatalf("A exited with %d", code)
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := b.wait(30 * time.Second); code != 0 {
+		t.Fatalf("B exited with %d", code)
+	}
+	var as, bs nodeSummary
+	for _, f := range []struct {
+		path string
+		v    *nodeSummary
+	}{{"a.json", &as}, {"b.json", &bs}} {
+		raw, err := os.ReadFile(filepath.Join(dir, f.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, f.v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if as.Run == nil || as.Error != "" || len(as.Run.Actors.Stages) != 2 || as.Run.Actors.Learner.Updates == 0 {
+		t.Fatalf("A summary: %+v", as)
+	}
+	if bs.Rollout == nil || bs.Rollout.PolicyLoads < 2 || bs.Rollout.Units != 12 {
+		t.Fatalf("B summary: %+v", bs.Rollout)
+	}
+	var stage1 []int64
+	for _, u := range readUnitLog(t, bLog) {
+		if u.Stage == 1 {
+			stage1 = append(stage1, u.PolicyVersion)
+		}
+	}
+	if len(stage1) != 6 || slices.Max(stage1) < 1 {
+		t.Fatalf("stage 1 units played policy versions %v, want 6 units and trained weights", stage1)
+	}
+	t.Logf("learner %+v; rollout node %+v; stage-1 versions %v", as.Run.Actors.Learner, *bs.Rollout, stage1)
+}
+
+// TestNodeOneNodeWithoutRedis: a node with every role runs a whole run on
+// the embedded Redis (a one-node cluster), logging the units its own
+// rollouts ran.
+func TestNodeOneNodeWithoutRedis(t *testing.T) {
+	dir := t.TempDir()
+	code, out, stderr := t2t(t, "node", "--roles", "coordinator,learner,engineer,rollout", "--gossip", "127.0.0.1:0",
+		"--gossip-profile", "local", "--policy", "scripted", "--stages", "2", "--instances", "48", "--instances-per-unit", "8",
+		"--val-per-size", "1", "--eval-per-size", "1", "--unit-log", filepath.Join(dir, "u.jsonl"), "--summary", filepath.Join(dir, "s.json"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	if !strings.Contains(out, "actors= ") {
+		t.Fatalf("a node without a shared Redis advertised an actor address:\n%s", out)
+	}
+	if us := readUnitLog(t, filepath.Join(dir, "u.jsonl")); len(us) != 12 {
+		t.Fatalf("%d units logged, want 12", len(us))
+	}
+	var sum nodeSummary
+	raw, err := os.ReadFile(filepath.Join(dir, "s.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &sum); err != nil || sum.Run == nil || len(sum.Run.Stages) != 2 || sum.UnitsPerStage != 6 {
+		t.Fatalf("summary %v %s", err, raw)
 	}
 }
