@@ -368,7 +368,7 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 	redisURL := nodeRedis(t)
 	dir := t.TempDir()
 	const stages, perUnit = 3, 16
-	instances := 2560
+	instances := 3840
 	if nodeRace {
 		instances = 1280 // the race-built children are several times slower
 	}
