@@ -279,3 +279,51 @@ func TestRunPublishesForOtherNodes(t *testing.T) {
 		t.Fatalf("remote-only run without Listen: %v", err)
 	}
 }
+
+// BenchmarkPolicyPublishLoad measures one policy version's trip through
+// Redis at the default gridnet size (hidden 128,128): the learner's
+// publication (encode + write) and a rollout node's load (read + decode).
+func BenchmarkPolicyPublishLoad(b *testing.B) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ps, err := OpenPolicyStore(ctx, st.URL(), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ps.Close()
+	be, err := learner.NewBackend("cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	newPol := func() *GridPolicy {
+		net, err := learner.NewGridNet(be, learner.DefaultGridNetConfig(env.ObsSize(env.ObsRadius)), learner.DefaultGRPOConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return &GridPolicy{Net: net, Rollout: learner.DefaultRolloutConfig()}
+	}
+	lp, rp := newPol(), newPol()
+	w, err := EncodeWeights(lp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("weights: %d bytes", len(w))
+	b.Run("publish", func(b *testing.B) {
+		for range b.N {
+			if err := ps.PublishPolicy(ctx, "bench", lp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("load", func(b *testing.B) {
+		for range b.N {
+			if _, err := ps.LoadLatest(ctx, "bench", rp, -1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
