@@ -16,10 +16,22 @@
 // for the next config, which the coordinator broadcasts before the next
 // stage starts.
 //
+// Nodes: with Options.Cluster set (t2t node), the actor system listens for
+// rollout nodes (Cluster.Listen), may run no rollout itself
+// (Cluster.RemoteOnly), and publishes the run's RunSpec and every policy
+// version to a PolicyStore in Redis (see policystore.go for the keys). A
+// rollout node runs a RemoteRunner: on a run's first unit it reads the
+// spec and builds the policy; before each unit it pulls the newest
+// published weights when the learner's version moved past the one it
+// holds (a unit plays one version from start to end), and it measures the
+// policy lag (learner version - version used) per unit.
+//
 // Concurrency: Run starts the actor system and blocks until the run ends;
 // the Runner is called from several rollout actors at once, the Updater and
 // Proposer from one actor each. The policy serialises its own state.
 //
 // Errors: bad options are *OptionError (errors.Is ErrOptions); a run that
-// fails returns the first error with the stage it happened in.
+// fails returns the first error with the stage it happened in. A rollout
+// node's unit fails with ErrNoSpec or ErrNoPolicy when the run has not
+// published what it needs; the coordinator then re-issues the unit.
 package train

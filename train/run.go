@@ -88,6 +88,9 @@ type Options struct {
 	// OnUnit, when set, sees every training unit's outcome record as the
 	// Runner records it (tests use it to check the aggregates).
 	OnUnit func(store.UnitResult)
+	// Cluster connects the run to rollouts on other nodes (t2t node); the
+	// zero value keeps the run in this process. See Cluster.
+	Cluster Cluster
 }
 
 func (o *Options) defaults() {
@@ -145,7 +148,9 @@ func (o *Options) Validate() error {
 		return &OptionError{"stages", o.Stages, "must be in [1,1000]"}
 	case o.InstancesPerUnit < 1 || o.InstancesPerUnit > 4096:
 		return &OptionError{"instances-per-unit", o.InstancesPerUnit, "must be in [1,4096]"}
-	case o.Rollouts < 1 || o.Rollouts > 256:
+	case o.Cluster.RemoteOnly && o.Cluster.Listen == "":
+		return &OptionError{"cluster.listen", o.Cluster.Listen, "a run without local rollouts must listen for other nodes"}
+	case !o.Cluster.RemoteOnly && (o.Rollouts < 1 || o.Rollouts > 256):
 		return &OptionError{"rollouts", o.Rollouts, "must be in [1,256]"}
 	case o.MaxInFlight < 1 || o.MaxInFlight > 64:
 		return &OptionError{"max-in-flight", o.MaxInFlight, "must be in [1,64]"}
@@ -325,6 +330,7 @@ func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
 	if err != nil {
 		return r.pol.Version(), err
 	}
+	r.opt.Cluster.publish(r, r.pol)
 	r.mu.Lock()
 	r.updates++
 	r.lossSum += st.Loss
@@ -688,11 +694,19 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	sc.InitialConfigVersion, sc.InitialConfigJSON = opt.Config.Hash(), cfgJSON
 	sc.LearnerBatch, sc.StalenessK, sc.KeepStale = opt.LearnerBatch, opt.StalenessK, opt.KeepStale
 	sc.StageHeaders = r.traces.headers
+	if err := opt.Cluster.prepare(ctx, &sc, opt, pol); err != nil {
+		return nil, err
+	}
 	sys, err := actors.NewLocal(sc, r, r, r, opt.Logger)
 	if err != nil {
 		return nil, err
 	}
 	defer sys.Close()
+	if opt.Cluster.Started != nil {
+		if err := opt.Cluster.Started(sys); err != nil {
+			return nil, err
+		}
+	}
 	r.stageStart = time.Now()
 	rep, err := sys.Run(ctx, opt.Stages)
 	r.res.Actors = rep

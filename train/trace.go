@@ -27,7 +27,7 @@ type stageTraces struct {
 
 func newStageTraces(t trace.Tracer, runID string) *stageTraces {
 	if t == nil {
-		t = noop.NewTracerProvider().Tracer("t2t")
+		t = noopTracer
 	}
 	return &stageTraces{tracer: t, runID: runID, ctxs: map[int]context.Context{}, spans: map[int]trace.Span{}}
 }
@@ -70,7 +70,12 @@ func (s *stageTraces) end(stage int) {
 	}
 }
 
-// start starts a child span of ctx.
+var noopTracer = noop.NewTracerProvider().Tracer("t2t")
+
+// start starts a child span of ctx (a no-op span on a nil stageTraces).
 func (s *stageTraces) start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if s == nil {
+		return noopTracer.Start(ctx, name)
+	}
 	return s.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
 }

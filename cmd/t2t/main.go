@@ -38,6 +38,7 @@ func commands() []command {
 		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt", runEnv},
 		{"train", "a staged training run with every role in one process", runTrain},
 		{"traces", "analyse span files: latency per span, critical path per stage, nodes, timeline", runTraces},
+		{"node", "join a t2t cluster with roles (coordinator,learner,engineer / rollout)", runNode},
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,108 +19,154 @@ import (
 	"github.com/t2t-lab/t2t/train"
 )
 
-func runTrain(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("t2t train", "t2t train [flags]   (every role in one process: coordinator, rollouts, learner, engineer)", stderr)
-	stages := fs.Int("stages", 8, "training stages")
-	seed := fs.Uint64("seed", 1, "run seed: instances, sampling and weight initialisation")
-	cfgPath := fs.String("config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)")
-	instances := fs.Int("instances", 0, "training instances per stage (0: the config's)")
-	policy := fs.String("policy", "gridnet", "policy to train: gridnet (CPU network) or scripted (optimal plans with injected mistakes)")
-	mistake := fs.Float64("mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move")
-	strategy := fs.String("strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", "))
-	redisURL := fs.String("redis", "", "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server")
-	warm := fs.String("warmstart", "none", "gridnet warm start: none or bc (behaviour cloning from optimal plans)")
-	bcSteps := fs.Int("bc-steps", 60, "warm start: behaviour-cloning steps of 64 instances")
-	hidden := fs.String("hidden", "128,128", "gridnet hidden layer widths")
-	lr := fs.Float64("lr", 1e-3, "learning rate (AdamW)")
-	group := fs.Int("group", 8, "GRPO group size: episodes per instance")
-	batch := fs.Int("learner-batch", 32, "groups per policy update")
-	rollouts := fs.Int("rollouts", 2, "rollout actors")
-	perUnit := fs.Int("instances-per-unit", 16, "instances per work unit")
-	runID := fs.String("run-id", "", "run id in Redis (default run-<seed>)")
-	ckpt := fs.String("checkpoint-dir", "", "write a gridnet checkpoint after every stage into this folder")
-	valPer := fs.Int("val-per-size", 20, "validation set: instances per map size (2 agents, sizes 3..10)")
-	evalPer := fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents")
-	device := fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)")
-	verbose := fs.Bool("v", false, "log the actor runtime to stderr")
-	tf := addTelemetryFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+// trainFlags are the run flags t2t train and t2t node share.
+type trainFlags struct {
+	stages, instances, bcSteps, group, batch, perUnit, valPer, evalPer *int
+	seed                                                               *uint64
+	cfgPath, policy, strategy, redisURL, warm, hidden, runID, ckpt     *string
+	device                                                             *string
+	mistake, lr                                                        *float64
+	verbose                                                            *bool
+	tel                                                                telemetryFlags
+}
+
+func addTrainFlags(fs *flag.FlagSet) *trainFlags {
+	return &trainFlags{
+		stages:    fs.Int("stages", 8, "training stages"),
+		seed:      fs.Uint64("seed", 1, "run seed: instances, sampling and weight initialisation"),
+		cfgPath:   fs.String("config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)"),
+		instances: fs.Int("instances", 0, "training instances per stage (0: the config's)"),
+		policy:    fs.String("policy", "gridnet", "policy to train: gridnet (CPU network) or scripted (optimal plans with injected mistakes)"),
+		mistake:   fs.Float64("mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move"),
+		strategy:  fs.String("strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", ")),
+		redisURL:  fs.String("redis", "", "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server"),
+		warm:      fs.String("warmstart", "none", "gridnet warm start: none or bc (behaviour cloning from optimal plans)"),
+		bcSteps:   fs.Int("bc-steps", 60, "warm start: behaviour-cloning steps of 64 instances"),
+		hidden:    fs.String("hidden", "128,128", "gridnet hidden layer widths"),
+		lr:        fs.Float64("lr", 1e-3, "learning rate (AdamW)"),
+		group:     fs.Int("group", 8, "GRPO group size: episodes per instance"),
+		batch:     fs.Int("learner-batch", 32, "groups per policy update"),
+		perUnit:   fs.Int("instances-per-unit", 16, "instances per work unit"),
+		runID:     fs.String("run-id", "", "run id in Redis (default run-<seed>)"),
+		ckpt:      fs.String("checkpoint-dir", "", "write a gridnet checkpoint after every stage into this folder"),
+		valPer:    fs.Int("val-per-size", 20, "validation set: instances per map size (2 agents, sizes 3..10)"),
+		evalPer:   fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents"),
+		device:    fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)"),
+		verbose:   fs.Bool("v", false, "log the actor runtime to stderr"),
+		tel:       addTelemetryFlags(fs),
 	}
-	cfg, err := loadConfig(*cfgPath)
+}
+
+// trainSetup is what the run flags build.
+type trainSetup struct {
+	cfg    env.Config
+	pol    train.Policy
+	strat  engineer.Strategy
+	logger *slog.Logger
+}
+
+// logger returns the runtime logger the flags ask for.
+func (f *trainFlags) logger(stderr io.Writer) *slog.Logger {
+	if *f.verbose {
+		return slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// build checks the run flags and builds the stage-0 config, the policy
+// (with its warm start) and the engineer strategy.
+func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, error) {
+	cfg, err := loadConfig(*f.cfgPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if *instances > 0 {
-		cfg.Instances = *instances
+	if *f.instances > 0 {
+		cfg.Instances = *f.instances
 	}
-	if *warm != "none" && *warm != "bc" {
-		return badInput("--warmstart %q: want none or bc", *warm)
+	if *f.warm != "none" && *f.warm != "bc" {
+		return nil, badInput("--warmstart %q: want none or bc", *f.warm)
 	}
-	if *mistake < 0 || *mistake > 1 {
-		return badInput("--mistake-rate %v out of range [0,1]", *mistake)
+	if *f.mistake < 0 || *f.mistake > 1 {
+		return nil, badInput("--mistake-rate %v out of range [0,1]", *f.mistake)
 	}
-	widths, err := parseWidths(*hidden)
+	widths, err := parseWidths(*f.hidden)
 	if err != nil {
-		return badInput("--hidden: %v", err)
+		return nil, badInput("--hidden: %v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	logger := slog.New(slog.DiscardHandler)
-	if *verbose {
-		logger = slog.New(slog.NewTextHandler(stderr, nil))
+	strat, err := engineer.ParseStrategy(*f.strategy, engineer.Options{Seed: *f.seed, Base: &cfg, Feasible: env.CheckFeasible, Logger: logger})
+	if err != nil {
+		return nil, badInput("--strategy: %v", err)
 	}
 	var pol train.Policy
-	switch *policy {
+	switch *f.policy {
 	case "scripted":
-		pol = &train.ScriptedPolicy{MistakeRate: *mistake}
+		pol = &train.ScriptedPolicy{MistakeRate: *f.mistake}
 	case "gridnet":
-		be, err := learner.NewBackend(*device)
+		be, err := learner.NewBackend(*f.device)
 		if err != nil {
-			return badInput("--device: %v", err)
+			return nil, badInput("--device: %v", err)
 		}
 		gc := learner.DefaultGRPOConfig()
-		gc.LR = *lr
-		gc.GroupSize = *group
+		gc.LR = *f.lr
+		gc.GroupSize = *f.group
 		if err := gc.Validate(); err != nil {
-			return badInput("%v", err)
+			return nil, badInput("%v", err)
 		}
-		net, err := learner.NewGridNet(be, learner.GridNetConfig{ObsSize: env.ObsSize(env.ObsRadius), Hidden: widths, Seed: *seed}, gc)
+		net, err := learner.NewGridNet(be, learner.GridNetConfig{ObsSize: env.ObsSize(env.ObsRadius), Hidden: widths, Seed: *f.seed}, gc)
 		if err != nil {
-			return badInput("%v", err)
+			return nil, badInput("%v", err)
 		}
 		gp := &train.GridPolicy{Net: net, Rollout: learner.DefaultRolloutConfig()}
-		if *warm == "bc" {
-			if err := warmStart(gp, cfg, *seed, *bcSteps, stdout); err != nil {
-				return err
+		if *f.warm == "bc" {
+			if err := warmStart(gp, cfg, *f.seed, *f.bcSteps, stdout); err != nil {
+				return nil, err
 			}
 		}
 		pol = gp
 	default:
-		return badInput("--policy %q: want gridnet or scripted", *policy)
+		return nil, badInput("--policy %q: want gridnet or scripted", *f.policy)
 	}
-	tel, stopTel, err := tf.setup(ctx)
+	return &trainSetup{cfg: cfg, pol: pol, strat: strat, logger: logger}, nil
+}
+
+// options returns the run options of the flags (Rollouts left to the caller).
+func (f *trainFlags) options(s *trainSetup, stdout io.Writer) train.Options {
+	return train.Options{
+		RunID: *f.runID, Stages: *f.stages, Seed: *f.seed, Config: s.cfg, InstancesPerUnit: *f.perUnit,
+		GroupSize: *f.group, LearnerBatch: *f.batch, Strategy: s.strat,
+		ValPerSize: *f.valPer, EvalPerSize: *f.evalPer, CheckpointDir: *f.ckpt, Out: stdout, Logger: s.logger,
+	}
+}
+
+func runTrain(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("t2t train", "t2t train [flags]   (every role in one process: coordinator, rollouts, learner, engineer)", stderr)
+	tf := addTrainFlags(fs)
+	rollouts := fs.Int("rollouts", 2, "rollout actors")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	logger := tf.logger(stderr)
+	s, err := tf.build(logger, stdout)
+	if err != nil {
+		return err
+	}
+	tel, stopTel, err := tf.tel.setup(ctx)
 	if err != nil {
 		return err
 	}
 	defer stopTel()
-	st, err := store.Open(ctx, store.Options{URL: *redisURL, Logger: logger})
+	st, err := store.Open(ctx, store.Options{URL: *tf.redisURL, Logger: logger})
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
 	defer st.Close()
-	strat, err := engineer.ParseStrategy(*strategy, engineer.Options{Seed: *seed, Base: &cfg, Feasible: env.CheckFeasible, Logger: logger})
-	if err != nil {
-		return badInput("--strategy: %v", err)
-	}
-	opt := train.Options{
-		RunID: *runID, Stages: *stages, Seed: *seed, Config: cfg, InstancesPerUnit: *perUnit,
-		Rollouts: *rollouts, GroupSize: *group, LearnerBatch: *batch, Strategy: strat,
-		ValPerSize: *valPer, EvalPerSize: *evalPer, CheckpointDir: *ckpt, Out: stdout, Logger: logger,
-		Tracer: tel.Tracer("t2t/train"),
-	}
+	opt := tf.options(s, stdout)
+	opt.Rollouts = *rollouts
+	opt.Tracer = tel.Tracer("t2t/train")
 	start := time.Now()
-	res, err := train.Run(ctx, opt, pol, st)
+	res, err := train.Run(ctx, opt, s.pol, st)
 	if err != nil {
 		return err
 	}

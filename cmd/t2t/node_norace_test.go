@@ -1,0 +1,6 @@
+//go:build !race
+
+package main
+
+// nodeRace: the tests run without the race detector.
+const nodeRace = false

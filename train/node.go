@@ -1,0 +1,287 @@
+package train
+
+import (
+	"go.opentelemetry.io/otel/trace"
+
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/t2t-lab/t2t/actors"
+	"github.com/t2t-lab/t2t/cluster/store"
+)
+
+// Cluster connects a run to rollouts on other nodes (t2t node). The zero
+// value keeps the whole run in one process.
+type Cluster struct {
+	// Node names this process's actor node (its membership ID); it is what
+	// its local rollouts report and what NodeLeft refers to. Default "local".
+	Node string
+	// Listen is the actor system's remote address (actors.SystemConfig.Listen):
+	// rollouts on other nodes reach the coordinator and the learner there.
+	Listen string
+	// RemoteOnly runs no rollout in this process (Options.Rollouts is
+	// ignored): every unit runs on another node. Requires Listen.
+	RemoteOnly bool
+	// LeaseTimeout is how long a unit stays leased to a rollout that does
+	// not answer (actors.SystemConfig.LeaseTimeout). Membership reports a
+	// dead node sooner (System.NodeLeft); the lease covers the rest.
+	// Default: the actors default (5m).
+	LeaseTimeout time.Duration
+	// Policies, when set, receives the run's RunSpec before the first stage
+	// and every policy version after each update, for rollout nodes to pull.
+	Policies *PolicyStore
+	// Started is called with the actor system once it is built and
+	// listening, before the first stage: t2t node publishes the system's
+	// address in its membership metadata there and feeds departed nodes
+	// to System.NodeLeft. An error ends the run.
+	Started func(*actors.System) error
+}
+
+// prepare applies the cluster settings to the actor system config and
+// publishes the run's spec and initial policy.
+func (c *Cluster) prepare(ctx context.Context, sc *actors.SystemConfig, opt Options, pol Policy) error {
+	if c.Node != "" {
+		sc.Node = c.Node
+	}
+	sc.Listen = c.Listen
+	if c.RemoteOnly {
+		sc.Rollouts = 0
+	}
+	if c.LeaseTimeout > 0 {
+		sc.LeaseTimeout = c.LeaseTimeout
+	}
+	if c.Policies == nil {
+		return nil
+	}
+	spec, err := SpecOf(opt, pol)
+	if err != nil {
+		return err
+	}
+	if err := c.Policies.PutSpec(ctx, spec); err != nil {
+		return err
+	}
+	return c.Policies.PublishPolicy(ctx, opt.RunID, pol)
+}
+
+// publishTimeout bounds one policy publication.
+const publishTimeout = 30 * time.Second
+
+// publish publishes pol's new version after an update. A failure is
+// logged, not returned: the update happened, and rollout nodes keep the
+// older weights (their policy lag shows it) until a later publication.
+func (c *Cluster) publish(r *run, pol Policy) {
+	if c.Policies == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	if err := c.Policies.PublishPolicy(ctx, r.opt.RunID, pol); err != nil {
+		r.opt.Logger.Error("train: policy not published", "version", pol.Version(), "error", err)
+	}
+}
+
+// RemoteStats are a rollout node's counters.
+type RemoteStats struct {
+	Units        int64 // units run
+	Failed       int64 // units whose run failed
+	PolicyLoads  int64 // policy versions loaded from the store
+	PolicyLagSum int64 // sum over units of learner version - version used
+	PolicyLagMax int64
+}
+
+// UnitLog is what a rollout node reports about one unit it ran.
+type UnitLog struct {
+	Result store.UnitResult
+	// PolicyVersion is the version the unit was played with; LearnerVersion
+	// the learner's newest version this node knew when the unit finished;
+	// Lag their difference (policy lag).
+	PolicyVersion, LearnerVersion, Lag int64
+	Millis                             int64
+}
+
+// RemoteRunner is the actors.Runner of a rollout node. On the first unit
+// of a run it reads the run's RunSpec from the PolicyStore and builds the
+// policy; before each unit it loads the newest published policy when the
+// learner's version moved past the one it holds; then it runs the unit as
+// an in-process run does (generate the instances from the unit's config
+// and the stage seed, play, record the outcome in Redis, return the
+// groups). It is safe for concurrent use.
+type RemoteRunner struct {
+	st     *store.Store
+	ps     *PolicyStore
+	device string
+	logger *slog.Logger
+	onUnit func(UnitLog)
+
+	learnerVersion atomic.Pointer[func() int64]
+
+	mu  sync.Mutex // guards cur
+	cur *remoteRun
+
+	units, failed, loads, lagSum, lagMax atomic.Int64
+
+	tracer trace.Tracer // nil: no spans
+}
+
+// SetTracer makes the runner trace its work units (children of the stage
+// span whose context the unit carries); call it before the first unit.
+func (rr *RemoteRunner) SetTracer(t trace.Tracer) { rr.tracer = t }
+
+// remoteRun is the policy of one run on a rollout node.
+type remoteRun struct {
+	spec RunSpec
+	pol  Policy
+	// use is held for reading while a unit plays and for writing while new
+	// weights load, so a unit plays one version from start to end.
+	use    sync.RWMutex
+	loadMu sync.Mutex // one loader at a time
+	have   atomic.Int64
+}
+
+// NewRemoteRunner returns the runner of a rollout node: outcomes go to st,
+// specs and policies come from ps, gridnet runs on device ("cpu" or
+// "xla:/path"). onUnit, when set, sees every unit the node ran.
+func NewRemoteRunner(st *store.Store, ps *PolicyStore, device string, logger *slog.Logger, onUnit func(UnitLog)) *RemoteRunner {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &RemoteRunner{st: st, ps: ps, device: device, logger: logger, onUnit: onUnit}
+}
+
+// SetLearnerVersion tells the runner how to read the learner's newest
+// version as this node heard it (the rollout actors' PolicyVersion, see
+// actors.RolloutHandle.Stats). Without it the runner asks the store before
+// every unit.
+func (rr *RemoteRunner) SetLearnerVersion(f func() int64) { rr.learnerVersion.Store(&f) }
+
+// Stats returns the runner's counters.
+func (rr *RemoteRunner) Stats() RemoteStats {
+	return RemoteStats{Units: rr.units.Load(), Failed: rr.failed.Load(), PolicyLoads: rr.loads.Load(),
+		PolicyLagSum: rr.lagSum.Load(), PolicyLagMax: rr.lagMax.Load()}
+}
+
+// Forget drops the cached run, so the next unit reads its run's spec and
+// policy afresh (a rollout node calls it when it moves to another
+// coordinator: a restarted run may reuse its id).
+func (rr *RemoteRunner) Forget() {
+	rr.mu.Lock()
+	rr.cur = nil
+	rr.mu.Unlock()
+}
+
+// learner returns the learner's version as heard by this node, or -1.
+func (rr *RemoteRunner) learner() int64 {
+	if f := rr.learnerVersion.Load(); f != nil {
+		return (*f)()
+	}
+	return -1
+}
+
+// runFor returns the run's policy, building it on the run's first unit.
+// Only the newest run is kept.
+func (rr *RemoteRunner) runFor(ctx context.Context, runID string) (*remoteRun, error) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rr.cur != nil && rr.cur.spec.RunID == runID {
+		return rr.cur, nil
+	}
+	spec, err := rr.ps.Spec(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := spec.NewPolicy(rr.device)
+	if err != nil {
+		return nil, err
+	}
+	r := &remoteRun{spec: spec, pol: pol}
+	r.have.Store(-1)
+	rr.cur = r
+	rr.logger.Info("rollout: serving run", "run", runID, "policy", spec.Policy)
+	return r, nil
+}
+
+// sync loads the newest policy when the learner moved past what r holds
+// (or always when the learner's version is not known here).
+func (rr *RemoteRunner) sync(ctx context.Context, r *remoteRun) error {
+	lv := rr.learner()
+	if lv >= 0 && lv <= r.have.Load() {
+		return nil
+	}
+	r.loadMu.Lock()
+	defer r.loadMu.Unlock()
+	have := r.have.Load()
+	if lv >= 0 && lv <= have {
+		return nil // loaded by another unit meanwhile
+	}
+	// Checking latest first keeps units playing while nothing changed.
+	if v, err := rr.ps.Latest(ctx, r.spec.RunID); err != nil || v <= have {
+		return err
+	}
+	r.use.Lock()
+	defer r.use.Unlock()
+	v, err := rr.ps.LoadLatest(ctx, r.spec.RunID, r.pol, have)
+	if err != nil {
+		return err
+	}
+	if v > have {
+		r.have.Store(v)
+		rr.loads.Add(1)
+		rr.logger.Debug("rollout: policy loaded", "run", r.spec.RunID, "version", v)
+	}
+	return nil
+}
+
+// RunUnit implements actors.Runner.
+func (rr *RemoteRunner) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, error) {
+	d, err := rr.runUnit(ctx, u)
+	if err != nil {
+		rr.failed.Add(1)
+		rr.logger.Warn("rollout: unit failed", "unit", u.UnitID, "error", err)
+	}
+	return d, err
+}
+
+func (rr *RemoteRunner) runUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, error) {
+	t0 := time.Now()
+	r, err := rr.runFor(ctx, u.RunID)
+	if err != nil {
+		return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
+	}
+	if err := rr.sync(ctx, r); err != nil {
+		return actors.UnitDone{}, fmt.Errorf("unit %s: policy: %w", u.UnitID, err)
+	}
+	var res store.UnitResult
+	one := &run{opt: Options{RunID: r.spec.RunID, Seed: r.spec.Seed, GroupSize: r.spec.GroupSize,
+		OnUnit: func(x store.UnitResult) { res = x }}, pol: r.pol, st: rr.st, traces: newStageTraces(rr.tracer, r.spec.RunID)}
+	r.use.RLock()
+	used := r.pol.Version()
+	d, err := one.RunUnit(ctx, u)
+	r.use.RUnlock()
+	if err != nil {
+		return d, err
+	}
+	lv := rr.learner()
+	if lv < 0 {
+		if lv, err = rr.ps.Latest(ctx, r.spec.RunID); err != nil {
+			lv = used
+		}
+	}
+	lv = max(lv, used) // the push may trail the store
+	lag := lv - used
+	rr.units.Add(1)
+	rr.lagSum.Add(lag)
+	for {
+		m := rr.lagMax.Load()
+		if lag <= m || rr.lagMax.CompareAndSwap(m, lag) {
+			break
+		}
+	}
+	if rr.onUnit != nil {
+		rr.onUnit(UnitLog{Result: res, PolicyVersion: used, LearnerVersion: lv, Lag: lag, Millis: time.Since(t0).Milliseconds()})
+	}
+	return d, nil
+}

@@ -1,0 +1,329 @@
+package train
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/t2t-lab/t2t/learner"
+)
+
+// Policy distribution between nodes is by pull. The learner's node
+// publishes the run's description (RunSpec) before the first stage and
+// every policy version after each update; a rollout node reads the spec
+// when it sees a run's first unit and loads the newest weights when the
+// learner's version moved past the one it holds.
+//
+// Redis keys (P is the prefix, "t2t" by default; R the run id, in the {R}
+// hash tag that keeps every key of a run in one Redis Cluster slot, as
+// cluster/store does):
+//
+//	P:run:{R}:spec            string  JSON RunSpec; written before the run starts
+//	P:run:{R}:policy:latest   string  decimal version of the newest published policy
+//	P:run:{R}:policy:<v>      string  version v's gridnet weights (safetensors bytes, the
+//	                                  model.safetensors of a checkpoint); scripted policies
+//	                                  publish versions only. The newest KeepPolicies are kept.
+//
+// A publication writes the weights, then moves latest, in one MULTI/EXEC,
+// so whoever reads latest finds its weights (unless KeepPolicies newer
+// versions were published in between; Load then retries with the newer
+// latest).
+
+// ErrNoSpec: the run has published no RunSpec (its coordinator has not
+// started it, or the run id is wrong).
+var ErrNoSpec = errors.New("train: run spec not published")
+
+// ErrNoPolicy: the run has published no policy version yet.
+var ErrNoPolicy = errors.New("train: no policy published")
+
+// KeepPolicies is the number of newest policy versions kept in Redis.
+const KeepPolicies = 4
+
+// RunSpec is what a rollout node needs to run a run's units: the run seed
+// (stage instances are generated from it), the group size and how to build
+// the policy. The coordinator derives it from its Options and Policy
+// (SpecOf). JSON field names are part of the format: only append.
+type RunSpec struct {
+	RunID     string `json:"run_id"`
+	Seed      uint64 `json:"seed"`
+	GroupSize int    `json:"group_size"`
+	// Policy is "gridnet" or "scripted".
+	Policy string `json:"policy"`
+	// MistakeRate is the scripted policy's mistake rate.
+	MistakeRate float64 `json:"mistake_rate,omitempty"`
+	// GridNet and Rollout build a gridnet policy (nil for scripted).
+	GridNet *learner.GridNetConfig `json:"gridnet,omitempty"`
+	Rollout *learner.RolloutConfig `json:"rollout,omitempty"`
+}
+
+// SpecOf describes a run of pol under opt (after defaults) for rollout
+// nodes.
+func SpecOf(opt Options, pol Policy) (RunSpec, error) {
+	s := RunSpec{RunID: opt.RunID, Seed: opt.Seed, GroupSize: opt.GroupSize, Policy: pol.Name()}
+	switch p := pol.(type) {
+	case *ScriptedPolicy:
+		s.MistakeRate = p.MistakeRate
+	case *GridPolicy:
+		cfg, ro := p.Net.Config(), p.Rollout
+		s.GridNet, s.Rollout = &cfg, &ro
+	default:
+		return RunSpec{}, fmt.Errorf("%w: policy %q (%T) cannot run on other nodes", ErrOptions, pol.Name(), pol)
+	}
+	return s, nil
+}
+
+// NewPolicy builds a fresh policy of the spec's kind on backend device
+// ("cpu", or "xla:/path/plugin.so"); a gridnet gets its weights from Load.
+func (s RunSpec) NewPolicy(device string) (Policy, error) {
+	switch s.Policy {
+	case "scripted":
+		return &ScriptedPolicy{MistakeRate: s.MistakeRate}, nil
+	case "gridnet":
+		if s.GridNet == nil || s.Rollout == nil {
+			return nil, fmt.Errorf("%w: run %s: gridnet spec without its configs", ErrOptions, s.RunID)
+		}
+		be, err := learner.NewBackend(device)
+		if err != nil {
+			return nil, err
+		}
+		gc := learner.DefaultGRPOConfig()
+		gc.GroupSize = s.GroupSize
+		net, err := learner.NewGridNet(be, *s.GridNet, gc)
+		if err != nil {
+			return nil, err
+		}
+		return &GridPolicy{Net: net, Rollout: *s.Rollout}, nil
+	}
+	return nil, fmt.Errorf("%w: run %s: unknown policy %q", ErrOptions, s.RunID, s.Policy)
+}
+
+// PolicyStore publishes and reads run specs and policy versions in Redis
+// (see the key list above). It is safe for concurrent use.
+type PolicyStore struct {
+	rdb    *redis.Client
+	prefix string
+}
+
+// OpenPolicyStore connects to the Redis at url (redis://host:port/db) and
+// pings it. prefix is the key prefix ("" for "t2t", as cluster/store).
+func OpenPolicyStore(ctx context.Context, url, prefix string) (*PolicyStore, error) {
+	if prefix == "" {
+		prefix = "t2t"
+	}
+	ro, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: redis url: %v", ErrOptions, err)
+	}
+	rdb := redis.NewClient(ro)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("train: policy store: ping %s: %w", ro.Addr, err)
+	}
+	return &PolicyStore{rdb: rdb, prefix: prefix}, nil
+}
+
+// Close closes the connection pool.
+func (p *PolicyStore) Close() error { return p.rdb.Close() }
+
+func (p *PolicyStore) key(runID, suffix string) string {
+	return p.prefix + ":run:{" + runID + "}:" + suffix
+}
+
+// PutSpec writes the run's spec (last writer wins).
+func (p *PolicyStore) PutSpec(ctx context.Context, s RunSpec) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	if err := p.rdb.Set(ctx, p.key(s.RunID, "spec"), b, 0).Err(); err != nil {
+		return fmt.Errorf("train: put spec of run %s: %w", s.RunID, err)
+	}
+	return nil
+}
+
+// Spec reads the run's spec; ErrNoSpec when there is none.
+func (p *PolicyStore) Spec(ctx context.Context, runID string) (RunSpec, error) {
+	b, err := p.rdb.Get(ctx, p.key(runID, "spec")).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return RunSpec{}, fmt.Errorf("%w: run %s", ErrNoSpec, runID)
+	}
+	if err != nil {
+		return RunSpec{}, fmt.Errorf("train: spec of run %s: %w", runID, err)
+	}
+	var s RunSpec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return RunSpec{}, fmt.Errorf("train: spec of run %s: %w", runID, err)
+	}
+	return s, nil
+}
+
+// Publish makes version the run's latest policy, with its weights (nil for
+// a policy without weights), and drops the version KeepPolicies older.
+func (p *PolicyStore) Publish(ctx context.Context, runID string, version int64, weights []byte) error {
+	_, err := p.rdb.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+		if weights != nil {
+			tx.Set(ctx, p.key(runID, "policy:"+strconv.FormatInt(version, 10)), weights, 0)
+		}
+		tx.Set(ctx, p.key(runID, "policy:latest"), version, 0)
+		if old := version - KeepPolicies; old >= 0 {
+			tx.Del(ctx, p.key(runID, "policy:"+strconv.FormatInt(old, 10)))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("train: publish policy %d of run %s: %w", version, runID, err)
+	}
+	return nil
+}
+
+// Latest returns the run's newest published version; ErrNoPolicy when none.
+func (p *PolicyStore) Latest(ctx context.Context, runID string) (int64, error) {
+	v, err := p.rdb.Get(ctx, p.key(runID, "policy:latest")).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("%w: run %s", ErrNoPolicy, runID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("train: latest policy of run %s: %w", runID, err)
+	}
+	return v, nil
+}
+
+// Weights returns version's weights; ErrNoPolicy when they are not (or no
+// longer) stored.
+func (p *PolicyStore) Weights(ctx context.Context, runID string, version int64) ([]byte, error) {
+	b, err := p.rdb.Get(ctx, p.key(runID, "policy:"+strconv.FormatInt(version, 10))).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: run %s version %d", ErrNoPolicy, runID, version)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("train: weights %d of run %s: %w", version, runID, err)
+	}
+	return b, nil
+}
+
+// PublishPolicy publishes pol's current version (and weights, for gridnet).
+func (p *PolicyStore) PublishPolicy(ctx context.Context, runID string, pol Policy) error {
+	var w []byte
+	if gp, ok := pol.(*GridPolicy); ok {
+		var err error
+		if w, err = EncodeWeights(gp); err != nil {
+			return err
+		}
+	}
+	return p.Publish(ctx, runID, pol.Version(), w)
+}
+
+// LoadLatest brings pol to the run's newest version when it is newer than
+// have, and returns the version pol now holds. A gridnet loads the weights;
+// a scripted policy takes the version number. The caller serialises
+// LoadLatest with pol's use.
+func (p *PolicyStore) LoadLatest(ctx context.Context, runID string, pol Policy, have int64) (int64, error) {
+	for range 8 {
+		v, err := p.Latest(ctx, runID)
+		if err != nil {
+			return have, err
+		}
+		if v <= have {
+			return have, nil
+		}
+		switch pt := pol.(type) {
+		case *ScriptedPolicy:
+			pt.version.Store(v)
+			return v, nil
+		case *GridPolicy:
+			w, err := p.Weights(ctx, runID, v)
+			if errors.Is(err, ErrNoPolicy) {
+				continue // pruned meanwhile: a newer one is latest
+			}
+			if err != nil {
+				return have, err
+			}
+			if err := DecodeWeights(pt, v, w); err != nil {
+				return have, err
+			}
+			return v, nil
+		default:
+			return have, fmt.Errorf("%w: policy %q cannot load published weights", ErrOptions, pol.Name())
+		}
+	}
+	return have, fmt.Errorf("train: run %s: policy versions move faster than they load", runID)
+}
+
+// EncodeWeights returns gp's weights as safetensors bytes (a checkpoint's
+// model.safetensors).
+func EncodeWeights(gp *GridPolicy) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "t2t-weights-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	ck := filepath.Join(dir, "ck")
+	if err := gp.Net.Save(ck); err != nil {
+		return nil, fmt.Errorf("train: encode weights: %w", err)
+	}
+	return os.ReadFile(filepath.Join(ck, learner.CheckpointWeightsFile))
+}
+
+// DecodeWeights loads safetensors bytes made by EncodeWeights into gp as
+// policy version; the optimizer state is reset (rollouts do not train).
+// Nothing changes when the bytes are malformed or do not fit gp's net.
+func DecodeWeights(gp *GridPolicy, version int64, b []byte) error {
+	ts, err := parseSafetensors(b)
+	if err != nil {
+		return err
+	}
+	cfg, err := json.Marshal(gp.Net.Config())
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "t2t-weights-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ck := filepath.Join(dir, "ck")
+	if err := learner.WriteCheckpoint(ck, &learner.Checkpoint{
+		Manifest: learner.Manifest{Model: learner.GridNetKind, ModelConfig: cfg, PolicyVersion: version},
+		Weights:  ts,
+	}); err != nil {
+		return err
+	}
+	if err := gp.Net.Load(ck); err != nil {
+		return fmt.Errorf("train: load weights of version %d: %w", version, err)
+	}
+	return nil
+}
+
+// parseSafetensors splits a safetensors document into its tensors.
+func parseSafetensors(b []byte) ([]learner.STTensor, error) {
+	if len(b) < 8 {
+		return nil, fmt.Errorf("%w: %d bytes", learner.ErrSafetensors, len(b))
+	}
+	n := binary.LittleEndian.Uint64(b[:8])
+	if n > uint64(len(b)-8) {
+		return nil, fmt.Errorf("%w: header of %d bytes in %d", learner.ErrSafetensors, n, len(b))
+	}
+	h, err := learner.ParseSafetensorsHeader([]byte(strings.TrimRight(string(b[8:8+n]), " ")))
+	if err != nil {
+		return nil, err
+	}
+	data := b[8+n:]
+	if int64(len(data)) != h.DataLen {
+		return nil, fmt.Errorf("%w: %d data bytes, header says %d", learner.ErrSafetensors, len(data), h.DataLen)
+	}
+	out := make([]learner.STTensor, 0, len(h.Tensors))
+	for _, name := range h.Names() {
+		info := h.Tensors[name]
+		out = append(out, learner.STTensor{Name: name, DType: info.DType, Shape: info.Shape,
+			Data: data[info.DataOffsets[0]:info.DataOffsets[1]]})
+	}
+	return out, nil
+}
