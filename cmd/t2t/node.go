@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"go.opentelemetry.io/otel/trace"
 
 	"context"
@@ -204,6 +205,11 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	}
 	if *name == "" {
 		*name, _ = os.Hostname()
+	}
+	nodeNameSet := false
+	fs.Visit(func(f *flag.Flag) { nodeNameSet = nodeNameSet || f.Name == "node-name" })
+	if !nodeNameSet {
+		*tf.tel.node = *name // traces name the node as --name does
 	}
 	out := &lockedWriter{w: stdout}
 	logger := nodeLogger(*tf.verbose, stderr)
