@@ -695,7 +695,9 @@ func configHeatmaps(name string, runs []*Run) string {
 	for k, what := range []struct{ name, rgb string }{{"data ratio", "31,119,180"}, {"hole ratio", "140,86,75"}, {"wait ratio", "214,39,40"}} {
 		mx := 1.0
 		if k == 0 {
-			mx = 0
+			// Data ratios: shade relative to the largest share, at least 0.25
+			// (an even split over 8 sizes is light, not saturated).
+			mx = 0.25
 			for _, row := range vals[0] {
 				for _, v := range row {
 					if !math.IsNaN(v) {
