@@ -323,17 +323,21 @@ func budgetLine(e *Experiment) string {
 
 // experimentTables builds the final-results table (initial policy first)
 // and, with a baseline, the paired-difference table.
-func experimentTables(e *Experiment, sums []Summary) (final, paired *table) {
+func experimentTables(e *Experiment, sums []Summary) (final, paired, best *table) {
 	ms := Metrics(e)
 	final = &table{header: []string{"strategy", "runs"}}
 	for _, m := range ms {
 		final.header = append(final.header, m.Label)
 	}
 	if len(sums) > 0 {
-		// The initial policy depends only on the seed: pool every run.
+		// The initial policy depends only on the seed: one run per seed.
 		var all []*Run
+		seen := map[uint64]bool{}
 		for i := range e.Runs {
-			all = append(all, &e.Runs[i])
+			if !seen[e.Runs[i].Seed] {
+				seen[e.Runs[i].Seed] = true
+				all = append(all, &e.Runs[i])
+			}
 		}
 		row := []string{"initial policy", fmt.Sprint(len(all))}
 		for _, m := range ms {
@@ -353,7 +357,7 @@ func experimentTables(e *Experiment, sums []Summary) (final, paired *table) {
 		final.rows = append(final.rows, row)
 	}
 	if e.Baseline == "" {
-		return final, nil
+		return final, nil, nil
 	}
 	paired = &table{header: []string{"strategy − " + e.Baseline, "seeds"}}
 	for _, m := range ms {
@@ -369,7 +373,35 @@ func experimentTables(e *Experiment, sums []Summary) (final, paired *table) {
 		}
 		paired.rows = append(paired.rows, row)
 	}
-	return final, paired
+	best = &table{header: []string{"metric", "best strategy", "its mean", e.Baseline + " mean", "paired difference (points)"}}
+	var base *Summary
+	for i := range sums {
+		if sums[i].Strategy == e.Baseline {
+			base = &sums[i]
+		}
+	}
+	for mi, m := range ms {
+		if m.Optimal || base == nil {
+			continue
+		}
+		bi := -1
+		for i, s := range sums {
+			if s.VsBaseline == nil || s.Final[mi].N == 0 {
+				continue
+			}
+			if bi < 0 || s.Final[mi].Mean > sums[bi].Final[mi].Mean {
+				bi = i
+			}
+		}
+		if bi < 0 {
+			continue
+		}
+		best.rows = append(best.rows, []string{m.Label, sums[bi].Strategy, pm(sums[bi].Final[mi]), pm(base.Final[mi]), pmSigned(sums[bi].VsBaseline[mi])})
+	}
+	if len(best.rows) == 0 {
+		best = nil
+	}
+	return final, paired, best
 }
 
 // curveLabels labels curve points: "init", "0", "1", ...
@@ -529,12 +561,16 @@ func ExperimentMarkdown(e *Experiment) string {
 		fmt.Fprintf(&b, "Command: `%s`\n\n", e.Command)
 	}
 	b.WriteString(budgetLine(e) + "\n\n")
-	final, paired := experimentTables(e, sums)
+	final, paired, best := experimentTables(e, sums)
 	b.WriteString("## Final results (after the last stage; % as mean ± SD over seeds)\n\n")
 	final.markdown(&b)
 	if paired != nil {
 		fmt.Fprintf(&b, "\n## Paired difference to %s (same seed; percentage points, mean ± SD)\n\n", e.Baseline)
 		paired.markdown(&b)
+	}
+	if best != nil {
+		fmt.Fprintf(&b, "\n## Best strategy against %s, per valid-rate metric (by final mean)\n\n", e.Baseline)
+		best.markdown(&b)
 	}
 	b.WriteString("\n## Learning curves (mean ± SD over seeds, %)\n")
 	for mi, m := range ms {
@@ -724,12 +760,16 @@ func ExperimentHTML(e *Experiment) string {
 		b.WriteString(`<p class="note">Command: <code>` + esc(e.Command) + "</code></p>\n")
 	}
 	b.WriteString(`<p class="note">` + esc(budgetLine(e)) + "</p>\n")
-	final, paired := experimentTables(e, sums)
+	final, paired, best := experimentTables(e, sums)
 	b.WriteString("<h2>Final results (after the last stage; % as mean ± SD over seeds)</h2>\n")
 	final.html(&b, "results")
 	if paired != nil {
 		b.WriteString("<h2>Paired difference to " + esc(e.Baseline) + " (same seed; percentage points, mean ± SD)</h2>\n")
 		paired.html(&b, "results")
+	}
+	if best != nil {
+		b.WriteString("<h2>Best strategy against " + esc(e.Baseline) + ", per valid-rate metric (by final mean)</h2>\n")
+		best.html(&b, "results")
 	}
 	b.WriteString("<h2>Learning curves</h2>\n")
 	b.WriteString(`<p class="note">Mean over seeds (line) and min..max over seeds (band), after each stage; "init" is the untrained policy.</p>` + "\n")

@@ -255,8 +255,8 @@ func TestExperimentHTMLParses(t *testing.T) {
 	e.Title = `Strategies <"&'>`
 	h := ExperimentHTML(e)
 	c := xmlCount(t, h)
-	// Tables: final, paired, 3 curve tables (valid metrics), 2 config tables, 4 audit tables.
-	if c["table"] != 2+3+2+4 {
+	// Tables: final, paired, best, 3 curve tables (valid metrics), 2 config tables, 4 audit tables.
+	if c["table"] != 3+3+2+4 {
 		t.Fatalf("tables: %v", c)
 	}
 	// SVGs: 6 curves + 2 strategies × 3 heatmaps.
