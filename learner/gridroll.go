@@ -163,6 +163,9 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 				}
 			}
 			n := len(slots)
+			if n == 0 {
+				continue // no live episode has an agent this round
+			}
 			actions = growI32(actions, n)
 			logps = growF32(logps, n)
 			var lg []bool

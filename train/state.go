@@ -51,6 +51,7 @@ type stateTracker struct {
 	ctx     context.Context // the run's context without its cancellation
 	headers func(runID string, stage int) map[string]string
 
+	showMu  sync.Mutex // orders the OnState calls
 	mu      sync.Mutex
 	cur     store.RunState
 	pending bool
@@ -76,8 +77,11 @@ func (r *run) track(ctx context.Context, sc *actors.SystemConfig) *stateTracker 
 	return t
 }
 
-// set applies f to the current state and schedules its write.
+// set applies f to the current state, schedules its write and shows it
+// to Options.OnState (in the order of the set calls).
 func (t *stateTracker) set(f func(*store.RunState)) {
+	t.showMu.Lock()
+	defer t.showMu.Unlock()
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
@@ -88,11 +92,11 @@ func (t *stateTracker) set(f func(*store.RunState)) {
 	t.pending = true
 	s := t.cur
 	t.mu.Unlock()
-	t.show(s)
 	select {
 	case t.kick <- struct{}{}:
 	default: // a write is already scheduled; it takes the newest state
 	}
+	t.show(s)
 }
 
 func (t *stateTracker) show(s store.RunState) {

@@ -39,6 +39,7 @@ func commands() []command {
 		{"train", "a staged training run with every role in one process", runTrain},
 		{"traces", "analyse span files: latency per span, critical path per stage, nodes, timeline", runTraces},
 		{"node", "join a t2t cluster with roles (coordinator,learner,engineer / rollout)", runNode},
+		{"status", "the live state of a run from Redis: stage, phase, versions, rates, checkpoints", runStatus},
 	}
 }
 
