@@ -402,7 +402,9 @@ func k8sCheckPod(t *testing.T, where string, set *k8sSet, spec corev1.PodSpec) (
 		t.Fatalf("%s: no --http: the probes have nothing to hit", where)
 	}
 	httpPort := deployPort(t, where+" --http", httpAddr)
-	portOf := func(p corev1.ContainerPort) bool { return p.ContainerPort == int32(httpPort) && p.Protocol != corev1.ProtocolUDP }
+	portOf := func(p corev1.ContainerPort) bool {
+		return p.ContainerPort == int32(httpPort) && p.Protocol != corev1.ProtocolUDP
+	}
 	pi := slices.IndexFunc(c.Ports, portOf)
 	if pi < 0 {
 		t.Fatalf("%s: --http port %d is not a container port", where, httpPort)
