@@ -50,7 +50,16 @@ OUT=$(cd "$OUT" && pwd)
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 command -v "$REDIS_SERVER" >/dev/null || { echo "local-cluster: $REDIS_SERVER not found (apt-get install redis-server)" >&2; exit 2; }
 
-PIDS=() # every process started here, stopped on exit
+PIDS=() # every process started here and not yet reaped; stopped on exit
+# forget PID: PID was reaped (its number may be reused by another process).
+forget() {
+	local keep=() p
+	for p in "${PIDS[@]}"; do
+		[[ $p == "$1" ]] || keep+=("$p")
+	done
+	PIDS=("${keep[@]}")
+}
+# shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
 	local pid
 	for pid in "${PIDS[@]}"; do
@@ -137,7 +146,7 @@ PIDS+=($!)
 COORD=$!
 wait_for "$OUT/node-1.log" "^t2t node: joined " 300 "$COORD"
 GOSSIP=$(field gossip "$(grep -m1 '^t2t node: joined ' "$OUT/node-1.log")")
-echo "local-cluster: node-1 (coordinator,learner,engineer) pid $COORD gossip $GOSSIP; run $RUN_ID; Redis $REDIS_URL"
+echo "local-cluster: node-1 ($ROLES) pid $COORD gossip $GOSSIP; run $RUN_ID; Redis $REDIS_URL"
 
 ROLLOUTS=()
 for ((i = 2; i <= N; i++)); do
@@ -153,6 +162,7 @@ set +e
 wait "$COORD"
 CODE=$?
 set -e
+forget "$COORD"
 echo "local-cluster: node-1 exited with status $CODE"
 tail -n "$((STAGES + 4))" "$OUT/node-1.log"
 
@@ -163,9 +173,11 @@ for pid in "${ROLLOUTS[@]}"; do
 done
 for pid in "${ROLLOUTS[@]}"; do
 	wait "$pid" 2>/dev/null || true
+	forget "$pid"
 done
 kill -TERM "$REDIS_PID" 2>/dev/null || true
 wait "$REDIS_PID" 2>/dev/null || true
+forget "$REDIS_PID"
 
 echo
 echo "local-cluster: t2t traces $OUT/node-*.jsonl"

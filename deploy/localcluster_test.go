@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestLocalClusterScript(t *testing.T) {
 		"--policy", "scripted", "--instances", strconv.Itoa(instances), "--seed", strconv.FormatUint(seed, 10), "--out", dir)
 	cmd.Env = append(os.Environ(), "T2T_BIN="+deployBinary(t))
 	// SIGTERM first on timeout, so the script's trap stops its children.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 20 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
