@@ -111,24 +111,3 @@ func TestReplayRejectsBadActions(t *testing.T) {
 		t.Fatal("action id 9 accepted")
 	}
 }
-
-// TestPlayGridNetMixedAgentCounts plays 5-agent and 2-agent instances in one
-// batch; once every 5-agent episode has ended, the rounds for agents 2..4
-// have no decision to make.
-func TestPlayGridNetMixedAgentCounts(t *testing.T) {
-	small := gridrollInstances(t, 2, 3, 2, 8)
-	big := gridrollInstances(t, 3, 3, 5, 5)
-	g := gridrollNet(t, 5)
-	cfg := DefaultRolloutConfig()
-	cfg.GroupSize = 1
-	cfg.Temperature = 0
-	// Greedy play of an untrained net on 5×5 tends to fail fast (a conflict
-	// ends the episode) while the 2-agent 8×8 episodes run on.
-	ro, err := PlayGridNet(g, append(big, small...), cfg, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ro.Episodes) != 6 {
-		t.Fatalf("%d episodes", len(ro.Episodes))
-	}
-}

@@ -91,6 +91,10 @@ type Options struct {
 	// Cluster connects the run to rollouts on other nodes (t2t node); the
 	// zero value keeps the run in this process. See Cluster.
 	Cluster Cluster
+	// OnState, when set, sees every run state the run records in Redis
+	// (store.RunState: stage, phase, policy and config version; see
+	// state.go). It is called from the actors' goroutines and must not block.
+	OnState func(store.RunState)
 }
 
 func (o *Options) defaults() {
@@ -452,7 +456,7 @@ func (r *run) checkpoint(ctx context.Context, stage int) error {
 	if err := gp.Net.Save(dir); err != nil {
 		return fmt.Errorf("checkpoint after stage %d: %w", stage, err)
 	}
-	return r.st.PutCheckpoint(ctx, r.opt.RunID, store.CheckpointRecord{
+	return r.putCheckpoint(ctx, dir, store.CheckpointRecord{
 		Version: gp.Net.Version(), Step: int64(stage), Path: dir, ConfigVersion: r.configs[stage].Hash(),
 	})
 }
@@ -697,7 +701,9 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	if err := opt.Cluster.prepare(ctx, &sc, opt, pol); err != nil {
 		return nil, err
 	}
-	sys, err := actors.NewLocal(sc, r, r, r, opt.Logger)
+	tr := r.track(ctx, &sc) // state.go: the run's state in Redis at every phase
+	defer tr.stop()
+	sys, err := actors.NewLocal(sc, tr, tr, tr, opt.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -713,6 +719,7 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	if err != nil {
 		return r.res, err
 	}
+	tr.evaluating(opt.Stages - 1)
 	_, err = r.finishStage(ctx, opt.Stages-1)
 	r.traces.end(opt.Stages - 1)
 	return r.res, err

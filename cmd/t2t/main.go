@@ -42,6 +42,7 @@ func commands() []command {
 		{"engineer", "engineer tools: propose (print the prompt and the proposal as a config diff)", runEngineer},
 		{"traces", "analyse span files: latency per span, critical path per stage, nodes, timeline", runTraces},
 		{"node", "join a t2t cluster with roles (coordinator,learner,engineer / rollout)", runNode},
+		{"status", "the live state of a run from Redis: stage, phase, versions, rates, checkpoints", runStatus},
 	}
 }
 
