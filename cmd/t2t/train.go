@@ -28,32 +28,36 @@ type trainFlags struct {
 	mistake, lr                                                        *float64
 	verbose                                                            *bool
 	tel                                                                telemetryFlags
+	engURL, engModel, engModules                                       *string
 }
 
 func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	return &trainFlags{
-		stages:    fs.Int("stages", 8, "training stages"),
-		seed:      fs.Uint64("seed", 1, "run seed: instances, sampling and weight initialisation"),
-		cfgPath:   fs.String("config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)"),
-		instances: fs.Int("instances", 0, "training instances per stage (0: the config's)"),
-		policy:    fs.String("policy", "gridnet", "policy to train: gridnet (CPU network) or scripted (optimal plans with injected mistakes)"),
-		mistake:   fs.Float64("mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move"),
-		strategy:  fs.String("strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", ")),
-		redisURL:  fs.String("redis", "", "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server"),
-		warm:      fs.String("warmstart", "none", "gridnet warm start: none or bc (behaviour cloning from optimal plans)"),
-		bcSteps:   fs.Int("bc-steps", 60, "warm start: behaviour-cloning steps of 64 instances"),
-		hidden:    fs.String("hidden", "128,128", "gridnet hidden layer widths"),
-		lr:        fs.Float64("lr", 1e-3, "learning rate (AdamW)"),
-		group:     fs.Int("group", 8, "GRPO group size: episodes per instance"),
-		batch:     fs.Int("learner-batch", 32, "groups per policy update"),
-		perUnit:   fs.Int("instances-per-unit", 16, "instances per work unit"),
-		runID:     fs.String("run-id", "", "run id in Redis (default run-<seed>)"),
-		ckpt:      fs.String("checkpoint-dir", "", "write a gridnet checkpoint after every stage into this folder"),
-		valPer:    fs.Int("val-per-size", 20, "validation set: instances per map size (2 agents, sizes 3..10)"),
-		evalPer:   fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents"),
-		device:    fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)"),
-		verbose:   fs.Bool("v", false, "log the actor runtime to stderr"),
-		tel:       addTelemetryFlags(fs),
+		stages:     fs.Int("stages", 8, "training stages"),
+		seed:       fs.Uint64("seed", 1, "run seed: instances, sampling and weight initialisation"),
+		cfgPath:    fs.String("config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)"),
+		instances:  fs.Int("instances", 0, "training instances per stage (0: the config's)"),
+		policy:     fs.String("policy", "gridnet", "policy to train: gridnet (CPU network) or scripted (optimal plans with injected mistakes)"),
+		mistake:    fs.Float64("mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move"),
+		strategy:   fs.String("strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", ")),
+		redisURL:   fs.String("redis", "", "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server"),
+		warm:       fs.String("warmstart", "none", "gridnet warm start: none or bc (behaviour cloning from optimal plans)"),
+		bcSteps:    fs.Int("bc-steps", 60, "warm start: behaviour-cloning steps of 64 instances"),
+		hidden:     fs.String("hidden", "128,128", "gridnet hidden layer widths"),
+		lr:         fs.Float64("lr", 1e-3, "learning rate (AdamW)"),
+		group:      fs.Int("group", 8, "GRPO group size: episodes per instance"),
+		batch:      fs.Int("learner-batch", 32, "groups per policy update"),
+		perUnit:    fs.Int("instances-per-unit", 16, "instances per work unit"),
+		runID:      fs.String("run-id", "", "run id in Redis (default run-<seed>)"),
+		ckpt:       fs.String("checkpoint-dir", "", "write a gridnet checkpoint after every stage into this folder"),
+		valPer:     fs.Int("val-per-size", 20, "validation set: instances per map size (2 agents, sizes 3..10)"),
+		evalPer:    fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents"),
+		device:     fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)"),
+		verbose:    fs.Bool("v", false, "log the actor runtime to stderr"),
+		tel:        addTelemetryFlags(fs),
+		engURL:     fs.String("engineer-url", "", "--strategy llm: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, as served by 't2t serve' or vLLM); API key from $T2T_ENGINEER_API_KEY"),
+		engModel:   fs.String("engineer-model", "", "--strategy llm: model name at --engineer-url"),
+		engModules: fs.String("engineer-modules", "F,G,H0,T", "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)"),
 	}
 }
 
@@ -93,7 +97,18 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 	if err != nil {
 		return nil, badInput("--hidden: %v", err)
 	}
-	strat, err := engineer.ParseStrategy(*f.strategy, engineer.Options{Seed: *f.seed, Base: &cfg, Feasible: env.CheckFeasible, Logger: logger})
+	eo := engineer.Options{Seed: *f.seed, Base: &cfg, Feasible: env.CheckFeasible, Logger: logger}
+	if *f.strategy == engineer.NameLLM {
+		if *f.engURL == "" || *f.engModel == "" {
+			return nil, badInput("--strategy llm needs --engineer-url and --engineer-model")
+		}
+		mods, err := engineer.ParseModules(*f.engModules)
+		if err != nil {
+			return nil, badInput("--engineer-modules: %v", err)
+		}
+		eo.LLM = engineer.LLMOptions{BaseURL: *f.engURL, Model: *f.engModel, APIKey: os.Getenv("T2T_ENGINEER_API_KEY"), Modules: mods}
+	}
+	strat, err := engineer.ParseStrategy(*f.strategy, eo)
 	if err != nil {
 		return nil, badInput("--strategy: %v", err)
 	}
