@@ -272,12 +272,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// decodeBody reads a JSON request body into v: a body that is not JSON, or a field of the
+// decodeBody reads a JSON request body into v (whatever its Content-Type says): a body that is not JSON, or a field of the
 // wrong type, is a 400 naming the field.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *reqError {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
-		return badRequest("", "Content-Type %q: want application/json", ct)
-	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -289,7 +286,8 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *reqE
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return badRequest(te.Field, "%s: want %s, got JSON %s", te.Field, te.Type, te.Value)
+			field := strings.TrimPrefix(te.Field, "samplingParams.")
+			return badRequest(field, "%s: want %s, got JSON %s", field, te.Type, te.Value)
 		}
 		return badRequest("", "the request body is not valid JSON: %v", err)
 	}

@@ -38,6 +38,8 @@ func commands() []command {
 		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt", runEnv},
 		{"train", "a staged training run with every role in one process", runTrain},
 		{"traces", "analyse span files: latency per span, critical path per stage, nodes, timeline", runTraces},
+		{"model", "Qwen3 checkpoints: init (random weights of a preset shape), inspect", runModel},
+		{"serve", "an OpenAI-compatible HTTP API over a Qwen3 checkpoint", runServe},
 	}
 }
 
