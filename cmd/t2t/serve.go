@@ -50,12 +50,19 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	return serveModel(ctx, serveConfig{dir: *dir, addr: *addr, name: *name, device: *device, seed: *seed, maxTokens: *maxTokens, logger: logger}, hup, stdout, nil)
+	return serveModel(ctx, serveConfig{dir: *dir, addr: *addr, name: *name, device: *device, seed: *seed, maxTokens: *maxTokens, logger: logger}, hup, stdout, serveHooks{})
+}
+
+// serveHooks let tests follow a server: ready gets the address once the listener is up,
+// reloaded the outcome of each reload. Nil hooks are skipped.
+type serveHooks struct {
+	ready    func(addr string)
+	reloaded func(revision int64, err error)
 }
 
 // serveModel loads the model, serves it on cfg.addr until ctx ends, and reloads the directory
-// on every value from hup. ready, when set, gets the address once the listener is up.
-func serveModel(ctx context.Context, cfg serveConfig, hup <-chan os.Signal, stdout io.Writer, ready func(addr string)) error {
+// on every value from hup.
+func serveModel(ctx context.Context, cfg serveConfig, hup <-chan os.Signal, stdout io.Writer, hooks serveHooks) error {
 	backend, err := learner.NewBackend(cfg.device)
 	if err != nil {
 		return badInput("--device: %v", err)
@@ -78,13 +85,16 @@ func serveModel(ctx context.Context, cfg serveConfig, hup <-chan os.Signal, stdo
 	addr := ln.Addr().String()
 	fmt.Fprintf(stdout, "serving %s (%d parameters, context %d) at http://%s/v1 — SIGHUP reloads %s\n",
 		srv.ModelName(), lm.Model.Config().NumParams(), lm.MaxContext(), addr, cfg.dir)
-	if ready != nil {
-		ready(addr)
+	if hooks.ready != nil {
+		hooks.ready(addr)
 	}
 	for {
 		select {
 		case <-hup:
 			rev, err := srv.Reload(backend, cfg.dir)
+			if hooks.reloaded != nil {
+				hooks.reloaded(rev, err)
+			}
 			if err != nil {
 				fmt.Fprintf(stdout, "reload failed, still serving the previous model: %v\n", err)
 				continue
