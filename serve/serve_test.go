@@ -10,10 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 	"github.com/t2t-lab/t2t/serve"
@@ -467,5 +470,59 @@ func TestSwap(t *testing.T) {
 	}
 	if cur, rev := s.Current(); rev != 2 || cur.Dir != lm.Dir {
 		t.Fatalf("after a failed reload: revision %d, dir %s", rev, cur.Dir)
+	}
+}
+
+// Requests, swaps and learner updates on the served model interleave safely (run with -race).
+func TestConcurrentRequestsSwapsAndUpdates(t *testing.T) {
+	seed := srvTestSeed(t)
+	lm := srvCheckpoint(t, seed)
+	s, _, c := srvStart(t, lm, serve.Options{})
+	pol, err := textpolicy.New(lm, textpolicy.Options{MaxNewTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := env.GenerateSeeded(3, 1, 2, false, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := pol.Play([]*env.Instance{in}, 2, 1, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := learner.ReplayedGroup{Instance: in, Rewards: []float32{1, 0}}
+	for _, ep := range ro.Episodes {
+		group.Actions = append(group.Actions, ro.Actions[ep.Lo:ep.Hi])
+		group.LogProbs = append(group.LogProbs, ro.LogProbs[ep.Lo:ep.Hi])
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := srvChatParams("tiny", int64(i))
+			p.MaxTokens = openai.Int(4)
+			if _, err := c.Chat.Completions.New(context.Background(), p); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, _, err := pol.Update([]learner.ReplayedGroup{group}); err != nil {
+			errs <- err
+		}
+	}()
+	s.Swap(lm)
+	s.Swap(lm)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if _, rev := s.Current(); rev != 2 || pol.Version() != 1 {
+		t.Fatalf("revision %d, policy version %d", rev, pol.Version())
 	}
 }
