@@ -40,6 +40,7 @@ func commands() []command {
 		{"traces", "analyse span files: latency per span, critical path per stage, nodes, timeline", runTraces},
 		{"model", "Qwen3 checkpoints: init (random weights of a preset shape), inspect", runModel},
 		{"serve", "an OpenAI-compatible HTTP API over a Qwen3 checkpoint", runServe},
+		{"sft", "supervised warm start of a Qwen3 checkpoint on optimal answers", runSFT},
 	}
 }
 
