@@ -448,8 +448,17 @@ func TestSwap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if before.SystemFingerprint != "t2t-r0" || after.SystemFingerprint != "t2t-r1" || after.Model != "policy" {
-		t.Fatalf("fingerprints %q → %q, model %q", before.SystemFingerprint, after.SystemFingerprint, after.Model)
+	fingerprint := func(raw string) string {
+		var r struct {
+			SystemFingerprint string `json:"system_fingerprint"`
+		}
+		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.SystemFingerprint
+	}
+	if fb, fa := fingerprint(before.RawJSON()), fingerprint(after.RawJSON()); fb != "t2t-r0" || fa != "t2t-r1" || after.Model != "policy" {
+		t.Fatalf("fingerprints %q → %q, model %q", fb, fa, after.Model)
 	}
 	if before.Choices[0].Message.Content == after.Choices[0].Message.Content && before.Choices[1].Message.Content == after.Choices[1].Message.Content {
 		t.Fatal("other weights, same seed, same completions: the swap did not take")

@@ -152,3 +152,26 @@ func TestServeCommand(t *testing.T) {
 		t.Fatalf("output:\n%s", s)
 	}
 }
+
+func TestSFTCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := t2t(t, "model", "init", "--out", dir); code != 0 {
+		t.Fatalf("init: %s", e)
+	}
+	out := filepath.Join(t.TempDir(), "sft")
+	code, so, e := t2t(t, "sft", "--model", dir, "--out", out, "--steps", "1", "--batch", "2", "--eval", "2", "--max-tokens", "4")
+	if code != 0 {
+		t.Fatalf("sft: exit %d: %s", code, e)
+	}
+	for _, want := range []string{"before: 2 instances", "step 1: cross-entropy", "after: 2 instances", "wrote " + out} {
+		if !strings.Contains(so, want) {
+			t.Fatalf("output lacks %q:\n%s", want, so)
+		}
+	}
+	if code, so, e := t2t(t, "model", "inspect", out); code != 0 || !strings.Contains(so, "tokenizer: 2048 ids") {
+		t.Fatalf("inspect the SFT checkpoint: exit %d\n%s%s", code, so, e)
+	}
+	if code, _, _ := t2t(t, "sft", "--model", dir); code != 2 {
+		t.Fatalf("sft without --out: exit %d", code)
+	}
+}
