@@ -156,3 +156,25 @@ func TestSFTCommand(t *testing.T) {
 		t.Fatalf("sft without --out: exit %d", code)
 	}
 }
+
+// TestTrainQwen3Policy runs one tiny stage of t2t train with the text
+// policy on a random tiny checkpoint made by t2t model init: the LLM loop
+// (prompt, sample, parse, verify, GRPO update, evaluation) end to end.
+func TestTrainQwen3Policy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := t2t(t, "model", "init", "--out", dir); code != 0 {
+		t.Fatalf("model init: %s", e)
+	}
+	code, out, e := t2t(t, "train", "--policy", "qwen3", "--model", dir, "--max-new-tokens", "8", "--stages", "1",
+		"--instances", "4", "--instances-per-unit", "2", "--group", "2", "--learner-batch", "2",
+		"--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, e, out)
+	}
+	if !strings.Contains(out, "qwen3 policy") || !strings.Contains(out, "done in") {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+	if code, _, e := t2t(t, "train", "--policy", "qwen3"); code != 2 || !strings.Contains(e, "--model") {
+		t.Fatalf("qwen3 without --model: exit %d, %q", code, e)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -29,6 +30,9 @@ type trainFlags struct {
 	verbose                                                            *bool
 	tel                                                                telemetryFlags
 	engURL, engModel, engModules                                       *string
+	modelDir                                                           *string
+	maxNew                                                             *int
+	thinking                                                           *bool
 }
 
 func addTrainFlags(fs *flag.FlagSet) *trainFlags {
@@ -37,7 +41,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 		seed:       fs.Uint64("seed", 1, "run seed: instances, sampling and weight initialisation"),
 		cfgPath:    fs.String("config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)"),
 		instances:  fs.Int("instances", 0, "training instances per stage (0: the config's)"),
-		policy:     fs.String("policy", "gridnet", "policy to train: gridnet (CPU network) or scripted (optimal plans with injected mistakes)"),
+		policy:     fs.String("policy", "gridnet", "policy to train: gridnet (CPU network), qwen3 (a causal LM, --model), or scripted (optimal plans with injected mistakes)"),
 		mistake:    fs.Float64("mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move"),
 		strategy:   fs.String("strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", ")),
 		redisURL:   fs.String("redis", "", "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server"),
@@ -55,6 +59,9 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 		device:     fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)"),
 		verbose:    fs.Bool("v", false, "log the actor runtime to stderr"),
 		tel:        addTelemetryFlags(fs),
+		modelDir:   fs.String("model", "", "--policy qwen3: Hugging Face checkpoint directory (e.g. from 't2t model init' or a real Qwen3)"),
+		maxNew:     fs.Int("max-new-tokens", 512, "--policy qwen3: most tokens per answer"),
+		thinking:   fs.Bool("thinking", false, "--policy qwen3: let the model think (<think>…</think>) before answering"),
 		engURL:     fs.String("engineer-url", "", "--strategy llm: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, as served by 't2t serve' or vLLM); API key from $T2T_ENGINEER_API_KEY"),
 		engModel:   fs.String("engineer-model", "", "--strategy llm: model name at --engineer-url"),
 		engModules: fs.String("engineer-modules", "F,G,H0,T", "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)"),
@@ -138,8 +145,31 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 			}
 		}
 		pol = gp
+	case "qwen3":
+		if *f.modelDir == "" {
+			return nil, badInput("--policy qwen3 needs --model DIR")
+		}
+		if *f.maxNew < 1 || *f.maxNew > 32768 {
+			return nil, badInput("--max-new-tokens %d out of range [1,32768]", *f.maxNew)
+		}
+		be, err := learner.NewBackend(*f.device)
+		if err != nil {
+			return nil, badInput("--device: %v", err)
+		}
+		lm, err := textpolicy.LoadLM(be, *f.modelDir)
+		if err != nil {
+			return nil, badInput("--model: %v", err)
+		}
+		o := textpolicy.DefaultOptions()
+		o.MaxNewTokens, o.Thinking = *f.maxNew, *f.thinking
+		o.GRPO.GroupSize = *f.group
+		tp, err := textpolicy.New(lm, o)
+		if err != nil {
+			return nil, badInput("%v", err)
+		}
+		pol = tp
 	default:
-		return nil, badInput("--policy %q: want gridnet or scripted", *f.policy)
+		return nil, badInput("--policy %q: want gridnet, qwen3 or scripted", *f.policy)
 	}
 	return &trainSetup{cfg: cfg, pol: pol, strat: strat, logger: logger}, nil
 }
