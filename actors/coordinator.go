@@ -29,10 +29,12 @@ type CoordinatorStats struct {
 	ConfigRejected uint64 // ConfigUpdate dropped as stale or out of order
 	StaleAcks      uint64 // ConfigAck for a version other than the current one
 	UnknownUnits   uint64 // UnitDone for a unit id this run never issued
+	Queued         uint64 // units waiting for a rollout now (a gauge)
 }
 
 type coordMetrics struct {
 	issued, reissued, duplicates, completed, unitRejected, configRejected, staleAcks, unknownUnits atomic.Uint64
+	queued                                                                                         atomic.Uint64
 }
 
 func (m *coordMetrics) snapshot() CoordinatorStats {
@@ -40,7 +42,7 @@ func (m *coordMetrics) snapshot() CoordinatorStats {
 		Issued: m.issued.Load(), Reissued: m.reissued.Load(), Duplicates: m.duplicates.Load(),
 		Completed: m.completed.Load(), UnitRejected: m.unitRejected.Load(),
 		ConfigRejected: m.configRejected.Load(), StaleAcks: m.staleAcks.Load(),
-		UnknownUnits: m.unknownUnits.Load(),
+		UnknownUnits: m.unknownUnits.Load(), Queued: m.queued.Load(),
 	}
 }
 
@@ -135,6 +137,9 @@ func (c *coordinator) emit(to coordDest, worker string, msg any) {
 }
 
 func (c *coordinator) flush() []coordOut {
+	if c.metrics != nil {
+		c.metrics.queued.Store(uint64(len(c.queue) - c.queueHead))
+	}
 	out := c.out
 	c.out = nil
 	return out

@@ -77,6 +77,9 @@ func TestCoordinatorStageLifecycle(t *testing.T) {
 	if st, ok := s.events[0].(*StageStart); !ok || st.Units != 5 || st.ConfigVersion != "v0" {
 		t.Fatalf("event %#v", s.events[0])
 	}
+	if q := m.snapshot().Queued; q != 1 { // 5 units, 4 credits
+		t.Fatalf("queue depth %d after leasing 4 of 5 units, want 1", q)
+	}
 	seen := map[string]bool{}
 	for w, us := range s.units {
 		for _, u := range us {

@@ -39,8 +39,8 @@ const (
 //   - a rollout node's runner counters, read at each scrape: failed units,
 //     policy loads.
 //
-// t2t_work_queue_depth is registered by telemetry but not fed: the
-// coordinator does not expose its queue.
+// t2t_work_queue_depth is the coordinator's queue of units waiting for a
+// rollout.
 type nodeMetrics struct {
 	m                                        *telemetry.Metrics
 	rolloutUnits, rolloutFailed, policyLoads *telemetry.Counter
@@ -149,6 +149,7 @@ func (nm *nodeMetrics) sync() {
 		up(nm.m.LearnerUpdates, &nm.updates, st.Learner.Updates)
 		up(nm.learnerStale, &nm.stale, st.Learner.Stale)
 		nm.learnerPending.Set(float64(st.Learner.Pending))
+		nm.m.QueueDepth.Set(float64(st.Coordinator.Queued))
 		nm.policyVersion.Set(float64(st.Learner.Version))
 	}
 	if r := nm.runner.Load(); r != nil {
