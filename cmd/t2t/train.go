@@ -26,7 +26,7 @@ type trainFlags struct {
 	cfgPath, policy, strategy, redisURL, warm, hidden, runID, ckpt     *string
 	device                                                             *string
 	mistake, lr                                                        *float64
-	verbose                                                            *bool
+	verbose, deterministic, resume                                     *bool
 	tel                                                                telemetryFlags
 }
 
@@ -52,8 +52,12 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 		valPer:    fs.Int("val-per-size", 20, "validation set: instances per map size (2 agents, sizes 3..10)"),
 		evalPer:   fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents"),
 		device:    fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)"),
-		verbose:   fs.Bool("v", false, "log the actor runtime to stderr"),
-		tel:       addTelemetryFlags(fs),
+		verbose:   fs.Bool("v", false, "log the actor runtime and every learner update (loss, reward, clip, KL, policy lag) to stderr"),
+		deterministic: fs.Bool("deterministic", false, "deterministic run: one rollout, units in order, each sampling the weights of all earlier full batches;\n"+
+			"the same flags give the same weights (--instances must be a multiple of --instances-per-unit and --learner-batch)"),
+		resume: fs.Bool("resume", false, "continue --run-id after its latest checkpoint indexed in Redis (needs --redis and --checkpoint-dir,\n"+
+			"and the interrupted run's other flags)"),
+		tel: addTelemetryFlags(fs),
 	}
 }
 
@@ -82,6 +86,9 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 	}
 	if *f.instances > 0 {
 		cfg.Instances = *f.instances
+	}
+	if *f.resume && (*f.redisURL == "" || *f.ckpt == "") {
+		return nil, badInput("--resume needs --redis (the Redis of the interrupted run; an embedded one starts empty) and --checkpoint-dir")
 	}
 	if *f.warm != "none" && *f.warm != "bc" {
 		return nil, badInput("--warmstart %q: want none or bc", *f.warm)
@@ -117,7 +124,7 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 			return nil, badInput("%v", err)
 		}
 		gp := &train.GridPolicy{Net: net, Rollout: learner.DefaultRolloutConfig()}
-		if *f.warm == "bc" {
+		if *f.warm == "bc" && !*f.resume { // a resumed run loads its checkpoint
 			if err := warmStart(gp, cfg, *f.seed, *f.bcSteps, stdout); err != nil {
 				return nil, err
 			}
@@ -135,6 +142,7 @@ func (f *trainFlags) options(s *trainSetup, stdout io.Writer) train.Options {
 		RunID: *f.runID, Stages: *f.stages, Seed: *f.seed, Config: s.cfg, InstancesPerUnit: *f.perUnit,
 		GroupSize: *f.group, LearnerBatch: *f.batch, Strategy: s.strat,
 		ValPerSize: *f.valPer, EvalPerSize: *f.evalPer, CheckpointDir: *f.ckpt, Out: stdout, Logger: s.logger,
+		Deterministic: *f.deterministic, Resume: *f.resume,
 	}
 }
 
