@@ -91,6 +91,9 @@ func (g *detGate) wait(ctx context.Context, stageEnd bool) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
+		if g.run.Err() != nil { // no new unit once the run ends
+			return 0, context.Cause(g.run)
+		}
 		if stageEnd && groups%g.batch != 0 {
 			return 0, fmt.Errorf("%w: %d groups sent, not a multiple of the learner batch %d: some would cross the stage's checkpoint", ErrDeterminism, groups, g.batch)
 		}
