@@ -163,6 +163,11 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 				}
 			}
 			n := len(slots)
+			if n == 0 {
+				// Every live episode has fewer agents than this round:
+				// the episodes with more agents have ended.
+				continue
+			}
 			actions = growI32(actions, n)
 			logps = growF32(logps, n)
 			var lg []bool

@@ -26,6 +26,12 @@
 // holds (a unit plays one version from start to end), and it measures the
 // policy lag (learner version - version used) per unit.
 //
+// Run state: Run records the run's store.RunState in Redis at every phase
+// change (starting; training and evaluating per stage; done, interrupted
+// or failed) and after every policy update, through one writer goroutine
+// so that no actor waits for Redis (state.go); Options.OnState sees each
+// state. t2t status reads it.
+//
 // Concurrency: Run starts the actor system and blocks until the run ends;
 // the Runner is called from several rollout actors at once, the Updater and
 // Proposer from one actor each. The policy serialises its own state.

@@ -2,12 +2,9 @@ package train
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/t2t-lab/t2t/cluster/store"
@@ -63,17 +60,6 @@ func (o *Options) validateModes() error {
 	return nil
 }
 
-// checkpointSHA256 is the hash a checkpoint's record carries: the sha256
-// of its manifest, which holds the sha256 of every other file.
-func checkpointSHA256(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, learner.CheckpointManifestFile))
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
-}
-
 // saveCheckpoint writes gp into CheckpointDir/stage-<stage> and indexes it.
 // Records are keyed by policy version: when the policy did not change since
 // an earlier stage's checkpoint (no update in this stage), that record is
@@ -87,12 +73,8 @@ func (r *run) saveCheckpoint(ctx context.Context, gp *GridPolicy, stage int) err
 	if err := gp.Net.Save(dir); err != nil {
 		return err
 	}
-	sum, err := checkpointSHA256(dir)
-	if err != nil {
-		return err
-	}
-	rec := store.CheckpointRecord{Version: gp.Net.Version(), Step: int64(stage), Path: dir, SHA256: sum, ConfigVersion: r.configs[stage].Hash()}
-	err = r.st.PutCheckpoint(ctx, r.opt.RunID, rec)
+	rec := store.CheckpointRecord{Version: gp.Net.Version(), Step: int64(stage), Path: dir, ConfigVersion: r.configs[stage].Hash()}
+	err = r.putCheckpoint(ctx, dir, rec) // state.go: with the manifest's SHA-256
 	if !errors.Is(err, store.ErrConflict) {
 		return err
 	}
@@ -130,7 +112,7 @@ func (r *run) resume(ctx context.Context) (int, error) {
 	if after < 0 || after >= r.opt.Stages {
 		return 0, fmt.Errorf("%w: run %s's latest checkpoint is after stage %d; the run has %d stages", ErrResume, id, after, r.opt.Stages)
 	}
-	sum, err := checkpointSHA256(rec.Path)
+	sum, err := fileSHA256(filepath.Join(rec.Path, learner.CheckpointManifestFile))
 	if err != nil {
 		return 0, fmt.Errorf("%w: checkpoint after stage %d: %w", ErrResume, after, err)
 	}

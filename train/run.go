@@ -91,6 +91,10 @@ type Options struct {
 	// Cluster connects the run to rollouts on other nodes (t2t node); the
 	// zero value keeps the run in this process. See Cluster.
 	Cluster Cluster
+	// OnState, when set, sees every run state the run records in Redis
+	// (store.RunState: stage, phase, policy and config version; see
+	// state.go). It is called from the actors' goroutines and must not block.
+	OnState func(store.RunState)
 	// Deterministic makes the run's weights a function of its options
 	// alone: one rollout running one unit at a time (Rollouts and
 	// MaxInFlight are set to 1, KeepStale to true), each unit sampling the
@@ -799,7 +803,9 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	if err := opt.Cluster.prepare(ctx, &sc, opt, pol); err != nil {
 		return nil, err
 	}
-	sys, err := actors.NewLocal(sc, r, r, r, opt.Logger)
+	tr := r.track(ctx, &sc) // state.go: the run's state in Redis at every phase
+	defer tr.stop()
+	sys, err := actors.NewLocal(sc, tr, tr, tr, opt.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -818,6 +824,7 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 		}
 		return r.res, err
 	}
+	tr.evaluating(opt.Stages - 1)
 	_, err = r.finishStage(ctx, opt.Stages-1)
 	r.traces.end(opt.Stages - 1)
 	return r.res, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,28 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 		{"suite", "write the benchmark suites (eval, val, quick) with content hashes", envSuite},
 		{"prompt", "print the LLM prompt for an instance", envPrompt},
 	}, args, stdout, stderr)
+}
+
+// instanceFlags select one instance of a JSONL file: by id, or by line.
+type instanceFlags struct {
+	path, id *string
+	line     *int
+}
+
+func addInstanceFlags(fs *flag.FlagSet, fileFlag string) instanceFlags {
+	return instanceFlags{
+		path: fs.String(fileFlag, "", "JSONL file holding the instance"),
+		id:   fs.String("id", "", "instance id (default: --line)"),
+		line: fs.Int("line", 1, "1-based line of the instance in the file"),
+	}
+}
+
+// pick reads the selected instance; the file flag is required.
+func (f instanceFlags) pick(fileFlag string) (*env.Instance, error) {
+	if *f.path == "" {
+		return nil, badInput("--%s is required", fileFlag)
+	}
+	return pickInstance(*f.path, *f.id, *f.line)
 }
 
 // loadConfig reads a generator config file, or returns the local default.
@@ -193,23 +216,21 @@ type failureJSON struct {
 
 func envCheck(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t env check", "t2t env check --instance FILE.jsonl [--id ID | --line N] --plan FILE", stderr)
-	inPath := fs.String("instance", "", "JSONL file holding the instance")
-	id := fs.String("id", "", "instance id (default: --line)")
-	line := fs.Int("line", 1, "1-based line of the instance in the file")
+	sel := addInstanceFlags(fs, "instance")
 	planPath := fs.String("plan", "", "answer file: text moves or JSON paths (- for stdin)")
 	tokens := fs.Int("tokens", 0, "response length in tokens, for the length reward")
 	objective := fs.String("objective", "soc", "cost objective for optimality and reward: soc or makespan")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *inPath == "" || *planPath == "" {
-		return badInput("--instance and --plan are required")
+	if *planPath == "" {
+		return badInput("--plan is required")
 	}
 	obj, err := env.ParseObjective(*objective)
 	if err != nil {
 		return badInput("--objective: %v", err)
 	}
-	in, err := pickInstance(*inPath, *id, *line)
+	in, err := sel.pick("instance")
 	if err != nil {
 		return err
 	}
@@ -255,9 +276,7 @@ func envCheck(args []string, stdout, stderr io.Writer) error {
 
 func envShow(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t env show", "t2t env show --in FILE.jsonl [--id ID | --line N] [--plan FILE] [--format ascii|svg|png] [--out FILE]", stderr)
-	inPath := fs.String("in", "", "JSONL file holding the instance")
-	id := fs.String("id", "", "instance id (default: --line)")
-	line := fs.Int("line", 1, "1-based line of the instance in the file")
+	sel := addInstanceFlags(fs, "in")
 	planPath := fs.String("plan", "", "optional answer file (text moves or JSON paths); 'optimal' draws the instance's own optimal paths")
 	format := fs.String("format", "ascii", "ascii, svg or png")
 	cell := fs.Int("cell", 48, "PNG pixels per cell")
@@ -265,13 +284,10 @@ func envShow(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *inPath == "" {
-		return badInput("--in is required")
-	}
 	if *cell < 8 || *cell > 256 {
 		return badInput("--cell %d out of range [8,256]", *cell)
 	}
-	in, err := pickInstance(*inPath, *id, *line)
+	in, err := sel.pick("in")
 	if err != nil {
 		return err
 	}
@@ -281,7 +297,7 @@ func envShow(args []string, stdout, stderr io.Writer) error {
 	case "":
 	case "optimal":
 		if in.Paths == nil {
-			return badInput("%s: instance %s has no paths (run 't2t env solve' first)", *inPath, in.ID)
+			return badInput("%s: instance %s has no paths (run 't2t env solve' first)", *sel.path, in.ID)
 		}
 		plan = &env.Plan{Paths: in.Paths}
 	default:
@@ -325,21 +341,16 @@ func envShow(args []string, stdout, stderr io.Writer) error {
 
 func envPrompt(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t env prompt", "t2t env prompt --in FILE.jsonl [--id ID | --line N] [--objective soc|makespan]", stderr)
-	inPath := fs.String("in", "", "JSONL file holding the instance")
-	id := fs.String("id", "", "instance id (default: --line)")
-	line := fs.Int("line", 1, "1-based line of the instance in the file")
+	sel := addInstanceFlags(fs, "in")
 	objective := fs.String("objective", "soc", "cost objective named in the prompt: soc or makespan")
 	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if *inPath == "" {
-		return badInput("--in is required")
 	}
 	obj, err := env.ParseObjective(*objective)
 	if err != nil {
 		return badInput("--objective: %v", err)
 	}
-	in, err := pickInstance(*inPath, *id, *line)
+	in, err := sel.pick("in")
 	if err != nil {
 		return err
 	}

@@ -37,8 +37,12 @@ func commands() []command {
 	return []command{
 		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt", runEnv},
 		{"train", "a staged training run with every role in one process", runTrain},
+		{"eval", "evaluate a policy on a benchmark suite: the paper's tables, resumable", runEval},
+		{"experiment", "train several engineer strategies over seeds and write one report", runExperiment},
+		{"engineer", "engineer tools: propose (print the prompt and the proposal as a config diff)", runEngineer},
 		{"traces", "analyse span files: latency per span, critical path per stage, nodes, timeline", runTraces},
 		{"node", "join a t2t cluster with roles (coordinator,learner,engineer / rollout)", runNode},
+		{"status", "the live state of a run from Redis: stage, phase, versions, rates, checkpoints", runStatus},
 	}
 }
 

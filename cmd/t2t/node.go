@@ -167,8 +167,10 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	gossip := fs.String("gossip", "0.0.0.0:7946", "gossip (memberlist) bind address ip:port; port 0 picks one")
 	advertise := fs.String("advertise", "", "gossip address other nodes use to reach this one, ip[:port] (default: chosen by memberlist)")
 	profile := fs.String("gossip-profile", cluster.ProfileLAN, "failure detection timers: lan (dead node seen in ~6s) or local (one host, ~1.3s)")
-	listen := fs.String("listen", "127.0.0.1:0", "actor remote address host:port other nodes reach this one at (a routable IP in a real cluster); port 0 picks one")
-	httpAddr := fs.String("http", "", "serve /healthz and /readyz on this host:port (empty: off)")
+	listen := fs.String("listen", "127.0.0.1:0", "actor remote address host:port other nodes reach this one at (a routable IP in a real cluster; 0.0.0.0 stands for the --advertise IP, else this host's private IP); port 0 picks one")
+	gossipKeyFlag := fs.String("gossip-key", "", "gossip encryption key: base64 of 16, 24 or 32 bytes, the same on every node (default: $"+gossipKeyEnv+", else no encryption)")
+	gossipKeyFile := fs.String("gossip-key-file", "", "read the gossip encryption key (base64) from this file instead")
+	httpAddr := fs.String("http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
 	capacity := fs.Int("capacity", 2, "rollout role: rollout actors on this node")
 	maxInFlight := fs.Int("max-in-flight", 2, "rollout role: units each rollout actor runs at once")
 	joinTimeout := fs.Duration("join-timeout", 30*time.Second, "give up joining the cluster after this long")
@@ -199,10 +201,17 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if ccfg.SecretKey, err = gossipKey(*gossipKeyFlag, *gossipKeyFile); err != nil {
+		return err
+	}
 	listenHost, listenPort, err := splitAddr("--listen", *listen)
 	if err != nil {
 		return err
 	}
+	if listenHost, err = routableHost(listenHost, *advertise); err != nil {
+		return badInput("--listen %s: %v", *listen, err)
+	}
+	*listen = net.JoinHostPort(listenHost, strconv.Itoa(listenPort))
 	if *name == "" {
 		*name, _ = os.Hostname()
 	}
@@ -218,19 +227,20 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 
 	health := &nodeHealth{}
 	health.set(false, "starting")
+	metrics, err := newNodeMetrics(*tf.tel.node)
+	if err != nil {
+		return badInput("--node-name: %v", err)
+	}
 	if *httpAddr != "" {
-		ln, err := net.Listen("tcp", *httpAddr)
+		stopHTTP, err := serveHTTP(*httpAddr, nodeMux(health, metrics), out, "t2t node: ")
 		if err != nil {
-			return badInput("--http %s: %v", *httpAddr, err)
+			return err
 		}
-		srv := &http.Server{Handler: health, ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
-		defer srv.Close()
-		fmt.Fprintf(out, "t2t node: http=%s\n", ln.Addr())
+		defer stopHTTP()
 	}
 
 	n := &nodeRun{
-		out: out, logger: logger, health: health, roles: nr, ccfg: ccfg, name: *name,
+		out: out, logger: logger, health: health, metrics: metrics, roles: nr, ccfg: ccfg, name: *name,
 		id: cluster.NewNodeID(), capacity: *capacity, maxInFlight: *maxInFlight,
 		listenHost: listenHost, listenPort: listenPort, listen: *listen, lease: *lease,
 		summaryPath: *summary, unitLogPath: *unitLog, tf: tf, device: *tf.device,
@@ -319,6 +329,7 @@ type nodeRun struct {
 	logger      *slog.Logger
 	tracer      trace.Tracer
 	health      *nodeHealth
+	metrics     *nodeMetrics
 	roles       nodeRoles
 	ccfg        cluster.Config
 	id, name    string
@@ -370,17 +381,17 @@ func (n *nodeRun) coordinate(ctx context.Context) error {
 	}
 	opt := n.tf.options(s, n.out)
 	opt.Tracer = n.tracer
+	opt.OnState = n.metrics.state
 	if n.roles.rollout {
 		opt.Rollouts = n.capacity
-		if n.unitLogPath != "" {
-			logUnit, closeLog, err := n.openUnitLog()
-			if err != nil {
-				return err
-			}
-			defer closeLog()
-			opt.OnUnit = func(r store.UnitResult) {
-				logUnit(train.UnitLog{Result: r, PolicyVersion: r.PolicyVersion, LearnerVersion: r.PolicyVersion})
-			}
+		logUnit, closeLog, err := n.openUnitLog()
+		if err != nil {
+			return err
+		}
+		defer closeLog()
+		opt.OnUnit = func(r store.UnitResult) {
+			n.metrics.localUnit(r)
+			logUnit(train.UnitLog{Result: r, PolicyVersion: r.PolicyVersion, LearnerVersion: r.PolicyVersion})
 		}
 	}
 	var (
@@ -408,6 +419,7 @@ func (n *nodeRun) coordinate(ctx context.Context) error {
 			mu.Lock()
 			m = mm
 			mu.Unlock()
+			n.metrics.attach(sys)
 			go n.watchRollouts(mm, sys)
 			n.joined(mm, addr)
 			n.health.set(true, "running")
@@ -507,8 +519,12 @@ func (n *nodeRun) serveRollouts(ctx context.Context) error {
 		return err
 	}
 	defer closeLog()
-	runner := train.NewRemoteRunner(n.st, n.ps, n.device, n.logger, logUnit)
+	runner := train.NewRemoteRunner(n.st, n.ps, n.device, n.logger, func(u train.UnitLog) {
+		n.metrics.remoteUnit(u)
+		logUnit(u)
+	})
 	runner.SetTracer(n.tracer)
+	n.metrics.attachRunner(runner)
 	var (
 		cur      atomic.Pointer[serving]
 		all      []*actors.RolloutHandle

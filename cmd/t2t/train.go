@@ -150,6 +150,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t train", "t2t train [flags]   (every role in one process: coordinator, rollouts, learner, engineer)", stderr)
 	tf := addTrainFlags(fs)
 	rollouts := fs.Int("rollouts", 2, "rollout actors")
+	httpAddr := fs.String("http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -173,6 +174,13 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	opt := tf.options(s, stdout)
 	opt.Rollouts = *rollouts
 	opt.Tracer = tel.Tracer("t2t/train")
+	if *httpAddr != "" {
+		stopHTTP, err := serveTrainHTTP(*httpAddr, *tf.tel.node, &opt, stdout)
+		if err != nil {
+			return err
+		}
+		defer stopHTTP()
+	}
 	start := time.Now()
 	res, err := train.Run(ctx, opt, s.pol, st)
 	if err != nil {

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/t2t-lab/t2t/actors"
+	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/cluster/telemetry"
+	"github.com/t2t-lab/t2t/train"
+)
+
+// Node-specific metric names, next to telemetry's standard ones.
+const (
+	metricRolloutUnits   = "t2t_rollout_units_total"
+	metricRolloutFailed  = "t2t_rollout_units_failed_total"
+	metricPolicyLoads    = "t2t_policy_loads_total"
+	metricPolicyVersion  = "t2t_policy_version"
+	metricLearnerStale   = "t2t_learner_stale_groups_total"
+	metricLearnerPending = "t2t_learner_pending_groups"
+)
+
+// nodeMetrics is a node's /metrics: telemetry's standard metrics and a few
+// of the node's own, all labelled node=<name>. What feeds them:
+//
+//   - the units this node's rollouts ran (a rollout node's RemoteRunner, or
+//     the run's own rollouts through train.Options.OnUnit): episodes,
+//     units, policy lag, stage;
+//   - the run's state (train.Options.OnState, coordinator nodes): stage,
+//     policy version;
+//   - the actor system's live counters (actors.System.Stats, coordinator
+//     nodes), read at each scrape: work units completed, lease re-issues,
+//     learner updates, stale and pending groups;
+//   - a rollout node's runner counters, read at each scrape: failed units,
+//     policy loads.
+//
+// t2t_work_queue_depth is registered by telemetry but not fed: the
+// coordinator does not expose its queue.
+type nodeMetrics struct {
+	m                                        *telemetry.Metrics
+	rolloutUnits, rolloutFailed, policyLoads *telemetry.Counter
+	learnerStale                             *telemetry.Counter
+	policyVersion, learnerPending            *telemetry.Gauge
+
+	sys    atomic.Pointer[actors.System]
+	runner atomic.Pointer[train.RemoteRunner]
+	now    func() time.Time
+
+	mu                                  sync.Mutex // guards the fields below (one scrape at a time)
+	completed, reissued, updates, stale uint64
+	failed, loads                       int64
+	rateAt                              time.Time
+	rateEpisodes                        uint64
+	rateWindow                          time.Duration
+}
+
+func newNodeMetrics(node string) (*nodeMetrics, error) {
+	m, err := telemetry.NewMetrics(map[string]string{"node": node})
+	if err != nil {
+		return nil, err
+	}
+	nm := &nodeMetrics{m: m, now: time.Now, rateWindow: time.Second}
+	r := m.Registry
+	for _, c := range []struct {
+		dst        **telemetry.Counter
+		name, help string
+	}{
+		{&nm.rolloutUnits, metricRolloutUnits, "Work units this node's rollouts ran."},
+		{&nm.rolloutFailed, metricRolloutFailed, "Work units this node's rollouts failed (the coordinator re-issues them)."},
+		{&nm.policyLoads, metricPolicyLoads, "Policy versions this rollout node loaded from Redis."},
+		{&nm.learnerStale, metricLearnerStale, "Groups the learner found stale (older than the staleness bound)."},
+	} {
+		if *c.dst, err = r.Counter(c.name, c.help); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range []struct {
+		dst        **telemetry.Gauge
+		name, help string
+	}{
+		{&nm.policyVersion, metricPolicyVersion, "Policy version: the learner's (coordinator) or the one the latest unit played (rollout node)."},
+		{&nm.learnerPending, metricLearnerPending, "Groups waiting for the learner's next batch."},
+	} {
+		if *g.dst, err = r.Gauge(g.name, g.help); err != nil {
+			return nil, err
+		}
+	}
+	return nm, nil
+}
+
+// attach makes the scrapes read the run's actor system.
+func (nm *nodeMetrics) attach(sys *actors.System) { nm.sys.Store(sys) }
+
+// attachRunner makes the scrapes read a rollout node's runner.
+func (nm *nodeMetrics) attachRunner(r *train.RemoteRunner) { nm.runner.Store(r) }
+
+// state is train.Options.OnState.
+func (nm *nodeMetrics) state(s store.RunState) {
+	nm.m.Stage.Set(float64(s.Stage))
+	nm.policyVersion.Set(float64(s.PolicyVersion))
+}
+
+func unitEpisodes(r store.UnitResult) uint64 {
+	var n int64
+	for _, c := range r.Buckets {
+		n += c.Episodes
+	}
+	return uint64(max(n, 0))
+}
+
+// localUnit is train.Options.OnUnit: a unit the run's own rollouts ran.
+func (nm *nodeMetrics) localUnit(r store.UnitResult) {
+	nm.m.Episodes.Add(unitEpisodes(r))
+	nm.rolloutUnits.Inc()
+	if sys := nm.sys.Load(); sys != nil {
+		nm.m.PolicyLag.Set(float64(max(sys.Stats().Learner.Version-r.PolicyVersion, 0)))
+	}
+}
+
+// remoteUnit sees a unit a rollout node ran.
+func (nm *nodeMetrics) remoteUnit(u train.UnitLog) {
+	nm.m.Episodes.Add(unitEpisodes(u.Result))
+	nm.rolloutUnits.Inc()
+	nm.m.PolicyLag.Set(float64(u.Lag))
+	nm.m.Stage.Set(float64(u.Result.Stage))
+	nm.policyVersion.Set(float64(u.PolicyVersion))
+}
+
+// sync brings the counters read from the actor system and the runner up
+// to date and measures the episode rate.
+func (nm *nodeMetrics) sync() {
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	up := func(c *telemetry.Counter, last *uint64, cur uint64) {
+		if cur > *last {
+			c.Add(cur - *last)
+			*last = cur
+		}
+	}
+	if sys := nm.sys.Load(); sys != nil {
+		st := sys.Stats()
+		up(nm.m.WorkUnits, &nm.completed, st.Coordinator.Completed)
+		up(nm.m.LeaseReissues, &nm.reissued, st.Coordinator.Reissued)
+		up(nm.m.LearnerUpdates, &nm.updates, st.Learner.Updates)
+		up(nm.learnerStale, &nm.stale, st.Learner.Stale)
+		nm.learnerPending.Set(float64(st.Learner.Pending))
+		nm.policyVersion.Set(float64(st.Learner.Version))
+	}
+	if r := nm.runner.Load(); r != nil {
+		st := r.Stats()
+		if st.Failed > nm.failed {
+			nm.rolloutFailed.Add(uint64(st.Failed - nm.failed))
+			nm.failed = st.Failed
+		}
+		if st.PolicyLoads > nm.loads {
+			nm.policyLoads.Add(uint64(st.PolicyLoads - nm.loads))
+			nm.loads = st.PolicyLoads
+		}
+	}
+	now, eps := nm.now(), nm.m.Episodes.Value()
+	switch {
+	case nm.rateAt.IsZero():
+		nm.rateAt, nm.rateEpisodes = now, eps
+	case now.Sub(nm.rateAt) >= nm.rateWindow:
+		nm.m.EpisodesPerSecond.Set(float64(eps-nm.rateEpisodes) / now.Sub(nm.rateAt).Seconds())
+		nm.rateAt, nm.rateEpisodes = now, eps
+	}
+}
+
+// handler serves the metrics in the Prometheus text format, synced first.
+func (nm *nodeMetrics) handler() http.Handler {
+	h := nm.m.Registry.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		nm.sync()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// nodeMux routes /metrics to nm and everything else to health.
+func nodeMux(health http.Handler, nm *nodeMetrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", nm.handler())
+	mux.Handle("/", health)
+	return mux
+}
+
+// serveHTTP serves h on addr and prints "<prefix>http=<address>"; the
+// returned func stops the server.
+func serveHTTP(addr string, h http.Handler, out io.Writer, prefix string) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, badInput("--http %s: %v", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(out, "%shttp=%s\n", prefix, ln.Addr())
+	return func() { srv.Close() }, nil
+}
+
+// serveTrainHTTP serves t2t train's /healthz, /readyz (ready while the
+// stages run) and /metrics, hooking the metrics into opt.
+func serveTrainHTTP(addr, node string, opt *train.Options, out io.Writer) (func(), error) {
+	nm, err := newNodeMetrics(node)
+	if err != nil {
+		return nil, badInput("--node-name: %v", err)
+	}
+	health := &nodeHealth{}
+	health.set(false, "starting")
+	opt.OnState = func(s store.RunState) {
+		nm.state(s)
+		switch s.Phase {
+		case train.PhaseDone, train.PhaseFailed, train.PhaseInterrupted:
+			health.set(false, s.Phase)
+		}
+	}
+	opt.OnUnit = nm.localUnit
+	opt.Cluster.Started = func(sys *actors.System) error {
+		nm.attach(sys)
+		health.set(true, "running")
+		return nil
+	}
+	return serveHTTP(addr, nodeMux(health, nm), out, "t2t train: ")
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/cluster/telemetry"
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/train"
+)
+
+// metricsParse reads a Prometheus text page into name → value, checking
+// that every sample carries the node label want.
+func metricsParse(t *testing.T, body, node string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, l := range strings.Split(body, "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		name, rest, ok := strings.Cut(l, "{")
+		if !ok {
+			t.Fatalf("sample without labels: %q", l)
+		}
+		labels, val, ok := strings.Cut(rest, "} ")
+		if !ok || labels != fmt.Sprintf("node=%q", node) {
+			t.Fatalf("sample %q: labels %q, want node=%q", l, labels, node)
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			t.Fatalf("sample %q: %v", l, err)
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// metricsGet is a GET that reports instead of failing the test (for
+// goroutines other than the test's).
+func metricsGet(url string) (int, string, string) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, "", err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, "", err.Error()
+	}
+	return resp.StatusCode, string(b), ""
+}
+
+func metricsScrape(t *testing.T, url, node string) map[string]float64 {
+	t.Helper()
+	code, body := httpStatus(t, url)
+	if code != 200 {
+		t.Fatalf("GET %s: %d %s", url, code, body)
+	}
+	return metricsParse(t, body, node)
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestTrainMetricsHTTP runs a scripted run with t2t train's HTTP endpoints
+// and scrapes /metrics over HTTP while stage 0 is being evaluated and after
+// the run: the counters equal what the run did.
+func TestTrainMetricsHTTP(t *testing.T) {
+	st, err := store.Open(context.Background(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const stages, instances, group, perUnit = 2, 40, 4, 8
+	cfg := env.DefaultLocalConfig()
+	cfg.Instances = instances
+	opt := train.Options{RunID: "metrics", Stages: stages, Seed: 3, Config: cfg, InstancesPerUnit: perUnit, GroupSize: group,
+		LearnerBatch: 2, ValPerSize: 1, EvalPerSize: 1}
+	var out syncBuffer
+	stop, err := serveTrainHTTP("127.0.0.1:0", "test-node", &opt, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	base := "http://" + nodeField(t, strings.TrimSpace(out.String()), "http")
+	if code, _ := httpStatus(t, base+"/readyz"); code != 503 {
+		t.Fatalf("/readyz before the run: %d, want 503", code)
+	}
+	if code, _ := httpStatus(t, base+"/healthz"); code != 200 {
+		t.Fatalf("/healthz: %d", code)
+	}
+	// The scrape during the run happens on the engineer's goroutine (the
+	// hook); its checks run here.
+	var (
+		scraped           bool
+		midBody, midErr   string
+		midCode, midReady int
+	)
+	onState := opt.OnState
+	opt.OnState = func(s store.RunState) {
+		onState(s)
+		if s.Phase == train.PhaseEvaluating && s.Stage == 0 && !scraped {
+			scraped = true
+			midCode, midBody, midErr = metricsGet(base + "/metrics")
+			midReady, _, _ = metricsGet(base + "/readyz")
+		}
+	}
+	res, err := train.Run(context.Background(), opt, &train.ScriptedPolicy{MistakeRate: 0.1}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	units := (instances + perUnit - 1) / perUnit
+	if !scraped || midCode != 200 || midErr != "" {
+		t.Fatalf("scrape during the run: scraped %v, %d %s %s", scraped, midCode, midErr, midBody)
+	}
+	if midReady != 200 {
+		t.Fatalf("/readyz during the run: %d", midReady)
+	}
+	mid := metricsParse(t, midBody, "test-node")
+	if mid[telemetry.MetricStage] != 0 || mid[telemetry.MetricWorkUnits] != float64(units) ||
+		mid[telemetry.MetricEpisodes] != instances*group || mid[metricRolloutUnits] != float64(units) {
+		t.Fatalf("metrics after stage 0: %v", mid)
+	}
+	end := metricsScrape(t, base+"/metrics", "test-node")
+	rep := res.Actors
+	for name, want := range map[string]float64{
+		telemetry.MetricStage:          stages - 1,
+		telemetry.MetricWorkUnits:      float64(rep.Coordinator.Completed),
+		telemetry.MetricLeaseReissues:  float64(rep.Coordinator.Reissued),
+		telemetry.MetricLearnerUpdates: float64(rep.Learner.Updates),
+		telemetry.MetricEpisodes:       stages * instances * group,
+		metricRolloutUnits:             float64(stages * units),
+		metricPolicyVersion:            float64(res.Stages[stages-1].Policy),
+		metricLearnerStale:             float64(rep.Learner.Stale),
+	} {
+		if end[name] != want {
+			t.Errorf("%s = %v after the run, want %v", name, end[name], want)
+		}
+	}
+	if rep.Coordinator.Completed != uint64(stages*units) || rep.Learner.Updates == 0 {
+		t.Fatalf("the run did not do what it should: %+v", rep)
+	}
+	if code, body := httpStatus(t, base+"/readyz"); code != 503 || !strings.Contains(body, train.PhaseDone) {
+		t.Fatalf("/readyz after the run: %d %s", code, body)
+	}
+}
+
+// TestNodeMetricsRollout runs a coordinator node and one rollout node
+// (processes, real Redis) and scrapes both nodes' /metrics over HTTP: the
+// coordinator's while it runs, the rollout node's after the run (it waits
+// for the next coordinator), where every episode and unit of the run was
+// played.
+func TestNodeMetricsRollout(t *testing.T) {
+	redisURL := nodeRedis(t)
+	dir := t.TempDir()
+	const stages, instances, perUnit, group = 2, 96, 8, 4
+	common := []string{"--gossip", "127.0.0.1:0", "--gossip-profile", "local", "--listen", "127.0.0.1:0",
+		"--http", "127.0.0.1:0", "--redis", redisURL}
+	a := startNode(t, "A", append([]string{"node", "--roles", "coordinator,learner,engineer", "--name", "coord",
+		"--policy", "scripted", "--stages", strconv.Itoa(stages), "--instances", strconv.Itoa(instances),
+		"--instances-per-unit", strconv.Itoa(perUnit), "--group", strconv.Itoa(group), "--val-per-size", "1", "--eval-per-size", "1",
+		"--run-id", "metrics-node", "--summary", filepath.Join(dir, "a.json")}, common...)...)
+	aHTTP := nodeField(t, a.line("t2t node: http=", 30*time.Second), "http")
+	gossipA := nodeField(t, a.line("t2t node: joined ", 60*time.Second), "gossip")
+	am := metricsScrape(t, "http://"+aHTTP+"/metrics", "coord")
+	if _, ok := am[telemetry.MetricWorkUnits]; !ok {
+		t.Fatalf("coordinator metrics lack %s: %v", telemetry.MetricWorkUnits, am)
+	}
+	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--name", "roll-b", "--join", gossipA, "--capacity", "2"}, common...)...)
+	bHTTP := nodeField(t, b.line("t2t node: http=", 30*time.Second), "http")
+	if code := a.wait(90 * time.Second); code != 0 {
+		t.Fatalf("A exited with %d", code)
+	}
+	units := (instances + perUnit - 1) / perUnit
+	bm := metricsScrape(t, "http://"+bHTTP+"/metrics", "roll-b")
+	for name, want := range map[string]float64{
+		telemetry.MetricEpisodes: stages * instances * group,
+		metricRolloutUnits:       float64(stages * units),
+		telemetry.MetricStage:    stages - 1,
+		metricRolloutFailed:      0,
+	} {
+		if bm[name] != want {
+			t.Errorf("rollout node: %s = %v, want %v", name, bm[name], want)
+		}
+	}
+	if bm[metricPolicyLoads] < 1 {
+		t.Errorf("rollout node loaded no policy: %v", bm)
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := b.wait(30 * time.Second); code != 0 {
+		t.Fatalf("B exited with %d", code)
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/base64"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestGossipKey(t *testing.T) {
+	dir := t.TempDir()
+	k16 := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
+	k32 := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	file := filepath.Join(dir, "key")
+	if err := os.WriteFile(file, []byte(k32+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(gossipKeyEnv, "")
+	for _, tc := range []struct {
+		flag, file, env string
+		want            int // key length; -1: an error
+	}{
+		{"", "", "", 0},
+		{k16, "", "", 16},
+		{"", file, "", 32},
+		{"", "", k16, 16},
+		{k32, "", k16, 32}, // the flag wins over the environment
+		{k16, file, "", -1},
+		{"not base64!", "", "", -1},
+		{base64.StdEncoding.EncodeToString([]byte("short")), "", "", -1},
+		{"", filepath.Join(dir, "missing"), "", -1},
+	} {
+		t.Setenv(gossipKeyEnv, tc.env)
+		key, err := gossipKey(tc.flag, tc.file)
+		var ue *usageError
+		switch {
+		case tc.want < 0 && (err == nil || !errors.As(err, &ue)):
+			t.Errorf("gossipKey(%q, %q, env %q) = %v, want a bad-input error", tc.flag, tc.file, tc.env, err)
+		case tc.want >= 0 && (err != nil || len(key) != tc.want):
+			t.Errorf("gossipKey(%q, %q, env %q) = %d bytes, %v; want %d", tc.flag, tc.file, tc.env, len(key), err, tc.want)
+		}
+	}
+}
+
+func TestRoutableHost(t *testing.T) {
+	for _, tc := range []struct{ host, advertise, want string }{
+		{"127.0.0.1", "", "127.0.0.1"},
+		{"10.1.2.3", "10.9.9.9", "10.1.2.3"},
+		{"rollout-7.t2t", "", "rollout-7.t2t"},
+		{"0.0.0.0", "10.9.8.7:7946", "10.9.8.7"},
+		{"::", "10.9.8.7", "10.9.8.7"},
+		{"", "10.9.8.7", "10.9.8.7"},
+	} {
+		if got, err := routableHost(tc.host, tc.advertise); err != nil || got != tc.want {
+			t.Errorf("routableHost(%q, %q) = %q, %v; want %q", tc.host, tc.advertise, got, err, tc.want)
+		}
+	}
+	// Without --advertise: an address of this host that can be listened
+	// on and is neither a wildcard nor loopback.
+	got, err := routableHost("0.0.0.0", "")
+	if errors.Is(err, errNoRoutableIP) {
+		t.Skipf("this machine has no non-loopback address: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := net.ParseIP(got)
+	if ip == nil || ip.IsUnspecified() || ip.IsLoopback() {
+		t.Fatalf("routableHost(0.0.0.0) = %q", got)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(got, "0"))
+	if err != nil {
+		t.Fatalf("%s is not an address of this host: %v", got, err)
+	}
+	ln.Close()
+}
+
+// TestNodeGossipKey: with --gossip-key, a node with another key cannot
+// join the cluster, and one with the same key serves the run to its end.
+func TestNodeGossipKey(t *testing.T) {
+	redisURL := nodeRedis(t)
+	key := base64.StdEncoding.EncodeToString([]byte("t2t-test-key-0123456789abcdef..."))
+	other := base64.StdEncoding.EncodeToString([]byte("another-key-0123"))
+	common := []string{"--gossip", "127.0.0.1:0", "--gossip-profile", "local", "--listen", "127.0.0.1:0", "--redis", redisURL}
+	a := startNode(t, "A", append([]string{"node", "--roles", "coordinator,learner,engineer", "--gossip-key", key,
+		"--policy", "scripted", "--stages", "1", "--instances", "32", "--instances-per-unit", "8",
+		"--val-per-size", "1", "--eval-per-size", "1", "--run-id", "keyed"}, common...)...)
+	gossipA := nodeField(t, a.line("t2t node: joined ", 60*time.Second), "gossip")
+
+	c := startNode(t, "C", append([]string{"node", "--roles", "rollout", "--join", gossipA, "--join-timeout", "2s",
+		"--gossip-key", other}, common...)...)
+	if code := c.wait(30 * time.Second); code != 1 {
+		t.Fatalf("a node with another key: exit %d, want 1", code)
+	}
+	if msg := c.stderr.String(); !strings.Contains(msg, "join cluster via "+gossipA) {
+		t.Fatalf("stderr %q", msg)
+	}
+	keyFile := filepath.Join(t.TempDir(), "gossip.key")
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--join", gossipA, "--gossip-key-file", keyFile}, common...)...)
+	b.line("t2t node: serving coordinator ", 30*time.Second)
+	if code := a.wait(60 * time.Second); code != 0 {
+		t.Fatalf("A exited with %d", code)
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := b.wait(30 * time.Second); code != 0 {
+		t.Fatalf("B exited with %d", code)
+	}
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/train"
+)
+
+// TestStatusOfRun runs a scripted run on the embedded Redis, asks t2t
+// status for it while stage 1 is being evaluated and after the run, and
+// checks what it reports against the run's own result.
+func TestStatusOfRun(t *testing.T) {
+	st, err := store.Open(context.Background(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	url := st.URL()
+	const stages, instances, perUnit = 3, 40, 8
+	cfg := env.DefaultLocalConfig()
+	cfg.Instances = instances
+	var (
+		midCode int
+		midOut  string
+	)
+	opt := train.Options{RunID: "status", Stages: stages, Seed: 5, Config: cfg, InstancesPerUnit: perUnit, GroupSize: 4,
+		LearnerBatch: 3, ValPerSize: 2, EvalPerSize: 1,
+		OnState: func(s store.RunState) {
+			if s.Stage == 1 && s.Phase == train.PhaseEvaluating && midOut == "" {
+				// The state reaches Redis through the run's writer
+				// goroutine: wait until it is there.
+				deadline := time.Now().Add(10 * time.Second)
+				for time.Now().Before(deadline) {
+					if got, ok, _ := st.RunState(context.Background(), "status"); ok && got.Stage == 1 && got.Phase == train.PhaseEvaluating {
+						break
+					}
+					waitABit(make(chan struct{}), 5*time.Millisecond)
+				}
+				var out, errb bytes.Buffer
+				midCode = run([]string{"status", "--redis", url, "--run", "status"}, &out, &errb)
+				midOut = out.String() + errb.String()
+			}
+		}}
+	res, err := train.Run(context.Background(), opt, &train.ScriptedPolicy{MistakeRate: 0.2}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if midCode != 0 || !strings.Contains(midOut, "state: stage 1 evaluating, policy version ") {
+		t.Fatalf("status during stage 1's evaluation: exit %d\n%s", midCode, midOut)
+	}
+	ctx := context.Background()
+	for _, c := range []store.CheckpointRecord{
+		{Version: 9, Step: 2, Path: "/ck/stage-002", SHA256: strings.Repeat("b", 64)},
+		{Version: 4, Step: 1, Path: "/ck/stage-001", SHA256: strings.Repeat("a", 64)},
+	} {
+		if err := st.PutCheckpoint(ctx, "status", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	code, out, errOut := t2t(t, "status", "--redis", url, "--json")
+	if code != 0 {
+		t.Fatalf("status --json: exit %d: %s", code, errOut)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Run != "status" || rep.State == nil || rep.State.Phase != train.PhaseDone || rep.State.Stage != stages-1 ||
+		rep.State.PolicyVersion != res.Stages[stages-1].Policy || rep.State.ConfigVersion != res.Stages[stages-1].ConfigVersion {
+		t.Fatalf("state %+v, run ended at policy %d config %s", rep.State, res.Stages[stages-1].Policy, res.Stages[stages-1].ConfigVersion)
+	}
+	if len(rep.Stages) != stages {
+		t.Fatalf("%d stages, want %d", len(rep.Stages), stages)
+	}
+	same := func(a statusRates, b train.Rates) bool {
+		return a.Episodes == b.Episodes && a.Valid == b.Valid && a.Optimal == b.Optimal
+	}
+	for i, s := range rep.Stages {
+		want := res.Stages[i]
+		if s.Stage != i || s.ConfigVersion != want.ConfigVersion || s.Units != (instances+perUnit-1)/perUnit {
+			t.Errorf("stage %d: %+v", i, s)
+		}
+		if !same(s.Train, want.Train) || !same(s.Val, want.Val) || s.Train.Episodes != instances*4 {
+			t.Errorf("stage %d: train %+v val %+v; the run reported %+v %+v", i, s.Train, s.Val, want.Train, want.Val)
+		}
+		if len(s.Eval) != len(want.Eval) {
+			t.Errorf("stage %d: eval %+v, the run reported %+v", i, s.Eval, want.Eval)
+		}
+		for a, r := range want.Eval {
+			if !same(s.Eval[a], r) {
+				t.Errorf("stage %d, %d agents: %+v, the run reported %+v", i, a, s.Eval[a], r)
+			}
+		}
+	}
+	wantDiff := res.Stages[stages-1].Config.Diff(res.Stages[stages-2].Config)
+	if rep.ConfigDiff != wantDiff || rep.DiffStages != [2]int{stages - 2, stages - 1} {
+		t.Fatalf("config diff %v %q, want %q", rep.DiffStages, rep.ConfigDiff, wantDiff)
+	}
+	if len(rep.Checkpoints) != 2 || rep.Checkpoints[0].Version != 4 || rep.Checkpoints[1].Version != 9 {
+		t.Fatalf("checkpoints %+v", rep.Checkpoints)
+	}
+
+	code, out, errOut = t2t(t, "status", "--redis", url, "--run", "status")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errOut)
+	}
+	t.Logf("t2t status:\n%s", out)
+	for _, want := range []string{
+		fmt.Sprintf("state: stage %d done, policy version %d, config %s", stages-1, rep.State.PolicyVersion, rep.State.ConfigVersion),
+		fmt.Sprintf("latest config change, stage %d → %d", stages-2, stages-1),
+		"version 9  after stage 2",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
+	}
+	if wantDiff != "" && !strings.Contains(out, "  "+strings.Split(wantDiff, "\n")[0]+"\n") {
+		t.Errorf("status output lacks the diff %q:\n%s", wantDiff, out)
+	}
+	for i := range stages {
+		if !strings.Contains(out, fmt.Sprintf("%d  %s", i, res.Stages[i].ConfigVersion)) {
+			t.Errorf("status output lacks stage %d's row:\n%s", i, out)
+		}
+	}
+}
+
+func TestStatusBadInput(t *testing.T) {
+	st, err := store.Open(context.Background(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"status"}, 2, "--redis is required"},
+		{[]string{"status", "--redis", st.URL()}, 2, "no run has a state"},
+		{[]string{"status", "--redis", st.URL(), "--run", "a b"}, 2, `--run "a b"`},
+		{[]string{"status", "--redis", st.URL(), "--run", "ghost"}, 2, "no such run"},
+		{[]string{"status", "--redis", fmt.Sprintf("redis://127.0.0.1:%d/0", nodeFreePort(t)), "--run", "x", "--timeout", "300ms"}, 1, "t2t status:"},
+	} {
+		code, _, stderr := t2t(t, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("t2t %s: exit %d, stderr %q; want %d and %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.want)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package train
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/t2t-lab/t2t/engineer"
+)
+
+// histRecorder is a strategy that records the histories it is shown and
+// delegates to another strategy.
+type histRecorder struct {
+	engineer.Strategy
+	mu   sync.Mutex
+	seen []*engineer.History
+}
+
+func (h *histRecorder) Propose(ctx context.Context, hist *engineer.History) (engineer.Proposal, error) {
+	h.mu.Lock()
+	h.seen = append(h.seen, hist)
+	h.mu.Unlock()
+	return h.Strategy.Propose(ctx, hist)
+}
+
+// TestHistoryMatchesWhatTheEngineerSaw rebuilds the history after a run
+// and checks it against what the strategy was shown during the run.
+func TestHistoryMatchesWhatTheEngineerSaw(t *testing.T) {
+	seed := testSeed(t)
+	st := openStore(t)
+	cfg := smallConfig()
+	rules, err := engineer.ParseStrategy(engineer.NameRules, engineer.Options{Base: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &histRecorder{Strategy: rules}
+	opt := Options{RunID: "hist", Stages: 3, Seed: seed, Config: cfg, InstancesPerUnit: 10, GroupSize: 2, LearnerBatch: 4, ValPerSize: 2, EvalPerSize: 1, Strategy: rec}
+	if _, err := Run(context.Background(), opt, &ScriptedPolicy{MistakeRate: 0.2}, st); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.seen) != 2 {
+		t.Fatalf("strategy asked %d times, want 2", len(rec.seen))
+	}
+	h, err := History(context.Background(), st, "hist", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.RunID != "hist" || h.Budget.TotalStages != 3 || len(h.Stages) != 3 {
+		t.Fatalf("history: run %q budget %+v, %d stages", h.RunID, h.Budget, len(h.Stages))
+	}
+	last := rec.seen[len(rec.seen)-1]
+	if !reflect.DeepEqual(h.Stages[:len(last.Stages)], last.Stages) {
+		t.Fatalf("rebuilt history differs from what the engineer saw:\n%+v\n%+v", h.Stages[:len(last.Stages)], last.Stages)
+	}
+	if h.Stages[2].Rationale == "" || len(h.Stages[2].Val) == 0 || len(h.Stages[2].Train) == 0 {
+		t.Fatalf("last stage incomplete: %+v", h.Stages[2])
+	}
+	if empty, err := History(context.Background(), st, "nosuchrun", 0); err != nil || len(empty.Stages) != 0 {
+		t.Fatalf("unknown run: %+v, %v", empty, err)
+	}
+}
