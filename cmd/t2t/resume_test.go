@@ -32,12 +32,12 @@ func TestTrainResumeAfterKill(t *testing.T) {
 	t.Logf("seed %d (replay with -nodeseed %d)", seed, seed)
 	redisURL := nodeRedis(t)
 	dir := t.TempDir()
-	const stages, instances, perUnit, group = 3, 64, 8, 4
-	const units = instances / perUnit
+	const stages, instances, perUnit, batch, group = 3, 48, 8, 8, 4
+	const units, updates = instances / perUnit, instances / batch // per stage
 	args := func(runID string, extra ...string) []string {
 		return append([]string{"train", "--deterministic", "--redis", redisURL, "--checkpoint-dir", filepath.Join(dir, runID),
 			"--run-id", runID, "--seed", strconv.FormatUint(seed, 10), "--stages", strconv.Itoa(stages),
-			"--instances", strconv.Itoa(instances), "--instances-per-unit", strconv.Itoa(perUnit), "--learner-batch", "8",
+			"--instances", strconv.Itoa(instances), "--instances-per-unit", strconv.Itoa(perUnit), "--learner-batch", strconv.Itoa(batch),
 			"--group", strconv.Itoa(group), "--hidden", "16", "--val-per-size", "1", "--eval-per-size", "1"}, extra...)
 	}
 	ctx := context.Background()
@@ -84,7 +84,7 @@ func TestTrainResumeAfterKill(t *testing.T) {
 	}
 
 	b2 := startNode(t, "train-b-resumed", args("b", "--resume")...)
-	b2.line("resuming run b after stage 0 (policy version 8)", time.Minute)
+	b2.line(fmt.Sprintf("resuming run b after stage 0 (policy version %d)", updates), time.Minute)
 	if code := b2.wait(3 * time.Minute); code != 0 {
 		t.Fatalf("resumed run b exited with %d", code)
 	}
@@ -106,7 +106,7 @@ func TestTrainResumeAfterKill(t *testing.T) {
 	if len(wa) == 0 || !bytes.Equal(wa, wb) {
 		t.Fatal("final weights of a and b differ")
 	}
-	if ca.Manifest.PolicyVersion != 24 || cb.Manifest.PolicyVersion != 24 || ca.Manifest.Step != cb.Manifest.Step {
+	if ca.Manifest.PolicyVersion != stages*updates || cb.Manifest.PolicyVersion != stages*updates || ca.Manifest.Step != cb.Manifest.Step {
 		t.Fatalf("manifests: a %+v, b %+v", ca.Manifest, cb.Manifest)
 	}
 	// The optimizer file's tensor order follows variable creation, which
