@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,18 +18,22 @@ import (
 	"github.com/t2t-lab/t2t/learner"
 )
 
+// resInstances, resPerUnit, resBatch and resGroup size the deterministic
+// test runs: two units and two updates per stage.
+const resInstances, resPerUnit, resBatch, resGroup = 16, 8, 8, 4
+
 // resConfig is a stage config whose instances fill whole units and
 // learner batches (a deterministic run needs both).
 func resConfig() env.Config {
 	cfg := smallConfig()
-	cfg.Instances = 32
+	cfg.Instances = resInstances
 	return cfg
 }
 
 // resOptions are the options of a small deterministic gridnet run.
 func resOptions(t *testing.T, runID string, seed uint64, stages int) Options {
-	return Options{RunID: runID, Stages: stages, Seed: seed, Config: resConfig(), InstancesPerUnit: 8, GroupSize: 4,
-		LearnerBatch: 8, ValPerSize: 1, EvalPerSize: 1, Deterministic: true, CheckpointDir: t.TempDir()}
+	return Options{RunID: runID, Stages: stages, Seed: seed, Config: resConfig(), InstancesPerUnit: resPerUnit, GroupSize: resGroup,
+		LearnerBatch: resBatch, ValPerSize: 1, EvalPerSize: 1, Deterministic: true, CheckpointDir: t.TempDir()}
 }
 
 // resRun runs opt with a fresh gridnet policy and fails the test on error.
@@ -110,18 +115,18 @@ func TestDeterministicRunsSameWeights(t *testing.T) {
 	}
 	for _, s := range ra.Stages {
 		l := s.Learn
-		// 32 groups of 4 episodes, batches of 8; units of 8 instances sample
-		// the version their batch trains (no lag).
-		if l.Updates != 4 || l.Groups != 32 || l.Samples != 128 || l.Decisions <= 0 || l.LagMin != 0 || l.LagMax != 0 ||
+		// Units of one batch each sample the version their batch trains
+		// (no lag).
+		if l.Updates != resInstances/resBatch || l.Groups != resInstances || l.Samples != resInstances*resGroup || l.Decisions <= 0 || l.LagMin != 0 || l.LagMax != 0 ||
 			l.ValidRate < 0 || l.ValidRate > 1 || l.ZeroShare < 0 || l.ZeroShare > 1 || l.DecisionsPerSec() <= 0 ||
 			s.Updates != l.Updates || s.MeanLoss != l.MeanLoss {
 			t.Fatalf("stage %d learner stats %+v", s.Stage, l)
 		}
 	}
-	if v := ra.Stages[1].Policy; v != 8 {
-		t.Fatalf("policy version %d after two stages, want 8", v)
+	if v := ra.Stages[1].Policy; v != 2*resInstances/resBatch {
+		t.Fatalf("policy version %d after two stages, want %d", v, 2*resInstances/resBatch)
 	}
-	if !strings.Contains(out, "learner: 4 updates") {
+	if !strings.Contains(out, fmt.Sprintf("learner: %d updates", resInstances/resBatch)) {
 		t.Fatalf("no learner line in the progress output:\n%s", out)
 	}
 }
@@ -152,8 +157,8 @@ func resSameOutcomes(t *testing.T, st *store.Store, a, b string, stages, units i
 		}
 		na, _ := st.UnitsApplied(ctx, a, stage, "train")
 		nb, _ := st.UnitsApplied(ctx, b, stage, "train")
-		if na != int64(units) || nb != int64(units) || episodes != 32*4 {
-			t.Fatalf("stage %d: units applied %d and %d, want %d; %d episodes, want 128", stage, na, nb, units, episodes)
+		if na != int64(units) || nb != int64(units) || episodes != resInstances*resGroup {
+			t.Fatalf("stage %d: units applied %d and %d, want %d; %d episodes, want %d", stage, na, nb, units, episodes, resInstances*resGroup)
 		}
 	}
 	ca, _ := st.Configs(ctx, a)
@@ -201,11 +206,11 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 	k.OnUnit, k.Resume = nil, true
 	res, text := resRun(t, ctx, k, st, seed)
 	if res.FirstStage != 1 || len(res.Stages) != 2 || res.Stages[0].Stage != 1 ||
-		!strings.Contains(text, "resuming run res-k after stage 0 (policy version 4)") {
+		!strings.Contains(text, fmt.Sprintf("resuming run res-k after stage 0 (policy version %d)", resInstances/resBatch)) {
 		t.Fatalf("resumed run: first stage %d, %d stages\n%s", res.FirstStage, len(res.Stages), text)
 	}
 	resSameCheckpoint(t, resStageDir(u, 2), resStageDir(k, 2))
-	resSameOutcomes(t, st, "res-u", "res-k", 3, 4)
+	resSameOutcomes(t, st, "res-u", "res-k", 3, resInstances/resPerUnit)
 
 	p := resOptions(t, "res-p", seed, 2)
 	resRun(t, ctx, p, st, seed)
@@ -214,12 +219,12 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 	}
 	p.Stages, p.Resume = 3, true
 	res, text = resRun(t, ctx, p, st, seed)
-	if res.FirstStage != 2 || !strings.Contains(text, "resuming run res-p after stage 1 (policy version 8)") ||
+	if res.FirstStage != 2 || !strings.Contains(text, fmt.Sprintf("resuming run res-p after stage 1 (policy version %d)", 2*resInstances/resBatch)) ||
 		!strings.Contains(text, "engineer (learnability) → stage 2") {
 		t.Fatalf("resumed run:\n%s", text)
 	}
 	resSameCheckpoint(t, resStageDir(u, 2), resStageDir(p, 2))
-	resSameOutcomes(t, st, "res-u", "res-p", 3, 4)
+	resSameOutcomes(t, st, "res-u", "res-p", 3, resInstances/resPerUnit)
 
 	// A finished run has nothing left to do.
 	res, text = resRun(t, ctx, p, st, seed)
@@ -241,7 +246,7 @@ func TestResumeAndDeterministicRefused(t *testing.T) {
 	}
 	opt := resOptions(t, "ref", seed, 2)
 	o := opt
-	o.Config.Instances = 36
+	o.Config.Instances = resInstances + resPerUnit/2
 	bad("instances not a multiple of the unit", o, gridTestPolicy(t, seed), ErrOptions)
 	o = opt
 	o.InstancesPerUnit, o.LearnerBatch = 4, 16
