@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/asynkron/protoactor-go/remote"
 	"log/slog"
 	"net"
 	"strconv"
@@ -81,6 +82,9 @@ type SystemConfig struct {
 	// Clock is the coordinator's clock for lease deadlines. Default
 	// WallClock.
 	Clock Clock
+	// RemoteOptions are extra protoactor remote options for Listen, e.g.
+	// cluster.RemoteTLSOptions for mutual TLS between nodes. Default none.
+	RemoteOptions []remote.ConfigOption
 	// StageHeaders, when set, is called by the coordinator when a stage's
 	// units are built; its result (trace context, e.g. W3C traceparent) is
 	// copied into every WorkUnit.TraceHeaders of that stage, so the spans
@@ -215,7 +219,7 @@ func newLocal(cfg SystemConfig, runnerFor func(i int) Runner, updater Updater, p
 	if cfg.Listen != "" {
 		host, port, err := splitHostPort(cfg.Listen)
 		if err == nil {
-			err = s.node.StartRemote(host, port)
+			err = s.node.StartRemote(host, port, cfg.RemoteOptions...)
 		}
 		if err != nil {
 			s.Close()

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"github.com/asynkron/protoactor-go/remote"
 	"go.opentelemetry.io/otel/trace"
 
 	"context"
@@ -39,6 +40,9 @@ type Cluster struct {
 	// address in its membership metadata there and feeds departed nodes
 	// to System.NodeLeft. An error ends the run.
 	Started func(*actors.System) error
+	// RemoteOptions are extra options of the actor transport (mutual TLS:
+	// cluster.RemoteTLSOptions).
+	RemoteOptions []remote.ConfigOption
 }
 
 // prepare applies the cluster settings to the actor system config and
@@ -48,6 +52,7 @@ func (c *Cluster) prepare(ctx context.Context, sc *actors.SystemConfig, opt Opti
 		sc.Node = c.Node
 	}
 	sc.Listen = c.Listen
+	sc.RemoteOptions = c.RemoteOptions
 	if c.RemoteOnly {
 		sc.Rollouts = 0
 	}

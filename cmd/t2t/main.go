@@ -43,6 +43,9 @@ func commands() []command {
 		{"traces", "analyse span files: latency per span, critical path per stage, nodes, timeline", runTraces},
 		{"node", "join a t2t cluster with roles (coordinator,learner,engineer / rollout)", runNode},
 		{"status", "the live state of a run from Redis: stage, phase, versions, rates, checkpoints", runStatus},
+		{"model", "Qwen3 checkpoints: init (random weights of a preset shape), inspect", runModel},
+		{"serve", "an OpenAI-compatible HTTP API over a Qwen3 checkpoint", runServe},
+		{"sft", "supervised warm start of a Qwen3 checkpoint on optimal answers", runSFT},
 	}
 }
 

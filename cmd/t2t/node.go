@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"github.com/asynkron/protoactor-go/remote"
 	"go.opentelemetry.io/otel/trace"
 
 	"context"
@@ -168,6 +169,9 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	advertise := fs.String("advertise", "", "gossip address other nodes use to reach this one, ip[:port] (default: chosen by memberlist)")
 	profile := fs.String("gossip-profile", cluster.ProfileLAN, "failure detection timers: lan (dead node seen in ~6s) or local (one host, ~1.3s)")
 	listen := fs.String("listen", "127.0.0.1:0", "actor remote address host:port other nodes reach this one at (a routable IP in a real cluster; 0.0.0.0 stands for the --advertise IP, else this host's private IP); port 0 picks one")
+	tlsCert := fs.String("tls-cert", "", "mutual TLS for the actor transport: this node's certificate (PEM); with --tls-key and --tls-ca, on every node")
+	tlsKey := fs.String("tls-key", "", "mutual TLS: this node's private key (PEM)")
+	tlsCA := fs.String("tls-ca", "", "mutual TLS: the CA certificate (PEM) that signs every node's certificate")
 	gossipKeyFlag := fs.String("gossip-key", "", "gossip encryption key: base64 of 16, 24 or 32 bytes, the same on every node (default: $"+gossipKeyEnv+", else no encryption)")
 	gossipKeyFile := fs.String("gossip-key-file", "", "read the gossip encryption key (base64) from this file instead")
 	httpAddr := fs.String("http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
@@ -244,6 +248,11 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		id: cluster.NewNodeID(), capacity: *capacity, maxInFlight: *maxInFlight,
 		listenHost: listenHost, listenPort: listenPort, listen: *listen, lease: *lease,
 		summaryPath: *summary, unitLogPath: *unitLog, tf: tf, device: *tf.device,
+	}
+	if tlsFiles := (cluster.TLSFiles{Cert: *tlsCert, Key: *tlsKey, CA: *tlsCA}); tlsFiles.Enabled() {
+		if n.remoteOpts, err = cluster.RemoteTLSOptions(tlsFiles); err != nil {
+			return badInput("--tls-*: %v", err)
+		}
 	}
 	tel, stopTel, err := tf.tel.setup(ctx)
 	if err != nil {
@@ -328,6 +337,7 @@ type nodeRun struct {
 	out         io.Writer
 	logger      *slog.Logger
 	tracer      trace.Tracer
+	remoteOpts  []remote.ConfigOption // mutual TLS of the actor transport
 	health      *nodeHealth
 	metrics     *nodeMetrics
 	roles       nodeRoles
@@ -406,7 +416,7 @@ func (n *nodeRun) coordinate(ctx context.Context) error {
 		listen = ""
 	}
 	opt.Cluster = train.Cluster{
-		Node: n.id, Listen: listen, RemoteOnly: !n.roles.rollout, LeaseTimeout: n.lease, Policies: n.ps,
+		Node: n.id, Listen: listen, RemoteOnly: !n.roles.rollout, LeaseTimeout: n.lease, Policies: n.ps, RemoteOptions: n.remoteOpts,
 		Started: func(sys *actors.System) error {
 			addr := ""
 			if listen != "" {
@@ -503,7 +513,7 @@ func (n *nodeRun) serveRollouts(ctx context.Context) error {
 	}
 	node := actors.NewNode(n.id, reg, n.logger)
 	defer node.Close()
-	if err := node.StartRemote(n.listenHost, n.listenPort); err != nil {
+	if err := node.StartRemote(n.listenHost, n.listenPort, n.remoteOpts...); err != nil {
 		return badInput("--listen %s: %v", n.listen, err)
 	}
 	m, err := cluster.Join(ctx, n.ccfg, n.meta(node.Address()), n.logger)

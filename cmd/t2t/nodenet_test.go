@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
+	"github.com/t2t-lab/t2t/cluster"
 	"net"
 	"os"
 	"path/filepath"
@@ -114,5 +116,50 @@ func TestNodeGossipKey(t *testing.T) {
 	}
 	if code := b.wait(30 * time.Second); code != 0 {
 		t.Fatalf("B exited with %d", code)
+	}
+}
+
+// TestNodeTLS runs a two-node cluster whose actor transport is under mutual
+// TLS (certificates of one dev CA): the rollout node serves the run.
+func TestNodeTLS(t *testing.T) {
+	redisURL := nodeRedis(t)
+	dir := t.TempDir()
+	if err := cluster.GenerateDevCerts(dir, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	tlsArgs := func(name string) []string {
+		return []string{"--tls-cert", filepath.Join(dir, name+".pem"), "--tls-key", filepath.Join(dir, name+"-key.pem"), "--tls-ca", filepath.Join(dir, "ca.pem")}
+	}
+	common := []string{"--gossip", "127.0.0.1:0", "--gossip-profile", "local", "--listen", "127.0.0.1:0", "--redis", redisURL}
+	a := startNode(t, "A", append(append([]string{"node", "--roles", "coordinator,learner,engineer",
+		"--policy", "scripted", "--stages", "1", "--instances", "32", "--instances-per-unit", "8",
+		"--val-per-size", "1", "--eval-per-size", "1", "--run-id", "tls"}, tlsArgs("a")...), common...)...)
+	joined := a.line("t2t node: joined ", 60*time.Second)
+	gossipA, actorsA := nodeField(t, joined, "gossip"), nodeField(t, joined, "actors")
+	// A's actor transport speaks TLS and takes a node certificate of its CA.
+	_, client, err := cluster.TLSConfigs(cluster.TLSFiles{Cert: filepath.Join(dir, "b.pem"), Key: filepath.Join(dir, "b-key.pem"), CA: filepath.Join(dir, "ca.pem")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tls.Dial("tcp", actorsA, client)
+	if err != nil {
+		t.Fatalf("TLS handshake with A's actor transport %s: %v", actorsA, err)
+	}
+	conn.Close()
+	b := startNode(t, "B", append(append([]string{"node", "--roles", "rollout", "--join", gossipA}, tlsArgs("b")...), common...)...)
+	b.line("t2t node: serving coordinator ", 30*time.Second)
+	if code := a.wait(60 * time.Second); code != 0 {
+		t.Fatalf("A exited with %d", code)
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := b.wait(30 * time.Second); code != 0 {
+		t.Fatalf("B exited with %d", code)
+	}
+	// Half the TLS material is bad input.
+	bad := startNode(t, "C", "node", "--roles", "rollout", "--join", gossipA, "--tls-cert", filepath.Join(dir, "b.pem"), "--redis", redisURL)
+	if code := bad.wait(30 * time.Second); code != 2 {
+		t.Fatalf("--tls-cert alone: exit %d, want 2", code)
 	}
 }

@@ -28,6 +28,7 @@ type trainFlags struct {
 	mistake, lr                                                        *float64
 	verbose, deterministic, resume                                     *bool
 	tel                                                                telemetryFlags
+	engURL, engModel, engModules                                       *string
 }
 
 func addTrainFlags(fs *flag.FlagSet) *trainFlags {
@@ -57,7 +58,10 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 			"the same flags give the same weights (--instances must be a multiple of --instances-per-unit and --learner-batch)"),
 		resume: fs.Bool("resume", false, "continue --run-id after its latest checkpoint indexed in Redis (needs --redis and --checkpoint-dir,\n"+
 			"and the interrupted run's other flags)"),
-		tel: addTelemetryFlags(fs),
+		tel:        addTelemetryFlags(fs),
+		engURL:     fs.String("engineer-url", "", "--strategy llm: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, as served by 't2t serve' or vLLM); API key from $T2T_ENGINEER_API_KEY"),
+		engModel:   fs.String("engineer-model", "", "--strategy llm: model name at --engineer-url"),
+		engModules: fs.String("engineer-modules", "F,G,H0,T", "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)"),
 	}
 }
 
@@ -100,7 +104,18 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 	if err != nil {
 		return nil, badInput("--hidden: %v", err)
 	}
-	strat, err := engineer.ParseStrategy(*f.strategy, engineer.Options{Seed: *f.seed, Base: &cfg, Feasible: env.CheckFeasible, Logger: logger})
+	eo := engineer.Options{Seed: *f.seed, Base: &cfg, Feasible: env.CheckFeasible, Logger: logger}
+	if *f.strategy == engineer.NameLLM {
+		if *f.engURL == "" || *f.engModel == "" {
+			return nil, badInput("--strategy llm needs --engineer-url and --engineer-model")
+		}
+		mods, err := engineer.ParseModules(*f.engModules)
+		if err != nil {
+			return nil, badInput("--engineer-modules: %v", err)
+		}
+		eo.LLM = engineer.LLMOptions{BaseURL: *f.engURL, Model: *f.engModel, APIKey: os.Getenv("T2T_ENGINEER_API_KEY"), Modules: mods}
+	}
+	strat, err := engineer.ParseStrategy(*f.strategy, eo)
 	if err != nil {
 		return nil, badInput("--strategy: %v", err)
 	}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestModelInitInspect(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	code, out, e := t2t(t, "model", "init", "--preset", "tiny", "--out", dir, "--seed", "3")
+	if code != 0 {
+		t.Fatalf("init: exit %d: %s", code, e)
+	}
+	if !strings.Contains(out, "vocab 2048") || !strings.Contains(out, "training memory") {
+		t.Fatalf("init output:\n%s", out)
+	}
+	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	code, out, e = t2t(t, "model", "inspect", dir)
+	if code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, e)
+	}
+	for _, want := range []string{"2 layers, hidden 64", "parameters: 205184 (config: 205184) in 24 tensors", "dtype F32",
+		"model.layers.N.self_attn.q_proj.weight", "×2", "every tensor the config needs", "tokenizer: 2048 ids", "<|im_end|>", "LoRA"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("inspect output lacks %q:\n%s", want, out)
+		}
+	}
+	// The same tokenizer given explicitly: same vocabulary, other seed.
+	dir2 := filepath.Join(t.TempDir(), "tiny2")
+	if code, out, e := t2t(t, "model", "init", "--out", dir2, "--tokenizer", filepath.Join(dir, "tokenizer.json"), "--seed", "4"); code != 0 || !strings.Contains(out, "vocab 2048") {
+		t.Fatalf("init --tokenizer: exit %d: %s%s", code, out, e)
+	}
+	big := filepath.Join(t.TempDir(), "big")
+	code, out, e = t2t(t, "model", "init", "--preset", "4b-shape", "--out", big)
+	if code != 2 || !strings.Contains(e, "--force") || !strings.Contains(out, "train total") {
+		t.Fatalf("4b-shape without --force: exit %d\n%s%s", code, out, e)
+	}
+	if _, err := os.Stat(big); !os.IsNotExist(err) {
+		t.Fatalf("4b-shape without --force wrote %s", big)
+	}
+	for _, args := range [][]string{
+		{"model", "init", "--preset", "huge", "--out", big},
+		{"model", "init", "--preset", "tiny"},
+		{"model", "inspect", t.TempDir()},
+		{"model", "inspect"},
+		{"serve"},
+	} {
+		if code, _, _ := t2t(t, args...); code != 2 {
+			t.Fatalf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// t2t serve: the API answers, SIGHUP reloads the directory, and cancelling stops it.
+func TestServeCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := t2t(t, "model", "init", "--out", dir); code != 0 {
+		t.Fatalf("init: %s", e)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hup := make(chan os.Signal, 1)
+	addrc := make(chan string, 1)
+	reloads := make(chan error, 1)
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- serveModel(ctx, serveConfig{dir: dir, addr: "127.0.0.1:0", name: "m", device: "cpu", seed: 1, maxTokens: 4}, hup, &out,
+			serveHooks{ready: func(a string) { addrc <- a }, reloaded: func(_ int64, err error) { reloads <- err }})
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("serve ended: %v", err)
+	}
+	revision := func() int {
+		resp, err := http.Get("http://" + addr + "/v1/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var l struct {
+			Data []struct {
+				ID       string `json:"id"`
+				Revision int    `json:"t2t_revision"`
+			} `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&l); err != nil || len(l.Data) != 1 || l.Data[0].ID != "m" {
+			t.Fatalf("models: %v %+v", err, l)
+		}
+		return l.Data[0].Revision
+	}
+	if r := revision(); r != 0 {
+		t.Fatalf("revision %d at start", r)
+	}
+	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cr struct {
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&cr); err != nil || resp.StatusCode != 200 || cr.Usage.CompletionTokens < 1 || cr.Usage.CompletionTokens > 4 {
+		t.Fatalf("chat: %d %v %+v", resp.StatusCode, err, cr)
+	}
+	resp.Body.Close()
+	hup <- syscall.SIGHUP
+	if err := <-reloads; err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	if r := revision(); r != 1 {
+		t.Fatalf("revision %d after SIGHUP", r)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if s := out.String(); !strings.Contains(s, "serving m") || !strings.Contains(s, "reloaded") {
+		t.Fatalf("output:\n%s", s)
+	}
+}
+
+func TestSFTCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := t2t(t, "model", "init", "--out", dir); code != 0 {
+		t.Fatalf("init: %s", e)
+	}
+	out := filepath.Join(t.TempDir(), "sft")
+	code, so, e := t2t(t, "sft", "--model", dir, "--out", out, "--steps", "1", "--batch", "2", "--eval", "2", "--max-tokens", "4")
+	if code != 0 {
+		t.Fatalf("sft: exit %d: %s", code, e)
+	}
+	for _, want := range []string{"before: 2 instances", "step 1: cross-entropy", "after: 2 instances", "wrote " + out} {
+		if !strings.Contains(so, want) {
+			t.Fatalf("output lacks %q:\n%s", want, so)
+		}
+	}
+	if code, so, e := t2t(t, "model", "inspect", out); code != 0 || !strings.Contains(so, "tokenizer: 2048 ids") {
+		t.Fatalf("inspect the SFT checkpoint: exit %d\n%s%s", code, so, e)
+	}
+	if code, _, _ := t2t(t, "sft", "--model", dir); code != 2 {
+		t.Fatalf("sft without --out: exit %d", code)
+	}
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestTrainLLMEngineerFlags runs a scripted training run whose engineer is
+// the llm strategy pointed at a real HTTP server speaking the OpenAI chat
+// format: the proposal it returns is applied to the next stage.
+func TestTrainLLMEngineerFlags(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		calls.Add(1)
+		var sizes []string
+		for s := 3; s <= 10; s++ {
+			sizes = append(sizes, fmt.Sprintf(`{"size":%d,"data_ratio":0.125,"hole_ratio":0.1,"wait_ratio":0.2}`, s))
+		}
+		answer := `<think>make it easier</think>{"rationale":"lower holes","config":{"sizes":[` + strings.Join(sizes, ",") + `],"agents":2,"instances":32}}`
+		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": answer}, "finish_reason": "stop"}}})
+	}))
+	defer srv.Close()
+	code, out, e := t2t(t, "train", "--policy", "scripted", "--stages", "2", "--instances", "32", "--val-per-size", "1", "--eval-per-size", "1",
+		"--strategy", "llm", "--engineer-url", srv.URL+"/v1", "--engineer-model", "m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, e, out)
+	}
+	if calls.Load() == 0 {
+		t.Fatal("the engineer never called the endpoint")
+	}
+	if !strings.Contains(out, "hole 0.20→0.10") {
+		t.Fatalf("the proposal was not applied:\n%s", out)
+	}
+	if code, _, e := t2t(t, "train", "--strategy", "llm"); code != 2 || !strings.Contains(e, "--engineer-url") {
+		t.Fatalf("llm without an endpoint: exit %d, %q", code, e)
+	}
+}

@@ -1,0 +1,181 @@
+package qwen3
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/t2t-lab/t2t/learner"
+)
+
+// TokenLogProb is a token id and its log-probability.
+type TokenLogProb struct {
+	Token   int32
+	LogProb float32
+}
+
+// TokenEvent is one sampled token, as GenerateStream reports it.
+type TokenEvent struct {
+	Row     int     // the prompt's index
+	Step    int     // 0 for the first generated token
+	Token   int32   // the sampled token
+	LogProb float32 // its log-probability (see Generation.LogProbs)
+	// Top holds the topLogProbs most likely tokens under the same distribution, most likely
+	// first (ties: lower id first); nil when topLogProbs is 0. It is reused between events:
+	// copy it to keep it.
+	Top []TokenLogProb
+}
+
+// GenerateStream is Generate with a callback: onToken sees every sampled token as soon as it
+// is sampled, row by row within a step, and may end its row by returning true (the row is then
+// reported as Stopped, as if a stop token had ended it). Use it to stream tokens, to stop on
+// strings rather than tokens, or to give up when a client disconnects: once every row has
+// ended no further decode step runs. topLogProbs ≥ 0 asks for that many alternatives per
+// token in TokenEvent.Top. With a callback that never returns true, the result equals
+// Generate's for the same arguments and rng state.
+func (m *Model) GenerateStream(prompts [][]int32, sc SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(TokenEvent) bool) (*Generation, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if topLogProbs < 0 {
+		return nil, &learner.ConfigError{Field: "topLogProbs", Value: topLogProbs, Reason: "must be ≥ 0"}
+	}
+	if sc.Temperature > 0 && rng == nil {
+		return nil, fmt.Errorf("%w: Temperature %v needs an rng", learner.ErrBadBatch, sc.Temperature)
+	}
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("%w: no prompts", learner.ErrBadBatch)
+	}
+	maxP := 0
+	for i, p := range prompts {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("%w: prompt %d is empty", learner.ErrBadBatch, i)
+		}
+		if err := m.checkTokens(p); err != nil {
+			return nil, fmt.Errorf("prompt %d: %w", i, err)
+		}
+		maxP = max(maxP, len(p))
+	}
+	if maxP+sc.MaxNewTokens > m.cfg.MaxPositionEmbeddings {
+		return nil, fmt.Errorf("%w: prompt of %d + %d new tokens exceeds max_position_embeddings=%d", learner.ErrBadBatch, maxP, sc.MaxNewTokens, m.cfg.MaxPositionEmbeddings)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.buildGenExecs(); err != nil {
+		return nil, err
+	}
+	n, b := len(prompts), pow2(len(prompts))
+	p := max(minPromptBucket, pow2(maxP))
+	s := max(minCacheBucket, pow2(p+sc.MaxNewTokens))
+	tok := make([]int32, b*p)
+	valid := make([]int32, b*p)
+	pad := make([]int32, b)
+	for i := range b {
+		pad[i] = int32(p)
+		if i < n {
+			pad[i] = int32(p - len(prompts[i]))
+			copy(tok[i*p+int(pad[i]):], prompts[i])
+			for j := int(pad[i]); j < p; j++ {
+				valid[i*p+j] = 1
+			}
+		}
+	}
+	gen := &Generation{Tokens: make([][]int32, n), LogProbs: make([][]float32, n), Stopped: make([]bool, n)}
+	v := m.cfg.VocabSize
+	smp := newSampler(sc, v)
+	var top []TokenLogProb
+	next := make([]int32, b)
+	var caches []*tensors.Tensor
+	defer func() { finalize(caches) }()
+	logits := make([]float32, b*v)
+	run := func(e *context.Exec, args ...any) error {
+		return catch(func() {
+			outs, err := e.Exec(args...)
+			if err != nil {
+				panic(err)
+			}
+			tensors.MustConstFlatData(outs[0], func(flat []float32) { copy(logits, flat) })
+			_ = outs[0].FinalizeAll()
+			finalize(caches)
+			caches = outs[1:]
+		})
+	}
+	err := run(m.prefillExec, tensors.FromFlatDataAndDimensions(tok, b, p), tensors.FromFlatDataAndDimensions(valid, b, p),
+		tensors.FromShape(shapes.Make(dtypes.Int32, s)))
+	if err != nil {
+		return nil, err
+	}
+	padT := tensors.FromFlatDataAndDimensions(pad, b)
+	defer func() { _ = padT.FinalizeAll() }()
+	done := make([]bool, n)
+	for step := 0; step < sc.MaxNewTokens; step++ {
+		active := 0
+		for i := range n {
+			if done[i] {
+				continue
+			}
+			t, lp := smp.sample(logits[i*v:(i+1)*v], rng)
+			gen.Tokens[i] = append(gen.Tokens[i], t)
+			gen.LogProbs[i] = append(gen.LogProbs[i], lp)
+			next[i] = t
+			stop := slices.Contains(sc.StopTokens, t)
+			if onToken != nil {
+				if topLogProbs > 0 {
+					top = smp.top(topLogProbs, top)
+				}
+				if onToken(TokenEvent{Row: i, Step: step, Token: t, LogProb: lp, Top: top}) {
+					stop = true
+				}
+			}
+			if stop {
+				done[i], gen.Stopped[i] = true, true
+			} else {
+				active++
+			}
+		}
+		if active == 0 || step == sc.MaxNewTokens-1 {
+			break
+		}
+		args := []any{tensors.FromFlatDataAndDimensions(next, b), padT, tensors.FromScalar(int32(p + step))}
+		for _, c := range caches {
+			args = append(args, c)
+		}
+		if err := run(m.decodeExec, args...); err != nil {
+			return nil, err
+		}
+	}
+	return gen, nil
+}
+
+// top returns the k most likely tokens of the distribution the last sample call drew from
+// (softmax(z), z = logits/temperature, or the raw logits when greedy), most likely first.
+func (s *sampler) top(k int, dst []TokenLogProb) []TokenLogProb {
+	k = min(k, len(s.z))
+	zmax := math.Inf(-1)
+	for _, z := range s.z {
+		zmax = max(zmax, z)
+	}
+	var sum float64
+	for _, z := range s.z {
+		sum += math.Exp(z - zmax)
+	}
+	lse := zmax + math.Log(sum)
+	ids := topKIndices(s.z, k, nil)
+	sort.Slice(ids, func(i, j int) bool {
+		if s.z[ids[i]] != s.z[ids[j]] {
+			return s.z[ids[i]] > s.z[ids[j]]
+		}
+		return ids[i] < ids[j]
+	})
+	dst = dst[:0]
+	for _, id := range ids {
+		dst = append(dst, TokenLogProb{Token: id, LogProb: float32(s.z[id] - lse)})
+	}
+	return dst
+}

@@ -1,0 +1,303 @@
+package textpolicy
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/qwen3"
+)
+
+// Options configure a Policy. DefaultOptions gives the documented defaults; New fills zero
+// numeric fields with them (Prompt, Thinking and the booleans are taken as given).
+type Options struct {
+	// Name is what Name returns. Default "qwen3".
+	Name string
+	// Prompt shapes env.RenderPrompt's text. DefaultOptions: env.DefaultPromptOptions().
+	Prompt env.PromptOptions
+	// Thinking renders the chat template with enable_thinking (the model may think in a
+	// <think> block before answering); false appends the empty think block. DefaultOptions: true.
+	Thinking bool
+	// MaxNewTokens bounds each completion. Default 4096 (the paper's L2, where R_len reaches −1).
+	MaxNewTokens int
+	// TopK and TopP truncate sampling (0: off); greedy evaluation ignores them.
+	TopK int
+	TopP float64
+	// Reward is the paper's reward (R_acc and R_len with the adaptive weights). Default
+	// env.DefaultRewardConfig() (when L2 is 0).
+	Reward env.RewardConfig
+	// GRPO configures updates (the learner's GRPO loss, AdamW, clipping, micro-batches).
+	// Default (when LR is 0): learner.DefaultGRPOConfig() with LR 1e-6, MicroBatch 8 and
+	// LengthBuckets 64, 128, …, 4096.
+	GRPO learner.GRPOConfig
+	// GenBatch is the most completions sampled by one Generate call. Default 8.
+	GenBatch int
+}
+
+// DefaultOptions returns the defaults of every field.
+func DefaultOptions() Options {
+	o := Options{Prompt: env.DefaultPromptOptions(), Thinking: true}
+	o.defaults()
+	return o
+}
+
+func (o *Options) defaults() {
+	if o.Name == "" {
+		o.Name = "qwen3"
+	}
+	if o.MaxNewTokens == 0 {
+		o.MaxNewTokens = 4096
+	}
+	if o.Reward.L2 == 0 {
+		o.Reward = env.DefaultRewardConfig()
+	}
+	if o.GRPO.LR == 0 {
+		g := learner.DefaultGRPOConfig()
+		g.LR = 1e-6
+		g.MicroBatch = 8
+		g.LengthBuckets = []int{64, 128, 256, 512, 1024, 2048, 4096}
+		o.GRPO = g
+	}
+	if o.GenBatch == 0 {
+		o.GenBatch = 8
+	}
+}
+
+// Validate checks the options (after defaults); errors are *OptionError.
+func (o *Options) Validate() error {
+	switch {
+	case o.MaxNewTokens < 1:
+		return &OptionError{"MaxNewTokens", o.MaxNewTokens, "must be ≥ 1"}
+	case o.TopK < 0:
+		return &OptionError{"TopK", o.TopK, "must be ≥ 0"}
+	case math.IsNaN(o.TopP) || o.TopP < 0 || o.TopP > 1:
+		return &OptionError{"TopP", o.TopP, "must be in [0, 1]"}
+	case o.GenBatch < 1:
+		return &OptionError{"GenBatch", o.GenBatch, "must be ≥ 1"}
+	}
+	if err := o.Reward.Validate(); err != nil {
+		return &OptionError{"Reward", o.Reward, err.Error()}
+	}
+	if err := o.GRPO.Validate(); err != nil {
+		return &OptionError{"GRPO", "", err.Error()}
+	}
+	return nil
+}
+
+// Policy is the one-shot text policy: an in-process Qwen3 model writes the whole joint plan
+// as text, the environment parses and verifies it, and GRPO trains the model on the sampled
+// token ids. It implements train.Policy.
+//
+// Play: instance → env.RenderPrompt → Qwen3 chat template (one user turn, thinking on or off)
+// → tokenizer → GroupSize completions sampled with the KV cache (qwen3.Generate, stop on
+// <|im_end|>) → decoded text → env.ParseAnswer and env.Verify → env.Reward (R_acc + R_len with
+// the length schedule's weights, tokens = completion length). The rollout's Actions and
+// LogProbs hold the completion token ids and their sampling log-probs, episode by episode
+// (Episode.Lo/Hi): nothing is re-tokenised for training.
+//
+// Update: for each group, advantages by learner.GroupAdvantages; the prompt is re-rendered
+// from the group's instance (rendering and encoding are deterministic) and joined with the
+// sampled ids into a qwen3 SeqBatch; one learner.Trainer GRPO step (the loss every policy
+// shares) runs while no generation does (LM.Exclusive).
+//
+// Play may run concurrently with Play and Update.
+type Policy struct {
+	lm  *LM
+	opt Options
+
+	mu      sync.Mutex // guards sched and trainer creation
+	sched   env.LengthSchedule
+	trainer *learner.Trainer
+	version atomic.Int64
+}
+
+// New returns a text policy over lm.
+func New(lm *LM, opt Options) (*Policy, error) {
+	opt.defaults()
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	return &Policy{lm: lm, opt: opt}, nil
+}
+
+// Name implements train.Policy.
+func (p *Policy) Name() string { return p.opt.Name }
+
+// Version implements train.Policy: GRPO steps applied.
+func (p *Policy) Version() int64 { return p.version.Load() }
+
+// LM returns the model the policy trains (serve it with the serve package: its generations
+// wait while an update runs).
+func (p *Policy) LM() *LM { return p.lm }
+
+// Options returns the policy's options (defaults filled in).
+func (p *Policy) Options() Options { return p.opt }
+
+// Schedule returns the length schedule's state (checkpoint it with the weights).
+func (p *Policy) Schedule() env.LengthSchedule {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sched
+}
+
+// SetSchedule restores the length schedule.
+func (p *Policy) SetSchedule(s env.LengthSchedule) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sched = s
+}
+
+// Prompt returns the prompt token ids of an instance: the chat-formatted RenderPrompt text,
+// encoded. Play and Update both use it, so a prompt is never stored with a sample.
+func (p *Policy) Prompt(in *env.Instance) []int32 {
+	return p.lm.Tok.Encode(ChatText(env.RenderPrompt(in, p.opt.Prompt), p.opt.Thinking))
+}
+
+// Play implements train.Policy: groupSize completions per instance (instance-major), sampled
+// at temperature (0: greedy) from rand.NewPCG(seed, ·). The same seed, weights and instances
+// give the same completions. Rewards use the length schedule's weights as they stand when
+// Play starts; a sampled (temperature > 0) rollout then folds its share of short completions
+// into the schedule (greedy evaluation does not).
+func (p *Policy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
+	if groupSize < 1 {
+		return nil, &OptionError{"groupSize", groupSize, "must be ≥ 1"}
+	}
+	if math.IsNaN(temperature) || temperature < 0 {
+		return nil, &OptionError{"temperature", temperature, "must be ≥ 0"}
+	}
+	p.mu.Lock()
+	sched := p.sched
+	p.mu.Unlock()
+	rng := rand.New(rand.NewPCG(seed, 0x7e47))
+	sc := qwen3.SampleConfig{MaxNewTokens: p.opt.MaxNewTokens, Temperature: temperature, StopTokens: p.lm.Stop}
+	if temperature > 0 {
+		sc.TopK, sc.TopP = p.opt.TopK, p.opt.TopP
+	}
+	n := len(ins) * groupSize
+	prompts := make([][]int32, len(ins))
+	for i, in := range ins {
+		prompts[i] = p.Prompt(in)
+	}
+	tokens := make([][]int32, n)
+	logps := make([][]float32, n)
+	for lo := 0; lo < n; lo += p.opt.GenBatch {
+		hi := min(n, lo+p.opt.GenBatch)
+		batch := make([][]int32, 0, hi-lo)
+		for r := lo; r < hi; r++ {
+			batch = append(batch, prompts[r/groupSize])
+		}
+		gen, err := p.lm.Generate(batch, sc, rng)
+		if err != nil {
+			return nil, fmt.Errorf("textpolicy: play: %w", err)
+		}
+		copy(tokens[lo:hi], gen.Tokens)
+		copy(logps[lo:hi], gen.LogProbs)
+	}
+	ro := &learner.Rollout{Episodes: make([]learner.Episode, 0, n)}
+	lengths := make([]int, n)
+	for r := range n {
+		in := ins[r/groupSize]
+		ep := learner.Episode{Instance: in, Lo: len(ro.Actions)}
+		ro.Actions = append(ro.Actions, tokens[r]...)
+		ro.LogProbs = append(ro.LogProbs, logps[r]...)
+		ep.Hi = len(ro.Actions)
+		ep.Plan = Judge(in, p.lm.CompletionText(tokens[r]), &ep.Report)
+		lengths[r] = len(tokens[r])
+		ep.Reward = env.Reward(in, &ep.Report, lengths[r], p.opt.Reward, &sched)
+		ro.Episodes = append(ro.Episodes, ep)
+	}
+	if temperature > 0 {
+		p.mu.Lock()
+		p.sched.Observe(env.ShortShare(lengths, p.opt.Reward), p.opt.Reward.EMADecay)
+		p.mu.Unlock()
+	}
+	return ro, nil
+}
+
+// Judge parses answer for in and verifies it into rep (a fresh Report, not shared): the plan
+// it returns is empty when the answer does not parse (rep then fails CheckParsable).
+func Judge(in *env.Instance, answer string, rep *env.Report) env.Plan {
+	plan, err := env.ParseAnswer(answer, in)
+	if err != nil {
+		env.VerifyAnswer(in, answer, rep)
+		return env.Plan{}
+	}
+	env.Verify(in, &plan, rep)
+	return plan
+}
+
+// Update implements train.Policy: one GRPO step on the groups (see Policy). Groups whose
+// rewards are all equal carry no signal and are left out; when no group is left no step runs
+// and the version stays.
+func (p *Policy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+	var sig learner.SignalStats
+	var samples []qwen3.Sample
+	for gi, g := range groups {
+		n := len(g.Rewards)
+		if n == 0 || len(g.Actions) != n || len(g.LogProbs) != n || g.Instance == nil {
+			return learner.UpdateStats{}, sig, fmt.Errorf("%w: group %d: %d rewards, %d completions, %d log-prob lists", learner.ErrBadBatch, gi, n, len(g.Actions), len(g.LogProbs))
+		}
+		s := learner.ZeroSignal(g.Rewards, n)
+		sig.Groups += s.Groups
+		sig.ZeroSignal += s.ZeroSignal
+		if s.ZeroSignal > 0 {
+			continue
+		}
+		adv := learner.GroupAdvantages(g.Rewards, n, p.opt.GRPO.ScaleByStd, nil)
+		prompt := p.Prompt(g.Instance)
+		for e := range n {
+			if len(g.Actions[e]) != len(g.LogProbs[e]) {
+				return learner.UpdateStats{}, sig, fmt.Errorf("%w: group %d episode %d: %d log-probs for %d tokens", learner.ErrBadBatch, gi, e, len(g.LogProbs[e]), len(g.Actions[e]))
+			}
+			if len(g.Actions[e]) == 0 {
+				continue
+			}
+			samples = append(samples, qwen3.Sample{Prompt: prompt, Completion: g.Actions[e], LogProbs: g.LogProbs[e], Advantage: adv[e]})
+		}
+	}
+	if len(samples) == 0 {
+		return learner.UpdateStats{Step: p.version.Load()}, sig, nil
+	}
+	batch, err := qwen3.NewSeqBatch(samples)
+	if err != nil {
+		return learner.UpdateStats{}, sig, err
+	}
+	var st learner.UpdateStats
+	err = p.lm.Exclusive(func() error {
+		tr, err := p.trainerLocked()
+		if err != nil {
+			return err
+		}
+		st, err = tr.GRPOStep(batch)
+		return err
+	})
+	if err != nil {
+		return st, sig, fmt.Errorf("textpolicy: update: %w", err)
+	}
+	st.Step = p.version.Add(1)
+	return st, sig, nil
+}
+
+// trainerLocked returns the trainer, building it on first use (call inside Exclusive).
+func (p *Policy) trainerLocked() (*learner.Trainer, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.trainer == nil {
+		tr, err := p.lm.Model.NewTrainer(p.opt.GRPO)
+		if err != nil {
+			return nil, err
+		}
+		p.trainer = tr
+	}
+	return p.trainer, nil
+}
+
+// Save writes the model as a Hugging Face directory (qwen3.Model.Save: config, weights and
+// the tokenizer files of the directory it was loaded from).
+func (p *Policy) Save(dir string) error {
+	return p.lm.Exclusive(func() error { return p.lm.Model.Save(dir) })
+}

@@ -1,0 +1,95 @@
+package textpolicy
+
+import (
+	"fmt"
+
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/tokenizer"
+)
+
+// Target returns the completion that supervised fine-tuning teaches for in: an optimal
+// (sum-of-costs) plan in the canonical answer form (env.FormatMoves), after an empty think
+// block when the policy thinks, ended by <|im_end|>, as token ids.
+func (p *Policy) Target(in *env.Instance) ([]int32, error) {
+	sol, err := env.Solve(in, env.SolveOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("textpolicy: target for %s: %w", in.ID, err)
+	}
+	moves, err := env.PlanMoves(&sol.Plan)
+	if err != nil {
+		return nil, err
+	}
+	text := env.FormatMoves(moves)
+	if p.opt.Thinking {
+		text = tokenizer.ThinkOpen + "\n\n" + tokenizer.ThinkClose + "\n\n" + text
+	}
+	ids := p.lm.Tok.Encode(text)
+	return append(ids, p.lm.Stop[0]), nil
+}
+
+// SFTStep runs one supervised (behaviour-cloning) step on ins: the mean cross-entropy of the
+// Target tokens after each prompt, through the learner.Trainer (BCStep) that GRPO uses, while
+// no generation runs. It counts as a policy version.
+func (p *Policy) SFTStep(ins []*env.Instance) (learner.UpdateStats, error) {
+	samples := make([]qwen3.Sample, 0, len(ins))
+	for _, in := range ins {
+		target, err := p.Target(in)
+		if err != nil {
+			return learner.UpdateStats{}, err
+		}
+		samples = append(samples, qwen3.Sample{Prompt: p.Prompt(in), Completion: target})
+	}
+	batch, err := qwen3.NewSeqBatch(samples)
+	if err != nil {
+		return learner.UpdateStats{}, err
+	}
+	var st learner.UpdateStats
+	err = p.lm.Exclusive(func() error {
+		tr, err := p.trainerLocked()
+		if err != nil {
+			return err
+		}
+		st, err = tr.BCStep(batch)
+		return err
+	})
+	if err != nil {
+		return st, fmt.Errorf("textpolicy: sft: %w", err)
+	}
+	st.Step = p.version.Add(1)
+	return st, nil
+}
+
+// Rates are the valid and optimal shares of a greedy evaluation.
+type Rates struct {
+	Episodes       int
+	Valid, Optimal float64
+	// Parsable is the share of answers that parse.
+	Parsable float64
+}
+
+// Evaluate plays each instance once, greedily, and returns the shares of parsable, valid and
+// optimal (sum of costs) answers.
+func (p *Policy) Evaluate(ins []*env.Instance) (Rates, error) {
+	ro, err := p.Play(ins, 1, 0, 0)
+	if err != nil {
+		return Rates{}, err
+	}
+	r := Rates{Episodes: len(ro.Episodes)}
+	for _, ep := range ro.Episodes {
+		if ep.Report.Passed[env.CheckParsable] {
+			r.Parsable++
+		}
+		if ep.Report.Valid {
+			r.Valid++
+		}
+		if ep.Report.Optimal {
+			r.Optimal++
+		}
+	}
+	if n := float64(r.Episodes); n > 0 {
+		r.Parsable, r.Valid, r.Optimal = r.Parsable/n, r.Valid/n, r.Optimal/n
+	}
+	return r, nil
+}

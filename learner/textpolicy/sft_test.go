@@ -1,0 +1,60 @@
+package textpolicy
+
+import (
+	"testing"
+
+	"github.com/t2t-lab/t2t/env"
+)
+
+// The SFT target is an optimal answer; steps on it lower its cross-entropy.
+func TestSFTStep(t *testing.T) {
+	seed := tpTestSeed(t)
+	lm := tpLM(t, seed)
+	ins := tpInstances(t, seed, 3)
+	for _, thinking := range []bool{false, true} {
+		o := tpOptions()
+		o.Thinking = thinking
+		p, err := New(lm, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range ins {
+			target, err := p.Target(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !lm.IsStop(target[len(target)-1]) {
+				t.Fatalf("target does not end with a stop token")
+			}
+			var rep env.Report
+			Judge(in, lm.CompletionText(target), &rep)
+			if !rep.Valid || !rep.Optimal {
+				t.Fatalf("thinking %v: target %q judged %+v", thinking, lm.CompletionText(target), rep.Passed)
+			}
+		}
+	}
+	p, err := New(lm, tpOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, last float64
+	for i := range 4 {
+		st, err := p.SFTStep(ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = st.Loss
+		}
+		last = st.Loss
+		if st.Positions < len(ins) || st.Step != int64(i+1) {
+			t.Fatalf("step %d: %+v", i, st)
+		}
+	}
+	if !(last < first-0.1) {
+		t.Fatalf("cross-entropy %v → %v over 4 steps on the same batch", first, last)
+	}
+	if p.Version() != 4 {
+		t.Fatalf("version %d after 4 SFT steps", p.Version())
+	}
+}

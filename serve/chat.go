@@ -1,0 +1,352 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/tokenizer"
+)
+
+// maxStops is the most stop strings a request may give (OpenAI's limit).
+const maxStops = 4
+
+// sampling validates the shared generation fields for prompts of the given lengths (rows =
+// len(promptLens) × n) and returns the sample config and n.
+func (s *Server) sampling(p *samplingParams, c *served, promptLens []int, defaultMax int) (qwen3.SampleConfig, int, *reqError) {
+	var sc qwen3.SampleConfig
+	if p.Model == "" {
+		return sc, 0, badRequest("model", "model is required")
+	}
+	if p.Model != c.name {
+		return sc, 0, modelNotFound(p.Model)
+	}
+	sc.Temperature = 1
+	if t := p.Temperature; t != nil {
+		if math.IsNaN(*t) || *t < 0 || *t > 2 {
+			return sc, 0, badRequest("temperature", "temperature %v: must be in [0, 2]", *t)
+		}
+		sc.Temperature = *t
+	}
+	if tp := p.TopP; tp != nil {
+		if math.IsNaN(*tp) || *tp <= 0 || *tp > 1 {
+			return sc, 0, badRequest("top_p", "top_p %v: must be in (0, 1]", *tp)
+		}
+		sc.TopP = *tp
+	}
+	if tk := p.TopK; tk != nil {
+		if *tk < -1 {
+			return sc, 0, badRequest("top_k", "top_k %d: must be ≥ 1, or 0 or −1 for off", *tk)
+		}
+		sc.TopK = max(*tk, 0)
+	}
+	n := 1
+	if p.N != nil {
+		n = *p.N
+		if n < 1 || n > s.opt.MaxN {
+			return sc, 0, badRequest("n", "n %d: must be in [1, %d]", n, s.opt.MaxN)
+		}
+	}
+	if rows := n * len(promptLens); rows > s.opt.MaxRows {
+		return sc, 0, badRequest("n", "%d prompts × n %d = %d completions: at most %d per request", len(promptLens), n, rows, s.opt.MaxRows)
+	}
+	if len(p.Stop) > maxStops {
+		return sc, 0, badRequest("stop", "%d stop strings: at most %d", len(p.Stop), maxStops)
+	}
+	for _, st := range p.Stop {
+		if st == "" {
+			return sc, 0, badRequest("stop", "stop strings must not be empty")
+		}
+	}
+	maxPrompt := 0
+	for _, l := range promptLens {
+		maxPrompt = max(maxPrompt, l)
+	}
+	ctxLen := c.lm.MaxContext()
+	left := ctxLen - maxPrompt
+	want := p.MaxTokens
+	field := "max_tokens"
+	if p.MaxCompletionTokens != nil {
+		want, field = p.MaxCompletionTokens, "max_completion_tokens"
+	}
+	switch {
+	case want != nil && *want < 1:
+		return sc, 0, badRequest(field, "%s %d: must be ≥ 1", field, *want)
+	case left < 1:
+		return sc, 0, unprocessable("messages", "context_length_exceeded", "the prompt has %d tokens; the model's context is %d", maxPrompt, ctxLen)
+	case want != nil && *want > left:
+		return sc, 0, unprocessable(field, "context_length_exceeded",
+			"the prompt (%d tokens) plus %s (%d) exceeds the model's context of %d tokens", maxPrompt, field, *want, ctxLen)
+	case want != nil:
+		sc.MaxNewTokens = *want
+	default:
+		sc.MaxNewTokens = min(defaultMax, left)
+	}
+	if p.Stream && p.StreamOptions == nil {
+		p.StreamOptions = &struct {
+			IncludeUsage bool `json:"include_usage"`
+		}{}
+	}
+	return sc, n, nil
+}
+
+// chatPrompt renders the messages with Qwen3's chat template.
+func chatPrompt(req *chatRequest) (string, *reqError) {
+	if len(req.Messages) == 0 {
+		return "", badRequest("messages", "messages must not be empty")
+	}
+	if len(req.Tools) > 0 && !bytes.Equal(bytes.TrimSpace(req.Tools), []byte("null")) && !bytes.Equal(bytes.TrimSpace(req.Tools), []byte("[]")) {
+		return "", unprocessable("tools", "unsupported", "tools (function calling) are not supported by this server")
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
+		return "", unprocessable("response_format", "unsupported", "response_format %q is not supported (only \"text\")", rf.Type)
+	}
+	thinking := true
+	if raw, ok := req.ChatTemplateKwargs["enable_thinking"]; ok {
+		if err := json.Unmarshal(raw, &thinking); err != nil {
+			return "", badRequest("chat_template_kwargs.enable_thinking", "enable_thinking must be a boolean")
+		}
+	}
+	msgs := make([]tokenizer.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		param := fmt.Sprintf("messages[%d]", i)
+		role := m.Role
+		switch role {
+		case "developer":
+			role = tokenizer.RoleSystem
+		case tokenizer.RoleSystem, tokenizer.RoleUser, tokenizer.RoleAssistant, tokenizer.RoleTool:
+		case "":
+			return "", badRequest(param+".role", "%s.role is required", param)
+		default:
+			return "", badRequest(param+".role", "%s.role %q: want system, developer, user, assistant or tool", param, m.Role)
+		}
+		text, rerr := messageText(m.Content, param)
+		if rerr != nil {
+			return "", rerr
+		}
+		msgs[i] = tokenizer.Message{Role: role, Content: text, Reasoning: m.ReasoningContent}
+	}
+	return tokenizer.ChatPrompt(msgs, true, thinking), nil
+}
+
+// messageText reads a message's content: a string, null, or an array of text parts.
+func messageText(raw json.RawMessage, param string) (string, *reqError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", badRequest(param+".content", "%s.content: %v", param, err)
+		}
+		return s, nil
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", badRequest(param+".content", "%s.content: want a string or an array of content parts", param)
+	}
+	var b bytes.Buffer
+	for k, p := range parts {
+		if p.Type != "text" {
+			return "", unprocessable(fmt.Sprintf("%s.content[%d].type", param, k), "unsupported", "content part type %q is not supported (only \"text\")", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if rerr := s.decodeBody(w, r, &req); rerr != nil {
+		writeReqError(w, rerr)
+		return
+	}
+	c := s.cur.Load()
+	if req.Model != "" && req.Model != c.name {
+		writeReqError(w, modelNotFound(req.Model))
+		return
+	}
+	text, rerr := chatPrompt(&req)
+	if rerr != nil {
+		writeReqError(w, rerr)
+		return
+	}
+	prompt := c.lm.Tok.Encode(text)
+	sc, n, rerr := s.sampling(&req.samplingParams, c, []int{len(prompt)}, s.opt.DefaultMaxTokens)
+	if rerr != nil {
+		writeReqError(w, rerr)
+		return
+	}
+	wantLP := req.Logprobs != nil && *req.Logprobs
+	top := 0
+	if req.TopLogprobs != nil {
+		if !wantLP {
+			return400(w, "top_logprobs", "top_logprobs needs logprobs: true")
+			return
+		}
+		if *req.TopLogprobs < 0 || *req.TopLogprobs > s.opt.MaxTopLogprobs {
+			return400(w, "top_logprobs", fmt.Sprintf("top_logprobs %d: must be in [0, %d]", *req.TopLogprobs, s.opt.MaxTopLogprobs))
+			return
+		}
+		top = *req.TopLogprobs
+	}
+	rows := make([][]int32, n)
+	for i := range rows {
+		rows[i] = prompt
+	}
+	job := &genJob{lm: c.lm, rows: rows, sc: sc, top: top, stops: newStopMatcher(req.Stop), seed: s.requestSeed(req.Seed)}
+	job.sc.StopTokens = c.lm.Stop
+	id, created := s.newID("chatcmpl"), s.opt.Now().Unix()
+	fp := fmt.Sprintf("t2t-r%d", c.revision)
+	lps := func(toks []genToken) *chatLogprobs {
+		if !wantLP {
+			return nil
+		}
+		out := &chatLogprobs{Content: make([]tokenLogprob, len(toks))}
+		for i, t := range toks {
+			str, bs := tokenString(c.lm, t.id, req.ReturnTokensAsTokenIDs)
+			e := tokenLogprob{Token: str, Logprob: float64(t.lp), Bytes: bs, TopLogprobs: []topLogprob{}}
+			for _, a := range t.top {
+				as, ab := tokenString(c.lm, a.Token, req.ReturnTokensAsTokenIDs)
+				e.TopLogprobs = append(e.TopLogprobs, topLogprob{Token: as, Logprob: float64(a.LogProb), Bytes: ab})
+			}
+			out.Content[i] = e
+		}
+		return out
+	}
+	log := s.opt.Logger.With("id", id, "model", c.name, "n", n, "prompt_tokens", len(prompt), "max_tokens", sc.MaxNewTokens, "stream", req.Stream)
+	if !req.Stream {
+		res, err := job.run(r.Context())
+		if err != nil {
+			s.genFailed(w, log, err)
+			return
+		}
+		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: c.name, SystemFingerprint: fp}
+		for i := range res {
+			g := &res[i]
+			resp.Choices = append(resp.Choices, chatChoice{Index: i, Message: chatRespMessage{Role: "assistant", Content: string(g.text)},
+				Logprobs: lps(g.toks), FinishReason: g.finish})
+			resp.Usage.CompletionTokens += len(g.toks)
+		}
+		resp.Usage.PromptTokens = len(prompt)
+		resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+		log.Info("chat completion", "completion_tokens", resp.Usage.CompletionTokens)
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	sse, err := newSSE(w)
+	if err != nil {
+		s.genFailed(w, log, err)
+		return
+	}
+	chunk := func(choices []chatChunkChoice, u *usage) error {
+		return sse.send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: c.name, SystemFingerprint: fp, Choices: choices, Usage: u})
+	}
+	empty := ""
+	for i := range n {
+		if err := chunk([]chatChunkChoice{{Index: i, Delta: chatDelta{Role: "assistant", Content: &empty}}}, nil); err != nil {
+			return
+		}
+	}
+	job.stream = func(row int, g *genRow, final bool) error {
+		text, toks := g.pending(job.stops, final)
+		if text != "" || (len(toks) > 0 && wantLP) {
+			if err := chunk([]chatChunkChoice{{Index: row, Delta: chatDelta{Content: &text}, Logprobs: lps(toks)}}, nil); err != nil {
+				return err
+			}
+		}
+		if final {
+			reason := g.finish
+			if reason == "" {
+				return nil
+			}
+			return chunk([]chatChunkChoice{{Index: row, Delta: chatDelta{}, FinishReason: &reason}}, nil)
+		}
+		return nil
+	}
+	res, err := job.run(r.Context())
+	if err != nil {
+		sse.fail(log, err)
+		return
+	}
+	u := usage{PromptTokens: len(prompt)}
+	for i := range res {
+		u.CompletionTokens += len(res[i].toks)
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	if req.StreamOptions.IncludeUsage {
+		if err := chunk([]chatChunkChoice{}, &u); err != nil {
+			return
+		}
+	}
+	log.Info("chat completion streamed", "completion_tokens", u.CompletionTokens)
+	sse.done()
+}
+
+func return400(w http.ResponseWriter, param, msg string) {
+	writeReqError(w, badRequest(param, "%s", msg))
+}
+
+// genFailed answers a generation error: bad input the checks above missed is a 422, anything
+// else a 500.
+func (s *Server) genFailed(w http.ResponseWriter, log interface{ Warn(string, ...any) }, err error) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("request abandoned", "err", err)
+		return
+	}
+	log.Warn("generation failed", "err", err)
+	if errors.Is(err, learner.ErrBadBatch) || errors.Is(err, learner.ErrInvalidConfig) {
+		writeReqError(w, unprocessable("", "invalid_input", "%v", err))
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "server_error", "", "generation_failed", err.Error())
+}
+
+// sse writes server-sent events: "data: <json>\n\n" per event, "data: [DONE]" at the end.
+type sse struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func newSSE(w http.ResponseWriter) (*sse, error) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	s := &sse{w: w, rc: http.NewResponseController(w)}
+	return s, s.rc.Flush()
+}
+
+func (s *sse) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *sse) done() {
+	_, _ = fmt.Fprint(s.w, "data: [DONE]\n\n")
+	_ = s.rc.Flush()
+}
+
+// fail ends a stream with an error event (the status line is already sent).
+func (s *sse) fail(log interface{ Warn(string, ...any) }, err error) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("stream abandoned", "err", err)
+		return
+	}
+	log.Warn("generation failed", "err", err)
+	_ = s.send(apiError{Error: apiErrorBody{Message: err.Error(), Type: "server_error"}})
+}

@@ -1,0 +1,31 @@
+package serve_test
+
+import (
+	"net/http"
+
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
+	"github.com/t2t-lab/t2t/serve"
+)
+
+// Serve a checkpoint directory and swap in a newer one later.
+func Example() {
+	backend, err := learner.NewBackend("cpu")
+	if err != nil {
+		panic(err)
+	}
+	lm, err := textpolicy.LoadLM(backend, "/tmp/tiny")
+	if err != nil {
+		panic(err)
+	}
+	srv, err := serve.New(lm, serve.Options{ModelName: "policy"})
+	if err != nil {
+		panic(err)
+	}
+	go func() { _ = http.ListenAndServe("127.0.0.1:8000", srv) }()
+	// … after the learner saved a new checkpoint:
+	if _, err := srv.Reload(backend, "/tmp/tiny-stage-1"); err != nil {
+		panic(err)
+	}
+	// (Not run as a test: it needs checkpoint directories.)
+}

@@ -1,0 +1,295 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
+)
+
+// Options configure a Server. Zero values take the documented defaults.
+type Options struct {
+	// ModelName is the model id clients send and /v1/models lists. Default: the base name of
+	// the LM's directory, or "t2t-qwen3" for an LM built in memory.
+	ModelName string
+	// DefaultMaxTokens caps a chat completion that gives no max_tokens (also by the context
+	// left after the prompt). Default 512. Legacy completions default to 16, as OpenAI's do.
+	DefaultMaxTokens int
+	// MaxN is the largest n (completions per prompt). Default 16.
+	MaxN int
+	// MaxRows bounds prompts × n of one request (one generation batch). Default 64.
+	MaxRows int
+	// MaxTopLogprobs is the largest top_logprobs (chat) or logprobs (completions). Default 20.
+	MaxTopLogprobs int
+	// MaxBodyBytes bounds a request body. Default 8 MiB.
+	MaxBodyBytes int64
+	// Seed seeds the sampling of requests that send no seed: the server draws each such
+	// request's seed from rand.NewPCG(Seed, ·) in arrival order. Default 0.
+	Seed uint64
+	// Now gives the "created" timestamps. Default time.Now.
+	Now func() time.Time
+	// Logger logs requests and swaps. Default: discard.
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.DefaultMaxTokens == 0 {
+		o.DefaultMaxTokens = 512
+	}
+	if o.MaxN == 0 {
+		o.MaxN = 16
+	}
+	if o.MaxRows == 0 {
+		o.MaxRows = 64
+	}
+	if o.MaxTopLogprobs == 0 {
+		o.MaxTopLogprobs = 20
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = 8 << 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// ErrOptions marks invalid server options.
+var ErrOptions = errors.New("serve: invalid options")
+
+// served is the model a request runs on: swapped as a whole.
+type served struct {
+	lm       *textpolicy.LM
+	name     string
+	revision int64
+	created  int64
+}
+
+// Server is an OpenAI-compatible HTTP API over an in-process Qwen3 model (an http.Handler):
+//
+//	GET  /v1/models, GET /v1/models/{id}
+//	POST /v1/chat/completions   (messages → Qwen3 chat template; stream, n, stop, logprobs)
+//	POST /v1/completions        (raw prompt text or token ids)
+//	GET  /health
+//
+// Swap replaces the model between requests (in-flight requests finish on the model they
+// started with); Reload loads a checkpoint directory and swaps it in. A Server is safe for
+// concurrent use; generations of concurrent requests run one after another on the model (each
+// request's n completions form one batch).
+type Server struct {
+	opt Options
+	mux *http.ServeMux
+	cur atomic.Pointer[served]
+	seq atomic.Uint64
+
+	swapMu sync.Mutex // orders swaps (revision numbers)
+	rngMu  sync.Mutex
+	rng    *rand.Rand
+}
+
+// New returns a server for lm.
+func New(lm *textpolicy.LM, opt Options) (*Server, error) {
+	if lm == nil {
+		return nil, fmt.Errorf("%w: nil model", ErrOptions)
+	}
+	opt.defaults()
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"DefaultMaxTokens", opt.DefaultMaxTokens}, {"MaxN", opt.MaxN}, {"MaxRows", opt.MaxRows}, {"MaxTopLogprobs", opt.MaxTopLogprobs}} {
+		if f.v < 1 {
+			return nil, fmt.Errorf("%w: %s = %d: must be ≥ 1", ErrOptions, f.name, f.v)
+		}
+	}
+	s := &Server{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5e7e))}
+	s.cur.Store(&served{lm: lm, name: s.nameFor(lm), created: opt.Now().Unix()})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
+	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	for _, p := range []string{"/v1/models", "/v1/chat/completions", "/v1/completions", "/health"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed",
+				fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found_error", "", "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	s.mux = mux
+	return s, nil
+}
+
+func (s *Server) nameFor(lm *textpolicy.LM) string {
+	switch {
+	case s.opt.ModelName != "":
+		return s.opt.ModelName
+	case lm.Dir != "":
+		return filepath.Base(filepath.Clean(lm.Dir))
+	}
+	return "t2t-qwen3"
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// ModelName is the id of the model being served.
+func (s *Server) ModelName() string { return s.cur.Load().name }
+
+// Current returns the model being served and its revision (0 for the model given to New, +1
+// per swap).
+func (s *Server) Current() (*textpolicy.LM, int64) {
+	c := s.cur.Load()
+	return c.lm, c.revision
+}
+
+// Swap serves lm from the next request on (a new policy version); requests already running
+// finish on the previous model. The model id stays the same unless Options.ModelName is empty
+// and lm comes from another directory. It returns the new revision.
+func (s *Server) Swap(lm *textpolicy.LM) int64 {
+	s.swapMu.Lock()
+	defer s.swapMu.Unlock()
+	old := s.cur.Load()
+	next := &served{lm: lm, name: s.nameFor(lm), revision: old.revision + 1, created: s.opt.Now().Unix()}
+	s.cur.Store(next)
+	s.opt.Logger.Info("model swapped", "model", next.name, "revision", next.revision, "dir", lm.Dir)
+	return next.revision
+}
+
+// Reload loads the checkpoint directory dir (textpolicy.LoadLM) on backend and swaps it in; on
+// error the current model stays.
+func (s *Server) Reload(backend backends.Backend, dir string) (int64, error) {
+	lm, err := textpolicy.LoadLM(backend, dir)
+	if err != nil {
+		return 0, fmt.Errorf("serve: reload %s: %w", dir, err)
+	}
+	return s.Swap(lm), nil
+}
+
+// requestSeed is the seed of a request: its own, or the next one of the server's stream.
+func (s *Server) requestSeed(p *int64) uint64 {
+	if p != nil {
+		return uint64(*p)
+	}
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return s.rng.Uint64()
+}
+
+func (s *Server) newID(prefix string) string {
+	return fmt.Sprintf("%s-%016x", prefix, s.seq.Add(1))
+}
+
+// ---- models
+
+func (s *Server) modelObject(c *served) modelObject {
+	return modelObject{ID: c.name, Object: "model", Created: c.created, OwnedBy: "t2t", MaxModelLen: c.lm.MaxContext(), Revision: c.revision}
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	c := s.cur.Load()
+	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelObject{s.modelObject(c)}})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	c := s.cur.Load()
+	id := r.PathValue("id")
+	if id != c.name {
+		writeModelNotFound(w, id)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.modelObject(c))
+}
+
+// ---- errors and JSON
+
+// reqError is a request error to answer with the OpenAI error shape.
+type reqError struct {
+	status int
+	typ    string // invalid_request_error, not_found_error, server_error
+	param  string
+	code   string
+	msg    string
+}
+
+func (e *reqError) Error() string { return e.msg }
+
+func badRequest(param, format string, args ...any) *reqError {
+	return &reqError{http.StatusBadRequest, "invalid_request_error", param, "invalid_value", fmt.Sprintf(format, args...)}
+}
+
+func unprocessable(param, code, format string, args ...any) *reqError {
+	return &reqError{http.StatusUnprocessableEntity, "invalid_request_error", param, code, fmt.Sprintf(format, args...)}
+}
+
+func modelNotFound(id string) *reqError {
+	return &reqError{http.StatusNotFound, "invalid_request_error", "model", "model_not_found",
+		fmt.Sprintf("The model %q does not exist", id)}
+}
+
+func writeModelNotFound(w http.ResponseWriter, id string) { writeReqError(w, modelNotFound(id)) }
+
+func writeReqError(w http.ResponseWriter, e *reqError) {
+	writeError(w, e.status, e.typ, e.param, e.code, e.msg)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, param, code, msg string) {
+	body := apiError{Error: apiErrorBody{Message: msg, Type: typ}}
+	if param != "" {
+		body.Error.Param = &param
+	}
+	if code != "" {
+		body.Error.Code = &code
+	}
+	writeJSON(w, status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// decodeBody reads a JSON request body into v (whatever its Content-Type says): a body that is not JSON, or a field of the
+// wrong type, is a 400 naming the field.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *reqError {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &reqError{http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request_too_large", fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)}
+		}
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := strings.TrimPrefix(te.Field, "samplingParams.")
+			return badRequest(field, "%s: want %s, got JSON %s", field, te.Type, te.Value)
+		}
+		return badRequest("", "the request body is not valid JSON: %v", err)
+	}
+	return nil
+}
