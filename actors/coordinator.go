@@ -155,8 +155,10 @@ func (c *coordinator) start(r StartRun) ([]coordOut, error) {
 	case r.Stages < 1 || r.Units < 1 || r.InstancesPerUnit < 1:
 		err = fmt.Errorf("%w: stages=%d units=%d instances_per_unit=%d, all must be >= 1",
 			ErrBadPlan, r.Stages, r.Units, r.InstancesPerUnit)
-	case r.Config.Stage != 0 || r.Config.Version == "":
-		err = fmt.Errorf("%w: stage-0 config has stage %d, version %q", ErrBadPlan, r.Config.Stage, r.Config.Version)
+	case r.FirstStage < 0 || r.FirstStage >= r.Stages:
+		err = fmt.Errorf("%w: first stage %d outside [0,%d)", ErrBadPlan, r.FirstStage, r.Stages)
+	case r.Config.Stage != r.FirstStage || r.Config.Version == "":
+		err = fmt.Errorf("%w: the config of first stage %d has stage %d, version %q", ErrBadPlan, r.FirstStage, r.Config.Stage, r.Config.Version)
 	}
 	if err != nil {
 		c.emit(toSubscribers, "", &RunDone{RunID: r.RunID, Error: err.Error()})
@@ -164,7 +166,7 @@ func (c *coordinator) start(r StartRun) ([]coordOut, error) {
 	}
 	c.plan = r
 	c.phase = phaseAwaitConfig
-	c.stage = 0
+	c.stage = r.FirstStage
 	return c.configUpdate(r.Config)
 }
 

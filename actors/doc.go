@@ -31,7 +31,8 @@
 // re-queues at once. The first UnitDone per unit wins; later ones are counted
 // as duplicates. A stage starts when every live rollout acked the stage's
 // ConfigUpdate, and the engineer proposes the next stage's config on
-// StageDone. See messages.go for every message, its sender and its answer.
+// StageDone. A run may start at a later stage (SystemConfig.FirstStage, a
+// resumed run): stages keep their numbers, unit ids and seeds. See messages.go for every message, its sender and its answer.
 //
 // # Nodes
 //

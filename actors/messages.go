@@ -8,7 +8,7 @@ package actors
 // Each doc line says who sends the message and what answer to expect.
 
 // StartRun is sent by the driver (System.Run, or a CLI on another node) to the
-// coordinator. It carries the stage plan and the config of stage 0. Answer:
+// coordinator. It carries the stage plan and the config of its first stage. Answer:
 // none directly; the coordinator publishes StageStart, StageDone and finally
 // RunDone to its stage subscribers.
 type StartRun struct {
@@ -18,7 +18,12 @@ type StartRun struct {
 	InstancesPerUnit int          `msgpack:"instances_per_unit"` // instance indices per unit
 	Split            string       `msgpack:"split"`
 	Seed             uint64       `msgpack:"seed"`
-	Config           ConfigUpdate `msgpack:"config"` // the config of stage 0
+	Config           ConfigUpdate `msgpack:"config"` // the config of stage FirstStage
+	// FirstStage is the first stage to run (0 for a new run; s+1 when a run
+	// resumes after stage s). Stages counts from stage 0, so the run covers
+	// stages FirstStage..Stages-1, and unit ids and seeds of a stage are the
+	// same whichever stage the run started at.
+	FirstStage int `msgpack:"first_stage,omitempty"`
 }
 
 // WorkUnit is sent by the coordinator to a rollout actor, one per credit the

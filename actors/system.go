@@ -43,10 +43,17 @@ type SystemConfig struct {
 	Split string
 	// Seed derives every unit's seed. Default 1.
 	Seed uint64
-	// InitialConfigVersion and InitialConfigJSON are the config of stage 0;
-	// later stages come from the Proposer. Default "stage-0", "{}".
+	// InitialConfigVersion and InitialConfigJSON are the config of stage
+	// FirstStage; later stages come from the Proposer. Default "stage-0",
+	// "{}".
 	InitialConfigVersion string
 	InitialConfigJSON    []byte
+	// FirstStage is the stage Run starts at: 0 for a new run, s+1 for a
+	// run resumed after stage s. Stage numbers, unit ids
+	// ("<RunID>/s<stage>/u<index>") and unit seeds do not depend on it, so
+	// a resumed stage's units are those of the interrupted run (and
+	// idempotent sinks recognise the ones already recorded). Default 0.
+	FirstStage int
 	// LeaseTimeout is how long a rollout holds a unit before it is
 	// re-issued, and how long the coordinator waits for config acks.
 	// Default 5m.
@@ -123,6 +130,7 @@ func (c SystemConfig) Validate() error {
 	check(c.UnitsPerStage >= 1, "UnitsPerStage", c.UnitsPerStage, "must be >= 1")
 	check(c.InstancesPerUnit >= 1, "InstancesPerUnit", c.InstancesPerUnit, "must be >= 1")
 	check(c.InitialConfigVersion != "", "InitialConfigVersion", c.InitialConfigVersion, "must not be empty")
+	check(c.FirstStage >= 0, "FirstStage", c.FirstStage, "must be >= 0")
 	check(c.LeaseTimeout > 0, "LeaseTimeout", c.LeaseTimeout, "must be > 0")
 	check(c.TickInterval >= 0, "TickInterval", c.TickInterval, "must be >= 0 (0 disables the ticker)")
 	check(c.LearnerBatch >= 1, "LearnerBatch", c.LearnerBatch, "must be >= 1")
@@ -281,9 +289,10 @@ func (s *System) Tick() { s.node.Root().Send(s.coordinator, &Tick{}) }
 // NodeLeft tells the coordinator that node left (as membership would).
 func (s *System) NodeLeft(node string) { s.node.Root().Send(s.coordinator, &NodeLeft{Node: node}) }
 
-// Run runs stages stages and returns the report. It returns when the last
-// stage is done, the run fails (ErrRunFailed) or ctx ends (ctx.Err(), with
-// the stages done so far). A System runs once.
+// Run runs stages FirstStage..stages-1 (stages counts from stage 0) and
+// returns the report. It returns when the last stage is done, the run fails
+// (ErrRunFailed) or ctx ends (ctx.Err(), with the stages done so far). A
+// System runs once.
 func (s *System) Run(ctx context.Context, stages int) (RunReport, error) {
 	rep := RunReport{RunID: s.cfg.RunID}
 	s.mu.Lock()
@@ -293,8 +302,8 @@ func (s *System) Run(ctx context.Context, stages int) (RunReport, error) {
 	}
 	s.ran = true
 	s.mu.Unlock()
-	if stages < 1 {
-		return rep, &FieldError{Field: "stages", Value: stages, Reason: "must be >= 1"}
+	if stages < 1 || stages <= s.cfg.FirstStage {
+		return rep, &FieldError{Field: "stages", Value: stages, Reason: fmt.Sprintf("must be >= 1 and > FirstStage (%d)", s.cfg.FirstStage)}
 	}
 	if s.cfg.TickInterval > 0 {
 		tctx, stop := context.WithCancel(ctx)
@@ -304,7 +313,8 @@ func (s *System) Run(ctx context.Context, stages int) (RunReport, error) {
 	s.node.Root().Send(s.coordinator, &StartRun{
 		RunID: s.cfg.RunID, Stages: stages, Units: s.cfg.UnitsPerStage,
 		InstancesPerUnit: s.cfg.InstancesPerUnit, Split: s.cfg.Split, Seed: s.cfg.Seed,
-		Config: ConfigUpdate{Version: s.cfg.InitialConfigVersion, Stage: 0, JSON: s.cfg.InitialConfigJSON},
+		Config:     ConfigUpdate{Version: s.cfg.InitialConfigVersion, Stage: s.cfg.FirstStage, JSON: s.cfg.InitialConfigJSON},
+		FirstStage: s.cfg.FirstStage,
 	})
 	for {
 		select {

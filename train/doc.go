@@ -32,12 +32,46 @@
 // so that no actor waits for Redis (state.go); Options.OnState sees each
 // state. t2t status reads it.
 //
+// Learner metrics: every update logs, at Info ("train: update"; t2t train
+// -v), its loss, the batch's mean reward and valid rate, the clip fraction,
+// the KL estimate, the policy lag of its groups (min/mean/max: version
+// before the update - version sampled with), the zero-signal share and the
+// decisions trained per second (UpdateMetrics). StageReport.Learn sums
+// them per stage, printed under each stage's row (metrics.go).
+//
+// Deterministic mode (Options.Deterministic, t2t train --deterministic):
+// the final weights depend on the options alone. One rollout runs one unit
+// at a time, in unit order; before a unit plays, the Runner waits until the
+// policy version is the run's starting version + floor(groups of the
+// earlier units / LearnerBatch), so each unit samples (with its unit seed)
+// exactly the weights an uninterrupted run has there; no group is dropped
+// as stale; a stage's instances fill whole units and whole learner batches,
+// so no group waits for a batch across a stage's end, and the stage's
+// evaluation and checkpoint wait for its last update (determinism.go). Two
+// runs with the same options end with the same weights and optimizer
+// state, bit for bit. It costs the overlap of sampling and learning.
+//
+// Resume (Options.Resume, t2t train --resume): after each stage the run
+// checkpoints the policy and indexes the checkpoint in Redis before it
+// proposes the next config. A resumed run loads the latest indexed
+// checkpoint (after stage s: weights, optimizer moments, version), takes
+// the configs of stages 0..s (and s+1, or proposes it again when the
+// interrupted run died before recording it) from Redis, and runs stages
+// s+1.. with actors.SystemConfig.FirstStage = s+1: unit ids and seeds are
+// those of the interrupted run, so Redis counts the units it recorded once
+// (store.RecordUnit is idempotent per unit) and every unit's groups reach
+// the new learner. A deterministic run resumed after a kill -9 ends with
+// the weights of an uninterrupted one. See resume.go for what each point
+// of interruption leaves and how it is handled.
+//
 // Concurrency: Run starts the actor system and blocks until the run ends;
 // the Runner is called from several rollout actors at once, the Updater and
 // Proposer from one actor each. The policy serialises its own state.
 //
 // Errors: bad options are *OptionError (errors.Is ErrOptions); a run that
-// fails returns the first error with the stage it happened in. A rollout
+// fails returns the first error with the stage it happened in. A run that
+// cannot be resumed fails with ErrResume; a deterministic run whose update
+// failed (its batch would be lost) ends with ErrDeterminism. A rollout
 // node's unit fails with ErrNoSpec or ErrNoPolicy when the run has not
 // published what it needs; the coordinator then re-issues the unit.
 package train

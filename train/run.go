@@ -95,6 +95,21 @@ type Options struct {
 	// (store.RunState: stage, phase, policy and config version; see
 	// state.go). It is called from the actors' goroutines and must not block.
 	OnState func(store.RunState)
+	// Deterministic makes the run's weights a function of its options
+	// alone: one rollout running one unit at a time (Rollouts and
+	// MaxInFlight are set to 1, KeepStale to true), each unit sampling the
+	// weights that every earlier unit's full learner batches make, and no
+	// group left waiting for a batch at a stage's end. Config.Instances
+	// must be a multiple of InstancesPerUnit and of LearnerBatch, and the
+	// engineer's proposals keep Config.Instances. See determinism.go.
+	Deterministic bool
+	// Resume continues the run RunID after its latest checkpoint in Redis
+	// (stage s): the policy (a GridPolicy) loads that checkpoint (weights,
+	// optimizer state, version), the config history comes from Redis, and
+	// the run goes on at stage s+1 with the same unit ids and seeds. Needs
+	// CheckpointDir, a Redis that outlived the interrupted run, and the
+	// options of the interrupted run. See resume.go.
+	Resume bool
 }
 
 func (o *Options) defaults() {
@@ -143,6 +158,9 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Deterministic {
+		o.Rollouts, o.MaxInFlight, o.KeepStale = 1, 1, true
+	}
 }
 
 // Validate checks the options (after defaults).
@@ -168,6 +186,9 @@ func (o *Options) Validate() error {
 		return &OptionError{"val/eval per size", fmt.Sprintf("%d/%d", o.ValPerSize, o.EvalPerSize), "must be in [1,1000]"}
 	case o.Config.Instances < 1:
 		return &OptionError{"config.instances", o.Config.Instances, "a training stage needs at least one instance"}
+	}
+	if err := o.validateModes(); err != nil {
+		return err
 	}
 	if err := o.Config.Validate(); err != nil {
 		return fmt.Errorf("%w: stage-0 config: %w", ErrOptions, err)
@@ -205,18 +226,25 @@ type StageReport struct {
 	Updates   int
 	MeanLoss  float64
 	ZeroShare float64
-	Policy    int64
-	Duration  time.Duration
+	// Learn sums up the stage's learner updates (Updates, MeanLoss and
+	// ZeroShare repeat three of its fields).
+	Learn    LearnStats
+	Policy   int64
+	Duration time.Duration
 	// Rationale is the engineer's reason for the next stage's config.
 	Rationale string
 }
 
 // Result is the whole run.
 type Result struct {
-	RunID   string
-	Initial StageReport // the untrained policy's evaluation (Stage -1)
-	Stages  []StageReport
-	Actors  actors.RunReport
+	RunID string
+	// FirstStage is the first stage this call ran: 0, or s+1 for a run
+	// resumed after stage s (Stages then starts there, and Initial is
+	// empty).
+	FirstStage int
+	Initial    StageReport // the untrained policy's evaluation (Stage -1)
+	Stages     []StageReport
+	Actors     actors.RunReport
 }
 
 // run holds a run's state shared by the runner, updater and proposer.
@@ -228,11 +256,12 @@ type run struct {
 	eval  []*env.Instance
 	start time.Time
 
+	// gate orders a deterministic run's sampling (nil otherwise).
+	gate *detGate
+
 	mu         sync.Mutex
 	stageStart time.Time
-	updates    int
-	lossSum    float64
-	sig        learner.SignalStats
+	learn      learnAcc
 	res        *Result
 	configs    map[int]env.Config
 	traces     *stageTraces
@@ -266,6 +295,11 @@ func (r *run) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, 
 	ins, err := env.Generate(cfg, stageSeed(r.opt.Seed, u.Stage), lo, hi)
 	if err != nil {
 		return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
+	}
+	if r.gate != nil {
+		if _, err := r.gate.wait(ctx, false); err != nil {
+			return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
+		}
 	}
 	version := r.pol.Version()
 	_, ss := r.traces.start(ctx, telemetry.SpanSample, attribute.Int64(telemetry.AttrPolicyVersion, version))
@@ -309,11 +343,15 @@ func (r *run) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, 
 	}
 	done.Stats.Instances = len(ins)
 	done.Stats.Millis = time.Since(t0).Milliseconds()
+	if r.gate != nil {
+		r.gate.sent(u.UnitID, len(done.Groups))
+	}
 	return done, nil
 }
 
 // Update implements actors.Updater.
 func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
+	t0, before := time.Now(), r.pol.Version()
 	rgs := make([]learner.ReplayedGroup, 0, len(groups))
 	for _, g := range groups {
 		in := new(env.Instance)
@@ -332,15 +370,20 @@ func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
 	st, sig, err := r.pol.Update(rgs)
 	span.End()
 	if err != nil {
+		if r.gate != nil {
+			r.gate.failed(fmt.Errorf("update at policy version %d: %w", before, err))
+		}
 		return r.pol.Version(), err
 	}
 	r.opt.Cluster.publish(r, r.pol)
+	d, c := time.Since(t0), countBatch(groups, before)
 	r.mu.Lock()
-	r.updates++
-	r.lossSum += st.Loss
-	r.sig.Groups += sig.Groups
-	r.sig.ZeroSignal += sig.ZeroSignal
+	r.learn.add(c, st, sig, d)
 	r.mu.Unlock()
+	if r.gate != nil {
+		r.gate.updated() // after the metrics: the stage's end waits for it
+	}
+	r.opt.Logger.Info("train: update", updateMetrics(c, st, sig, r.pol.Version(), d).attrs()...)
 	return r.pol.Version(), nil
 }
 
@@ -415,12 +458,17 @@ func addCounts(a, b store.Counts) store.Counts {
 // finishStage evaluates the policy after stage, reads the stage's training
 // outcome from Redis and appends the stage report.
 func (r *run) finishStage(ctx context.Context, stage int) (*StageReport, error) {
-	r.mu.Lock()
-	rep := StageReport{Stage: stage, Config: r.configs[stage], ConfigVersion: r.configs[stage].Hash(), Updates: r.updates, ZeroShare: r.sig.ZeroShare(), Duration: time.Since(r.stageStart)}
-	if r.updates > 0 {
-		rep.MeanLoss = r.lossSum / float64(r.updates)
+	if r.gate != nil {
+		// The stage's last batch may still be in the learner.
+		if _, err := r.gate.wait(ctx, true); err != nil {
+			return nil, fmt.Errorf("after stage %d: %w", stage, err)
+		}
 	}
-	r.updates, r.lossSum, r.sig = 0, 0, learner.SignalStats{}
+	r.mu.Lock()
+	ls := r.learn.stats()
+	rep := StageReport{Stage: stage, Config: r.configs[stage], ConfigVersion: r.configs[stage].Hash(),
+		Updates: ls.Updates, MeanLoss: ls.MeanLoss, ZeroShare: ls.ZeroShare, Learn: ls, Duration: time.Since(r.stageStart)}
+	r.learn = learnAcc{}
 	r.mu.Unlock()
 	agg, err := r.st.Aggregates(ctx, r.opt.RunID, stage, "train")
 	if err != nil {
@@ -442,23 +490,21 @@ func (r *run) finishStage(ctx context.Context, stage int) (*StageReport, error) 
 	r.stageStart = time.Now()
 	r.mu.Unlock()
 	printStage(r.opt.Out, &rep)
+	printLearn(r.opt.Out, &rep.Learn)
 	return &r.res.Stages[len(r.res.Stages)-1], nil
 }
 
-// checkpoint saves a gridnet policy after stage and indexes it in Redis.
+// checkpoint saves a gridnet policy after stage and indexes it in Redis
+// (see saveCheckpoint).
 func (r *run) checkpoint(ctx context.Context, stage int) error {
 	gp, ok := r.pol.(*GridPolicy)
 	if !ok || r.opt.CheckpointDir == "" {
 		return nil
 	}
-	dir := fmt.Sprintf("%s/stage-%03d", r.opt.CheckpointDir, stage)
-	gp.Net.SetTrainState(learner.TrainState{DataPosition: int64(stage + 1)})
-	if err := gp.Net.Save(dir); err != nil {
+	if err := r.saveCheckpoint(ctx, gp, stage); err != nil {
 		return fmt.Errorf("checkpoint after stage %d: %w", stage, err)
 	}
-	return r.putCheckpoint(ctx, dir, store.CheckpointRecord{
-		Version: gp.Net.Version(), Step: int64(stage), Path: dir, ConfigVersion: r.configs[stage].Hash(),
-	})
+	return nil
 }
 
 // history rebuilds the engineer's view of the run from Redis.
@@ -538,39 +584,62 @@ func (r *run) Propose(ctx context.Context, runID string, stage int) (string, []b
 	if err != nil {
 		return "", nil, err
 	}
-	h, err := r.history(ctx)
+	defer r.traces.end(stage - 1)
+	cfg, b, rationale, err := r.propose(ctx, stage, false)
 	if err != nil {
 		return "", nil, err
+	}
+	r.mu.Lock()
+	rep.Rationale = rationale
+	r.mu.Unlock()
+	return cfg.Hash(), b, nil
+}
+
+// propose asks the strategy for stage's config (the stage before it is
+// done and recorded), records the attempts and the config in Redis and
+// prints the change. A resumed run re-proposes a config whose record the
+// interrupted run did not write (resumed): attempts the interrupted run
+// recorded differently are then kept, with a warning.
+func (r *run) propose(ctx context.Context, stage int, resumed bool) (env.Config, []byte, string, error) {
+	runID := r.opt.RunID
+	h, err := r.history(ctx)
+	if err != nil {
+		return env.Config{}, nil, "", err
 	}
 	_, span := r.traces.start(r.traces.ctx(stage-1), telemetry.SpanEngineerPropose, attribute.Int(telemetry.AttrStage, stage))
 	prop, err := r.opt.Strategy.Propose(ctx, h)
 	span.End()
-	defer r.traces.end(stage - 1)
 	if err != nil {
-		return "", nil, err
+		return env.Config{}, nil, "", err
 	}
 	for i, a := range prop.Attempts {
 		ar := store.AuditRecord{Stage: stage, Attempt: i, PromptHash: a.PromptHash, RawAnswer: a.Raw, Parsed: a.Parsed, Projected: a.Projected, Accepted: a.Accepted, Reason: a.Reason}
 		if err := r.st.AppendAudit(ctx, runID, ar); err != nil {
-			return "", nil, err
+			if !resumed || !errors.Is(err, store.ErrConflict) {
+				return env.Config{}, nil, "", err
+			}
+			r.opt.Logger.Warn("train: resumed proposal differs from the recorded attempt; the record is kept", "stage", stage, "attempt", i)
 		}
 	}
 	cfg := prop.Config
-	if cfg.Instances < 1 {
+	pinned := r.opt.Deterministic && cfg.Instances >= 1 && cfg.Instances != r.opt.Config.Instances
+	if cfg.Instances < 1 || pinned {
 		cfg.Instances = r.opt.Config.Instances
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
-		return "", nil, err
+		return env.Config{}, nil, "", err
 	}
 	if err := r.st.PutConfig(ctx, runID, store.ConfigRecord{Stage: stage, Version: cfg.Hash(), JSON: b, Proposer: r.opt.Strategy.Name(), Rationale: prop.Rationale}); err != nil {
-		return "", nil, err
+		return env.Config{}, nil, "", err
 	}
 	r.mu.Lock()
 	prev := r.configs[stage-1]
 	r.configs[stage] = cfg
-	rep.Rationale = prop.Rationale
 	r.mu.Unlock()
+	if pinned {
+		fmt.Fprintf(r.opt.Out, "  engineer (%s) proposed %d instances for stage %d; a deterministic run keeps %d\n", r.opt.Strategy.Name(), prop.Config.Instances, stage, cfg.Instances)
+	}
 	if lines := compactDiff(prev, cfg); len(lines) > 0 {
 		fmt.Fprintf(r.opt.Out, "  engineer (%s) → stage %d config %s:\n", r.opt.Strategy.Name(), stage, cfg.Hash())
 		for _, line := range lines {
@@ -579,7 +648,7 @@ func (r *run) Propose(ctx context.Context, runID string, stage int) (string, []b
 	} else {
 		fmt.Fprintf(r.opt.Out, "  engineer (%s) → stage %d keeps config %s\n", r.opt.Strategy.Name(), stage, cfg.Hash())
 	}
-	return cfg.Hash(), b, nil
+	return cfg, b, prop.Rationale, nil
 }
 
 // compactDiff lists config changes one line per size ("size 5: data
@@ -652,7 +721,8 @@ func printStage(w io.Writer, s *StageReport) {
 		name, train, pct(s.Val.Valid), pct(s.Val.Optimal), ev(3), ev(4), ev(5), s.Updates, s.MeanLoss, 100*s.ZeroShare, s.Policy, s.Duration.Round(100*time.Millisecond))
 }
 
-// Run trains pol for opt.Stages stages, recording everything in st.
+// Run trains pol for opt.Stages stages, recording everything in st. With
+// opt.Resume it continues the run after its latest checkpoint instead.
 func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result, error) {
 	opt.defaults()
 	if err := opt.Validate(); err != nil {
@@ -665,6 +735,9 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 		}
 		opt.Strategy = s
 	}
+	// A broken deterministic run cancels ctx with the reason.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	r := &run{opt: opt, pol: pol, st: st, start: time.Now(), res: &Result{RunID: opt.RunID}, configs: map[int]env.Config{0: opt.Config},
 		traces: newStageTraces(opt.Tracer, opt.RunID)}
 	var err error
@@ -678,24 +751,53 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	}
 	fmt.Fprintf(opt.Out, "run %s: %s policy, %d stages × %d instances (group %d), engineer %s; validation %d, benchmark %d instances\n",
 		opt.RunID, pol.Name(), opt.Stages, opt.Config.Instances, opt.GroupSize, opt.Strategy.Name(), len(r.val), len(r.eval))
-	printHeader(opt.Out)
-	r.res.Initial.Stage = -1
-	if err := r.evalStage(ctx, -1, &r.res.Initial); err != nil {
-		return nil, err
+	first := 0
+	if opt.Resume {
+		after, err := r.resume(ctx)
+		if err != nil {
+			return nil, err
+		}
+		first = after + 1
+		r.res.FirstStage = first
+		if first == opt.Stages {
+			fmt.Fprintf(opt.Out, "run %s: all %d stages were done already\n", opt.RunID, opt.Stages)
+			return r.res, nil
+		}
+		if _, ok := r.configs[first]; !ok {
+			// Interrupted between the checkpoint and the next config.
+			_, _, _, err := r.propose(ctx, first, true)
+			r.traces.end(after)
+			if err != nil {
+				return nil, fmt.Errorf("resume: config of stage %d: %w", first, err)
+			}
+		}
 	}
-	printStage(opt.Out, &r.res.Initial)
-	cfgJSON, err := json.Marshal(opt.Config)
+	if opt.Deterministic {
+		r.gate = newDetGate(ctx, pol, opt.LearnerBatch, cancel)
+	}
+	printHeader(opt.Out)
+	if !opt.Resume {
+		r.res.Initial.Stage = -1
+		if err := r.evalStage(ctx, -1, &r.res.Initial); err != nil {
+			return nil, err
+		}
+		printStage(opt.Out, &r.res.Initial)
+	}
+	firstCfg := r.configs[first]
+	cfgJSON, err := json.Marshal(firstCfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.PutConfig(ctx, opt.RunID, store.ConfigRecord{Stage: 0, Version: opt.Config.Hash(), JSON: cfgJSON, Proposer: "initial"}); err != nil {
-		return nil, err
+	if !opt.Resume {
+		if err := st.PutConfig(ctx, opt.RunID, store.ConfigRecord{Stage: 0, Version: opt.Config.Hash(), JSON: cfgJSON, Proposer: "initial"}); err != nil {
+			return nil, err
+		}
 	}
 	units := (opt.Config.Instances + opt.InstancesPerUnit - 1) / opt.InstancesPerUnit
 	sc := actors.DefaultSystemConfig()
 	sc.RunID, sc.Rollouts, sc.MaxInFlight = opt.RunID, opt.Rollouts, opt.MaxInFlight
 	sc.UnitsPerStage, sc.InstancesPerUnit, sc.Seed = units, opt.InstancesPerUnit, opt.Seed
-	sc.InitialConfigVersion, sc.InitialConfigJSON = opt.Config.Hash(), cfgJSON
+	sc.FirstStage, sc.InitialConfigVersion, sc.InitialConfigJSON = first, firstCfg.Hash(), cfgJSON
 	sc.LearnerBatch, sc.StalenessK, sc.KeepStale = opt.LearnerBatch, opt.StalenessK, opt.KeepStale
 	sc.StageHeaders = r.traces.headers
 	if err := opt.Cluster.prepare(ctx, &sc, opt, pol); err != nil {
@@ -717,6 +819,9 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	rep, err := sys.Run(ctx, opt.Stages)
 	r.res.Actors = rep
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrDeterminism) {
+			err = cause
+		}
 		return r.res, err
 	}
 	tr.evaluating(opt.Stages - 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,7 +70,7 @@ func (r *run) track(ctx context.Context, sc *actors.SystemConfig) *stateTracker 
 	t := &stateTracker{r: r, runCtx: ctx, ctx: context.WithoutCancel(ctx), headers: sc.StageHeaders,
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	sc.StageHeaders = t.stageHeaders
-	t.cur = store.RunState{RunID: r.opt.RunID, Phase: PhaseStarting, PolicyVersion: max(r.pol.Version(), 0), ConfigVersion: r.opt.Config.Hash()}
+	t.cur = store.RunState{RunID: r.opt.RunID, Stage: sc.FirstStage, Phase: PhaseStarting, PolicyVersion: max(r.pol.Version(), 0), ConfigVersion: sc.InitialConfigVersion}
 	t.pending = true
 	t.show(t.cur)
 	go t.write()
@@ -139,13 +140,13 @@ func (t *stateTracker) flush() {
 // until it is written.
 func (t *stateTracker) stop() {
 	t.r.mu.Lock()
-	finished := len(t.r.res.Stages)
+	finished := t.r.res.FirstStage + len(t.r.res.Stages) // a resumed run starts after stage FirstStage-1
 	t.r.mu.Unlock()
 	phase := PhaseFailed
 	switch {
 	case finished == t.r.opt.Stages:
 		phase = PhaseDone
-	case t.runCtx.Err() != nil:
+	case t.runCtx.Err() != nil && !errors.Is(context.Cause(t.runCtx), ErrDeterminism):
 		phase = PhaseInterrupted
 	}
 	t.set(func(s *store.RunState) {

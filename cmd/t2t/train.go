@@ -27,7 +27,7 @@ type trainFlags struct {
 	cfgPath, policy, strategy, redisURL, warm, hidden, runID, ckpt     *string
 	device                                                             *string
 	mistake, lr                                                        *float64
-	verbose                                                            *bool
+	verbose, deterministic, resume                                     *bool
 	tel                                                                telemetryFlags
 	engURL, engModel, engModules                                       *string
 	modelDir                                                           *string
@@ -37,27 +37,31 @@ type trainFlags struct {
 
 func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	return &trainFlags{
-		stages:     fs.Int("stages", 8, "training stages"),
-		seed:       fs.Uint64("seed", 1, "run seed: instances, sampling and weight initialisation"),
-		cfgPath:    fs.String("config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)"),
-		instances:  fs.Int("instances", 0, "training instances per stage (0: the config's)"),
-		policy:     fs.String("policy", "gridnet", "policy to train: gridnet (CPU network), qwen3 (a causal LM, --model), or scripted (optimal plans with injected mistakes)"),
-		mistake:    fs.Float64("mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move"),
-		strategy:   fs.String("strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", ")),
-		redisURL:   fs.String("redis", "", "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server"),
-		warm:       fs.String("warmstart", "none", "gridnet warm start: none or bc (behaviour cloning from optimal plans)"),
-		bcSteps:    fs.Int("bc-steps", 60, "warm start: behaviour-cloning steps of 64 instances"),
-		hidden:     fs.String("hidden", "128,128", "gridnet hidden layer widths"),
-		lr:         fs.Float64("lr", 1e-3, "learning rate (AdamW)"),
-		group:      fs.Int("group", 8, "GRPO group size: episodes per instance"),
-		batch:      fs.Int("learner-batch", 32, "groups per policy update"),
-		perUnit:    fs.Int("instances-per-unit", 16, "instances per work unit"),
-		runID:      fs.String("run-id", "", "run id in Redis (default run-<seed>)"),
-		ckpt:       fs.String("checkpoint-dir", "", "write a gridnet checkpoint after every stage into this folder"),
-		valPer:     fs.Int("val-per-size", 20, "validation set: instances per map size (2 agents, sizes 3..10)"),
-		evalPer:    fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents"),
-		device:     fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)"),
-		verbose:    fs.Bool("v", false, "log the actor runtime to stderr"),
+		stages:    fs.Int("stages", 8, "training stages"),
+		seed:      fs.Uint64("seed", 1, "run seed: instances, sampling and weight initialisation"),
+		cfgPath:   fs.String("config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)"),
+		instances: fs.Int("instances", 0, "training instances per stage (0: the config's)"),
+		policy:    fs.String("policy", "gridnet", "policy to train: gridnet (CPU network), qwen3 (a causal LM, --model), or scripted (optimal plans with injected mistakes)"),
+		mistake:   fs.Float64("mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move"),
+		strategy:  fs.String("strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", ")),
+		redisURL:  fs.String("redis", "", "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server"),
+		warm:      fs.String("warmstart", "none", "gridnet warm start: none or bc (behaviour cloning from optimal plans)"),
+		bcSteps:   fs.Int("bc-steps", 60, "warm start: behaviour-cloning steps of 64 instances"),
+		hidden:    fs.String("hidden", "128,128", "gridnet hidden layer widths"),
+		lr:        fs.Float64("lr", 1e-3, "learning rate (AdamW)"),
+		group:     fs.Int("group", 8, "GRPO group size: episodes per instance"),
+		batch:     fs.Int("learner-batch", 32, "groups per policy update"),
+		perUnit:   fs.Int("instances-per-unit", 16, "instances per work unit"),
+		runID:     fs.String("run-id", "", "run id in Redis (default run-<seed>)"),
+		ckpt:      fs.String("checkpoint-dir", "", "write a gridnet checkpoint after every stage into this folder"),
+		valPer:    fs.Int("val-per-size", 20, "validation set: instances per map size (2 agents, sizes 3..10)"),
+		evalPer:   fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents"),
+		device:    fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)"),
+		verbose:   fs.Bool("v", false, "log the actor runtime and every learner update (loss, reward, clip, KL, policy lag) to stderr"),
+		deterministic: fs.Bool("deterministic", false, "deterministic run: one rollout, units in order, each sampling the weights of all earlier full batches;\n"+
+			"the same flags give the same weights (--instances must be a multiple of --instances-per-unit and --learner-batch)"),
+		resume: fs.Bool("resume", false, "continue --run-id after its latest checkpoint indexed in Redis (needs --redis and --checkpoint-dir,\n"+
+			"and the interrupted run's other flags)"),
 		tel:        addTelemetryFlags(fs),
 		modelDir:   fs.String("model", "", "--policy qwen3: Hugging Face checkpoint directory (e.g. from 't2t model init' or a real Qwen3)"),
 		maxNew:     fs.Int("max-new-tokens", 512, "--policy qwen3: most tokens per answer"),
@@ -93,6 +97,9 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 	}
 	if *f.instances > 0 {
 		cfg.Instances = *f.instances
+	}
+	if *f.resume && (*f.redisURL == "" || *f.ckpt == "") {
+		return nil, badInput("--resume needs --redis (the Redis of the interrupted run; an embedded one starts empty) and --checkpoint-dir")
 	}
 	if *f.warm != "none" && *f.warm != "bc" {
 		return nil, badInput("--warmstart %q: want none or bc", *f.warm)
@@ -139,7 +146,7 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 			return nil, badInput("%v", err)
 		}
 		gp := &train.GridPolicy{Net: net, Rollout: learner.DefaultRolloutConfig()}
-		if *f.warm == "bc" {
+		if *f.warm == "bc" && !*f.resume { // a resumed run loads its checkpoint
 			if err := warmStart(gp, cfg, *f.seed, *f.bcSteps, stdout); err != nil {
 				return nil, err
 			}
@@ -180,6 +187,7 @@ func (f *trainFlags) options(s *trainSetup, stdout io.Writer) train.Options {
 		RunID: *f.runID, Stages: *f.stages, Seed: *f.seed, Config: s.cfg, InstancesPerUnit: *f.perUnit,
 		GroupSize: *f.group, LearnerBatch: *f.batch, Strategy: s.strat,
 		ValPerSize: *f.valPer, EvalPerSize: *f.evalPer, CheckpointDir: *f.ckpt, Out: stdout, Logger: s.logger,
+		Deterministic: *f.deterministic, Resume: *f.resume,
 	}
 }
 
