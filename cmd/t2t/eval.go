@@ -17,6 +17,7 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/report"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -55,7 +56,10 @@ type evalSuite struct {
 
 func evalMain(args []string, stdout, stderr io.Writer, hooks evalHooks) error {
 	fs := newFlags("t2t eval", "t2t eval --policy gridnet --checkpoint DIR | --policy scripted [--suite eval|val|quick|FILE.jsonl] [--per-size N] --out DIR", stderr)
-	policy := fs.String("policy", "gridnet", "policy: gridnet (needs --checkpoint) or scripted (optimal plans with injected mistakes)")
+	policy := fs.String("policy", "gridnet", "policy: gridnet (needs --checkpoint), endpoint (an OpenAI-compatible server as a direct solver: --policy-url, --policy-model) or scripted (optimal plans with injected mistakes)")
+	policyURL := fs.String("policy-url", "", "--policy endpoint: base URL, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, Ollama, t2t serve, a hosted API); API key from $OPENAI_API_KEY")
+	policyModel := fs.String("policy-model", "", "--policy endpoint: model name")
+	maxTokens := fs.Int("max-tokens", 4096, "--policy endpoint: most tokens per answer")
 	ckpt := fs.String("checkpoint", "", "gridnet checkpoint folder (as written by t2t train --checkpoint-dir)")
 	mistake := fs.Float64("mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move")
 	seed := fs.Uint64("seed", 1, "scripted policy: seed of the injected mistakes (each instance draws from seed and its id)")
@@ -96,8 +100,17 @@ func evalMain(args []string, stdout, stderr io.Writer, hooks evalHooks) error {
 		pol = &train.ScriptedPolicy{MistakeRate: *mistake}
 		policyID = fmt.Sprintf("scripted(mistake=%g,seed=%d)", *mistake, *seed)
 		perInst = true
+	case "endpoint":
+		if *policyURL == "" || *policyModel == "" {
+			return badInput("--policy endpoint needs --policy-url and --policy-model")
+		}
+		c, err := textpolicy.NewClient(textpolicy.ClientOptions{BaseURL: *policyURL, Model: *policyModel, MaxTokens: *maxTokens})
+		if err != nil {
+			return badInput("%v", err)
+		}
+		pol, policyID = c, fmt.Sprintf("endpoint(%s,%s)", *policyURL, *policyModel)
 	default:
-		return badInput("--policy %q: want gridnet or scripted", *policy)
+		return badInput("--policy %q: want gridnet, endpoint or scripted", *policy)
 	}
 	s, err := loadEvalSuite(*suite, *suiteSeed, *perSize, *workers, stderr)
 	if err != nil {
