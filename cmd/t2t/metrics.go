@@ -183,7 +183,7 @@ func (nm *nodeMetrics) handler() http.Handler {
 }
 
 // nodeMux routes /metrics to nm and everything else to health.
-func nodeMux(health http.Handler, nm *nodeMetrics) http.Handler {
+func nodeMux(health http.Handler, nm *nodeMetrics) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", nm.handler())
 	mux.Handle("/", health)
@@ -205,7 +205,7 @@ func serveHTTP(addr string, h http.Handler, out io.Writer, prefix string) (func(
 
 // serveTrainHTTP serves t2t train's /healthz, /readyz (ready while the
 // stages run) and /metrics, hooking the metrics into opt.
-func serveTrainHTTP(addr, node string, opt *train.Options, out io.Writer) (func(), error) {
+func serveTrainHTTP(addr, node string, opt *train.Options, dash *dashboard, out io.Writer) (func(), error) {
 	nm, err := newNodeMetrics(node)
 	if err != nil {
 		return nil, badInput("--node-name: %v", err)
@@ -225,5 +225,9 @@ func serveTrainHTTP(addr, node string, opt *train.Options, out io.Writer) (func(
 		health.set(true, "running")
 		return nil
 	}
-	return serveHTTP(addr, nodeMux(health, nm), out, "t2t train: ")
+	mux := nodeMux(health, nm)
+	if dash != nil {
+		dash.register(mux)
+	}
+	return serveHTTP(addr, mux, out, "t2t train: ")
 }

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -104,7 +107,7 @@ func TestTrainMetricsHTTP(t *testing.T) {
 	opt := train.Options{RunID: "metrics", Stages: stages, Seed: 3, Config: cfg, InstancesPerUnit: perUnit, GroupSize: group,
 		LearnerBatch: 2, ValPerSize: 1, EvalPerSize: 1}
 	var out syncBuffer
-	stop, err := serveTrainHTTP("127.0.0.1:0", "test-node", &opt, &out)
+	stop, err := serveTrainHTTP("127.0.0.1:0", "test-node", &opt, &dashboard{st: st, run: "metrics"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +172,59 @@ func TestTrainMetricsHTTP(t *testing.T) {
 	}
 	if code, body := httpStatus(t, base+"/readyz"); code != 503 || !strings.Contains(body, train.PhaseDone) {
 		t.Fatalf("/readyz after the run: %d %s", code, body)
+	}
+	t.Run("dashboard", func(t *testing.T) { dashboardCheck(t, base, stages) })
+}
+
+// dashboardCheck reads the live page's data over HTTP and renders the page
+// in headless Chromium: the script must have filled the stage table and
+// drawn the learning curves from /api/status.
+func dashboardCheck(t *testing.T, base string, stages int) {
+	code, body := httpStatus(t, base+"/api/status")
+	if code != 200 {
+		t.Fatalf("/api/status: %d %s", code, body)
+	}
+	var st struct {
+		Run    string `json:"run"`
+		Stages []struct {
+			Stage int `json:"stage"`
+			Val   struct {
+				Episodes int64 `json:"episodes"`
+			} `json:"val"`
+		} `json:"stages"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Run != "metrics" || len(st.Stages) != stages || st.Stages[stages-1].Val.Episodes == 0 {
+		t.Fatalf("/api/status: %v %s", err, body)
+	}
+	if code, page := httpStatus(t, base+"/ui"); code != 200 || !strings.Contains(page, "/api/status") || strings.Contains(page, "http://") && !strings.Contains(page, "http://www.w3.org/2000/svg") {
+		t.Fatalf("/ui: %d, or it references external assets", code)
+	}
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		if os.Getenv("T2T_REQUIRE_CHROMIUM") == "1" {
+			t.Fatal("chromium not found and T2T_REQUIRE_CHROMIUM=1 (apt-get install -y chromium)")
+		}
+		t.Skip("chromium not found: skipping the live page check (apt-get install -y chromium; T2T_REQUIRE_CHROMIUM=1 makes this a failure)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+t.TempDir(),
+		"--virtual-time-budget=5000", "--dump-dom", base+"/ui")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	dom := stdout.String()
+	if !strings.Contains(dom, "<polyline") || strings.Count(dom, "<tr>") < stages+2 || !strings.Contains(dom, "phase "+train.PhaseDone) {
+		t.Fatalf("the live page did not render the run:\n%.3000s", dom)
 	}
 }
 

@@ -235,8 +235,9 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("--node-name: %v", err)
 	}
+	mux := nodeMux(health, metrics)
 	if *httpAddr != "" {
-		stopHTTP, err := serveHTTP(*httpAddr, nodeMux(health, metrics), out, "t2t node: ")
+		stopHTTP, err := serveHTTP(*httpAddr, mux, out, "t2t node: ")
 		if err != nil {
 			return err
 		}
@@ -266,6 +267,18 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	}
 	defer st.Close()
 	n.st = st
+	if nr.run {
+		runID := *tf.runID
+		if runID == "" {
+			runID = fmt.Sprintf("run-%d", *tf.seed)
+		}
+		(&dashboard{st: st, run: runID, nodes: func() []cluster.NodeMeta {
+			if m := n.members.Load(); m != nil {
+				return m.Members()
+			}
+			return nil
+		}}).register(mux)
+	}
 	if *tf.redisURL != "" {
 		if n.ps, err = train.OpenPolicyStore(ctx, *tf.redisURL, ""); err != nil {
 			return err
@@ -337,7 +350,8 @@ type nodeRun struct {
 	out         io.Writer
 	logger      *slog.Logger
 	tracer      trace.Tracer
-	remoteOpts  []remote.ConfigOption // mutual TLS of the actor transport
+	members     atomic.Pointer[cluster.Membership] // the coordinator's membership, for the live page
+	remoteOpts  []remote.ConfigOption              // mutual TLS of the actor transport
 	health      *nodeHealth
 	metrics     *nodeMetrics
 	roles       nodeRoles
@@ -429,6 +443,7 @@ func (n *nodeRun) coordinate(ctx context.Context) error {
 			mu.Lock()
 			m = mm
 			mu.Unlock()
+			n.members.Store(mm)
 			n.metrics.attach(sys)
 			go n.watchRollouts(mm, sys)
 			n.joined(mm, addr)

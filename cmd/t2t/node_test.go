@@ -406,6 +406,21 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 	if body := pollReady(t, "http://"+bHTTP+"/readyz", 200, 10*time.Second); !strings.Contains(body, "serving") {
 		t.Fatalf("B /readyz: %s", body)
 	}
+	// A's live page data lists the cluster's nodes (A, B, C).
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var st struct {
+			Nodes []struct{ ID string } `json:"nodes"`
+		}
+		code, body := httpStatus(t, "http://"+aHTTP+"/api/status")
+		if code == 200 && json.Unmarshal([]byte(body), &st) == nil && len(st.Nodes) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A /api/status never listed 3 nodes: %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond) // polling a real HTTP endpoint with a deadline
+	}
 
 	// Mid-stage: C has finished a unit and stage 0 is not done in Redis.
 	st, err := store.Open(context.Background(), store.Options{URL: redisURL})

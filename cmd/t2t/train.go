@@ -220,7 +220,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	opt.Rollouts = *rollouts
 	opt.Tracer = tel.Tracer("t2t/train")
 	if *httpAddr != "" {
-		stopHTTP, err := serveTrainHTTP(*httpAddr, *tf.tel.node, &opt, stdout)
+		runID := opt.RunID
+		if runID == "" {
+			runID = fmt.Sprintf("run-%d", opt.Seed)
+		}
+		stopHTTP, err := serveTrainHTTP(*httpAddr, *tf.tel.node, &opt, &dashboard{st: st, run: runID}, stdout)
 		if err != nil {
 			return err
 		}
