@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/t2t-lab/t2t/cluster/store"
@@ -230,6 +231,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		defer stopHTTP()
 	}
+	stageProgress(&opt, stderr)
 	start := time.Now()
 	res, err := train.Run(ctx, opt, s.pol, st)
 	if err != nil {
@@ -267,4 +269,45 @@ func parseWidths(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// stageProgress draws a bar of the running stage's work units on a
+// terminal (stderr). Elsewhere the per-stage table lines on stdout are the
+// plain-line progress, so nothing more is printed.
+func stageProgress(opt *train.Options, w io.Writer) {
+	if !isTerminal(w) {
+		return
+	}
+	units := (opt.Config.Instances + opt.InstancesPerUnit - 1) / max(opt.InstancesPerUnit, 1)
+	if opt.Config.Instances == 0 || opt.InstancesPerUnit == 0 {
+		return
+	}
+	var (
+		mu    sync.Mutex
+		stage = -1
+		seen  map[string]bool
+		bar   *progress
+	)
+	next := opt.OnUnit
+	opt.OnUnit = func(r store.UnitResult) {
+		if next != nil {
+			next(r)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Stage != stage {
+			if bar != nil {
+				bar.finish()
+			}
+			stage, seen = r.Stage, map[string]bool{}
+			bar = newProgress(w, fmt.Sprintf("stage %d units", r.Stage), units)
+		}
+		seen[r.UnitID] = true
+		bar.set(len(seen))
+		if len(seen) == units {
+			bar.finish()
+			bar = nil
+			stage = -1
+		}
+	}
 }
