@@ -1,7 +1,6 @@
 package qwen3
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/t2t-lab/t2t/learner"
 )
@@ -78,104 +76,7 @@ type Generation struct {
 // loop: the loop runs here). Sampling happens in Go from the logits; rng is needed when
 // Temperature > 0. All rows run until every row has stopped or MaxNewTokens is reached.
 func (m *Model) Generate(prompts [][]int32, sc SampleConfig, rng *rand.Rand) (*Generation, error) {
-	if err := sc.Validate(); err != nil {
-		return nil, err
-	}
-	if sc.Temperature > 0 && rng == nil {
-		return nil, fmt.Errorf("%w: Temperature %v needs an rng", learner.ErrBadBatch, sc.Temperature)
-	}
-	if len(prompts) == 0 {
-		return nil, fmt.Errorf("%w: no prompts", learner.ErrBadBatch)
-	}
-	maxP := 0
-	for i, p := range prompts {
-		if len(p) == 0 {
-			return nil, fmt.Errorf("%w: prompt %d is empty", learner.ErrBadBatch, i)
-		}
-		if err := m.checkTokens(p); err != nil {
-			return nil, fmt.Errorf("prompt %d: %w", i, err)
-		}
-		maxP = max(maxP, len(p))
-	}
-	if maxP+sc.MaxNewTokens > m.cfg.MaxPositionEmbeddings {
-		return nil, fmt.Errorf("%w: prompt of %d + %d new tokens exceeds max_position_embeddings=%d", learner.ErrBadBatch, maxP, sc.MaxNewTokens, m.cfg.MaxPositionEmbeddings)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.buildGenExecs(); err != nil {
-		return nil, err
-	}
-	n, b := len(prompts), pow2(len(prompts))
-	p := max(minPromptBucket, pow2(maxP))
-	s := max(minCacheBucket, pow2(p+sc.MaxNewTokens))
-	tok := make([]int32, b*p)
-	valid := make([]int32, b*p)
-	pad := make([]int32, b)
-	for i := range b {
-		pad[i] = int32(p)
-		if i < n {
-			pad[i] = int32(p - len(prompts[i]))
-			copy(tok[i*p+int(pad[i]):], prompts[i])
-			for j := int(pad[i]); j < p; j++ {
-				valid[i*p+j] = 1
-			}
-		}
-	}
-	gen := &Generation{Tokens: make([][]int32, n), LogProbs: make([][]float32, n), Stopped: make([]bool, n)}
-	v := m.cfg.VocabSize
-	smp := newSampler(sc, v)
-	next := make([]int32, b)
-	var caches []*tensors.Tensor
-	defer func() { finalize(caches) }()
-	logits := make([]float32, b*v)
-	run := func(e *context.Exec, args ...any) error {
-		return catch(func() {
-			outs, err := e.Exec(args...)
-			if err != nil {
-				panic(err)
-			}
-			tensors.MustConstFlatData(outs[0], func(flat []float32) { copy(logits, flat) })
-			_ = outs[0].FinalizeAll()
-			finalize(caches)
-			caches = outs[1:]
-		})
-	}
-	err := run(m.prefillExec, tensors.FromFlatDataAndDimensions(tok, b, p), tensors.FromFlatDataAndDimensions(valid, b, p),
-		tensors.FromShape(shapes.Make(dtypes.Int32, s)))
-	if err != nil {
-		return nil, err
-	}
-	padT := tensors.FromFlatDataAndDimensions(pad, b)
-	defer func() { _ = padT.FinalizeAll() }()
-	done := make([]bool, n)
-	for step := 0; step < sc.MaxNewTokens; step++ {
-		active := 0
-		for i := range n {
-			if done[i] {
-				continue
-			}
-			t, lp := smp.sample(logits[i*v:(i+1)*v], rng)
-			gen.Tokens[i] = append(gen.Tokens[i], t)
-			gen.LogProbs[i] = append(gen.LogProbs[i], lp)
-			next[i] = t
-			if slices.Contains(sc.StopTokens, t) {
-				done[i], gen.Stopped[i] = true, true
-			} else {
-				active++
-			}
-		}
-		if active == 0 || step == sc.MaxNewTokens-1 {
-			break
-		}
-		args := []any{tensors.FromFlatDataAndDimensions(next, b), padT, tensors.FromScalar(int32(p + step))}
-		for _, c := range caches {
-			args = append(args, c)
-		}
-		if err := run(m.decodeExec, args...); err != nil {
-			return nil, err
-		}
-	}
-	return gen, nil
+	return m.GenerateStream(prompts, sc, 0, rng, nil)
 }
 
 // buildGenExecs creates the prefill and decode executables (graphs compile per shape bucket).
