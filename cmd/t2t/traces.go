@@ -12,18 +12,29 @@ import (
 )
 
 func runTraces(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("t2t traces", "t2t traces [--svg FILE] SPANS.jsonl...", stderr)
+	fs := newFlags("t2t traces", "t2t traces [--svg FILE] SPANS.jsonl... | --otlp-json DIR", stderr)
 	svg := fs.String("svg", "", "also write an SVG timeline (one row per node) to this file")
+	otlpDir := fs.String("otlp-json", "", "read OTLP JSON (an OpenTelemetry Collector file exporter's *.json / *.jsonl) from this folder instead of span files")
 	if err := fs.Parse(args); err != nil {
 		if err.Error() == "flag: help requested" {
 			return err
 		}
 		return &usageError{err}
 	}
-	if fs.NArg() == 0 {
-		return badInput("name at least one span file (written by --trace-file)")
+	var (
+		spans []traces.Span
+		err   error
+	)
+	switch {
+	case *otlpDir != "" && fs.NArg() > 0:
+		return badInput("give span files or --otlp-json, not both")
+	case *otlpDir != "":
+		spans, err = traces.ReadOTLPJSON(*otlpDir)
+	case fs.NArg() == 0:
+		return badInput("name at least one span file (written by --trace-file), or --otlp-json DIR")
+	default:
+		spans, err = traces.ReadSpans(fs.Args()...)
 	}
-	spans, err := traces.ReadSpans(fs.Args()...)
 	if err != nil {
 		return badInput("%v", err)
 	}
