@@ -43,6 +43,10 @@ type Cluster struct {
 	// RemoteOptions are extra options of the actor transport (mutual TLS:
 	// cluster.RemoteTLSOptions).
 	RemoteOptions []remote.ConfigOption
+	// Endpoint and EndpointModel name the OpenAI-compatible endpoint that
+	// serves an LLM policy's current weights on this node (t2t serve over
+	// the trained model), for rollout nodes.
+	Endpoint, EndpointModel string
 }
 
 // prepare applies the cluster settings to the actor system config and

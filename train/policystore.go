@@ -13,7 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
 // Policy distribution between nodes is by pull. The learner's node
@@ -62,6 +64,14 @@ type RunSpec struct {
 	// GridNet and Rollout build a gridnet policy (nil for scripted).
 	GridNet *learner.GridNetConfig `json:"gridnet,omitempty"`
 	Rollout *learner.RolloutConfig `json:"rollout,omitempty"`
+	// Endpoint, Model, MaxTokens, Thinking and Prompt build an
+	// EndpointPolicy (Policy EndpointPolicyName): the learner node's
+	// OpenAI-compatible endpoint and how to prompt it.
+	Endpoint  string             `json:"endpoint,omitempty"`
+	Model     string             `json:"model,omitempty"`
+	MaxTokens int                `json:"max_tokens,omitempty"`
+	Thinking  bool               `json:"thinking,omitempty"`
+	Prompt    *env.PromptOptions `json:"prompt,omitempty"`
 }
 
 // SpecOf describes a run of pol under opt (after defaults) for rollout
@@ -74,6 +84,10 @@ func SpecOf(opt Options, pol Policy) (RunSpec, error) {
 	case *GridPolicy:
 		cfg, ro := p.Net.Config(), p.Rollout
 		s.GridNet, s.Rollout = &cfg, &ro
+	case *textpolicy.Policy:
+		if err := endpointSpec(&s, opt.Cluster, p); err != nil {
+			return RunSpec{}, err
+		}
 	default:
 		return RunSpec{}, fmt.Errorf("%w: policy %q (%T) cannot run on other nodes", ErrOptions, pol.Name(), pol)
 	}
@@ -86,6 +100,8 @@ func (s RunSpec) NewPolicy(device string) (Policy, error) {
 	switch s.Policy {
 	case "scripted":
 		return &ScriptedPolicy{MistakeRate: s.MistakeRate}, nil
+	case EndpointPolicyName:
+		return newEndpointPolicy(s)
 	case "gridnet":
 		if s.GridNet == nil || s.Rollout == nil {
 			return nil, fmt.Errorf("%w: run %s: gridnet spec without its configs", ErrOptions, s.RunID)
@@ -237,6 +253,9 @@ func (p *PolicyStore) LoadLatest(ctx context.Context, runID string, pol Policy, 
 		switch pt := pol.(type) {
 		case *ScriptedPolicy:
 			pt.version.Store(v)
+			return v, nil
+		case *EndpointPolicy:
+			pt.version.Store(v) // the endpoint serves the learner's weights
 			return v, nil
 		case *GridPolicy:
 			w, err := p.Weights(ctx, runID, v)

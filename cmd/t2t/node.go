@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"github.com/asynkron/protoactor-go/remote"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
+	"github.com/t2t-lab/t2t/serve"
 	"go.opentelemetry.io/otel/trace"
 
 	"context"
@@ -176,6 +178,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	gossipKeyFile := fs.String("gossip-key-file", "", "read the gossip encryption key (base64) from this file instead")
 	httpAddr := fs.String("http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
 	capacity := fs.Int("capacity", 2, "rollout role: rollout actors on this node")
+	serveAddr := fs.String("serve-addr", "", "coordinator with --policy qwen3: serve the trained model's OpenAI-compatible API here (host:port) so rollout nodes sample from its current weights")
 	maxInFlight := fs.Int("max-in-flight", 2, "rollout role: units each rollout actor runs at once")
 	joinTimeout := fs.Duration("join-timeout", 30*time.Second, "give up joining the cluster after this long")
 	lease := fs.Duration("lease", 2*time.Minute, "coordinator: re-issue a unit whose rollout stays silent this long (dead nodes are re-issued as soon as membership reports them)")
@@ -248,7 +251,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		out: out, logger: logger, health: health, metrics: metrics, roles: nr, ccfg: ccfg, name: *name,
 		id: cluster.NewNodeID(), capacity: *capacity, maxInFlight: *maxInFlight,
 		listenHost: listenHost, listenPort: listenPort, listen: *listen, lease: *lease,
-		summaryPath: *summary, unitLogPath: *unitLog, tf: tf, device: *tf.device,
+		summaryPath: *summary, unitLogPath: *unitLog, tf: tf, device: *tf.device, serveAddr: *serveAddr,
 	}
 	if tlsFiles := (cluster.TLSFiles{Cert: *tlsCert, Key: *tlsKey, CA: *tlsCA}); tlsFiles.Enabled() {
 		if n.remoteOpts, err = cluster.RemoteTLSOptions(tlsFiles); err != nil {
@@ -350,6 +353,7 @@ type nodeRun struct {
 	out         io.Writer
 	logger      *slog.Logger
 	tracer      trace.Tracer
+	serveAddr   string                             // --serve-addr
 	members     atomic.Pointer[cluster.Membership] // the coordinator's membership, for the live page
 	remoteOpts  []remote.ConfigOption              // mutual TLS of the actor transport
 	health      *nodeHealth
@@ -429,7 +433,12 @@ func (n *nodeRun) coordinate(ctx context.Context) error {
 	if n.ps == nil {
 		listen = ""
 	}
-	opt.Cluster = train.Cluster{
+	endpoint, stopServe, err := n.serveLLM(s.pol)
+	if err != nil {
+		return err
+	}
+	defer stopServe()
+	opt.Cluster = train.Cluster{Endpoint: endpoint, EndpointModel: llmModelName,
 		Node: n.id, Listen: listen, RemoteOnly: !n.roles.rollout, LeaseTimeout: n.lease, Policies: n.ps, RemoteOptions: n.remoteOpts,
 		Started: func(sys *actors.System) error {
 			addr := ""
@@ -687,4 +696,31 @@ func unitLineOf(node string, u train.UnitLog) unitLine {
 		return a.Agents - b.Agents
 	})
 	return l
+}
+
+// llmModelName is the model id the coordinator's endpoint serves.
+const llmModelName = "t2t-policy"
+
+// serveLLM starts t2t serve over an LLM policy's model on --serve-addr, so
+// rollout nodes sample from the weights the learner trains (the same model
+// object: no copy, no swap). It returns the endpoint's base URL, or "" for
+// other policies.
+func (n *nodeRun) serveLLM(pol train.Policy) (string, func(), error) {
+	tp, ok := pol.(*textpolicy.Policy)
+	if !ok || n.serveAddr == "" {
+		return "", func() {}, nil
+	}
+	srv, err := serve.New(tp.LM(), serve.Options{ModelName: llmModelName, Logger: n.logger})
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", n.serveAddr)
+	if err != nil {
+		return "", nil, badInput("--serve-addr %s: %v", n.serveAddr, err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	url := "http://" + ln.Addr().String() + "/v1"
+	fmt.Fprintf(n.out, "t2t node: serving the policy at %s\n", url)
+	return url, func() { hs.Close() }, nil
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"github.com/t2t-lab/t2t/cluster"
+	"github.com/t2t-lab/t2t/cluster/store"
 	"net"
 	"os"
 	"path/filepath"
@@ -161,5 +164,56 @@ func TestNodeTLS(t *testing.T) {
 	bad := startNode(t, "C", "node", "--roles", "rollout", "--join", gossipA, "--tls-cert", filepath.Join(dir, "b.pem"), "--redis", redisURL)
 	if code := bad.wait(30 * time.Second); code != 2 {
 		t.Fatalf("--tls-cert alone: exit %d, want 2", code)
+	}
+}
+
+// TestNodeLLMThroughEndpoint trains the LLM policy (a tiny random Qwen3
+// from t2t model init) on a coordinator node whose rollouts all run on
+// another node: the rollout node samples through the coordinator's
+// OpenAI-compatible endpoint (--serve-addr), which serves the very model the
+// learner updates, and the run completes with every unit recorded once.
+func TestNodeLLMThroughEndpoint(t *testing.T) {
+	redisURL := nodeRedis(t)
+	model := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := t2t(t, "model", "init", "--out", model); code != 0 {
+		t.Fatalf("model init: %s", e)
+	}
+	unitLog := filepath.Join(t.TempDir(), "units.jsonl")
+	summary := filepath.Join(t.TempDir(), "a.json")
+	common := []string{"--gossip", "127.0.0.1:0", "--gossip-profile", "local", "--listen", "127.0.0.1:0", "--redis", redisURL}
+	a := startNode(t, "A", append([]string{"node", "--roles", "coordinator,learner,engineer", "--policy", "qwen3", "--model", model, "--summary", summary,
+		"--max-new-tokens", "8", "--serve-addr", "127.0.0.1:0", "--stages", "2", "--instances", "8", "--instances-per-unit", "2",
+		"--group", "2", "--learner-batch", "2", "--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed", "--run-id", "llm"}, common...)...)
+	a.line("t2t node: serving the policy at ", 60*time.Second)
+	gossipA := nodeField(t, a.line("t2t node: joined ", 60*time.Second), "gossip")
+	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--join", gossipA, "--unit-log", unitLog}, common...)...)
+	if code := a.wait(120 * time.Second); code != 0 {
+		t.Fatalf("A exited with %d", code)
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	b.wait(30 * time.Second)
+	units := readUnitLog(t, unitLog)
+	if len(units) < 8 { // 4 units per stage, 2 stages, all on B
+		t.Fatalf("B logged %d units, want at least 8", len(units))
+	}
+	var sum nodeSummary
+	if b, err := os.ReadFile(summary); err != nil || json.Unmarshal(b, &sum) != nil || sum.Run == nil {
+		t.Fatalf("A's summary: %v", err)
+	}
+	// The learner trained on the groups sampled through the endpoint.
+	if l := sum.Run.Actors.Learner; l.Updates == 0 || l.Stale == l.Groups {
+		t.Fatalf("learner: %+v", l)
+	}
+	st, err := store.Open(context.Background(), store.Options{URL: redisURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for stage := range 2 {
+		if n, err := st.UnitsApplied(context.Background(), "llm", stage, "train"); err != nil || n != 4 {
+			t.Fatalf("stage %d: %d units applied (%v), want 4", stage, n, err)
+		}
 	}
 }

@@ -1,0 +1,66 @@
+package train
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
+)
+
+// EndpointPolicyName is the RunSpec policy of an LLM that rollout nodes
+// reach through the learner node's OpenAI-compatible endpoint (t2t serve
+// over the very model the learner trains): an LLM's weights do not travel,
+// its endpoint does. Versions still travel through the policy store, so
+// groups carry the learner's version and policy lag is measured.
+const EndpointPolicyName = "qwen3-endpoint"
+
+// EndpointPolicy plays through an endpoint; it cannot learn.
+type EndpointPolicy struct {
+	Client  *textpolicy.Client
+	version atomic.Int64
+}
+
+// Name implements Policy.
+func (p *EndpointPolicy) Name() string { return EndpointPolicyName }
+
+// Version implements Policy: the newest learner version this node heard of.
+func (p *EndpointPolicy) Version() int64 { return p.version.Load() }
+
+// Play implements Policy.
+func (p *EndpointPolicy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
+	return p.Client.Play(ins, groupSize, temperature, seed)
+}
+
+// Update implements Policy: the learner node trains, not a rollout node.
+func (p *EndpointPolicy) Update([]learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+	return learner.UpdateStats{}, learner.SignalStats{}, textpolicy.ErrNotTrainable
+}
+
+// endpointSpec fills s for a text policy served at c.Endpoint.
+func endpointSpec(s *RunSpec, c Cluster, p *textpolicy.Policy) error {
+	if c.Endpoint == "" {
+		return fmt.Errorf("%w: an LLM policy on several nodes needs the learner node's endpoint (t2t node --serve-addr)", ErrOptions)
+	}
+	o := p.Options()
+	s.Policy, s.Endpoint, s.Model = EndpointPolicyName, c.Endpoint, c.EndpointModel
+	s.MaxTokens, s.Thinking, s.Prompt = o.MaxNewTokens, o.Thinking, &o.Prompt
+	return nil
+}
+
+// newEndpointPolicy builds a rollout node's client of the spec's endpoint,
+// rendering prompts exactly as the learner does (so the learner recomputes
+// the log-probs of the same tokens).
+func newEndpointPolicy(s RunSpec) (Policy, error) {
+	thinking := s.Thinking
+	o := textpolicy.ClientOptions{BaseURL: s.Endpoint, Model: s.Model, MaxTokens: s.MaxTokens, Thinking: &thinking, RequireLogProbs: true}
+	if s.Prompt != nil {
+		o.Prompt = *s.Prompt
+	}
+	c, err := textpolicy.NewClient(o)
+	if err != nil {
+		return nil, fmt.Errorf("%w: run %s: endpoint: %v", ErrOptions, s.RunID, err)
+	}
+	return &EndpointPolicy{Client: c}, nil
+}
