@@ -6,6 +6,7 @@ import (
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
 	"go.opentelemetry.io/otel/trace"
+	"runtime"
 
 	"context"
 	"encoding/json"
@@ -177,7 +178,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	gossipKeyFlag := fs.String("gossip-key", "", "gossip encryption key: base64 of 16, 24 or 32 bytes, the same on every node (default: $"+gossipKeyEnv+", else no encryption)")
 	gossipKeyFile := fs.String("gossip-key-file", "", "read the gossip encryption key (base64) from this file instead")
 	httpAddr := fs.String("http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
-	capacity := fs.Int("capacity", 2, "rollout role: rollout actors on this node")
+	capacity := fs.Int("capacity", runtime.NumCPU(), "rollout role: rollout actors on this node (default: its CPU count)")
 	serveAddr := fs.String("serve-addr", "", "coordinator with --policy qwen3: serve the trained model's OpenAI-compatible API here (host:port) so rollout nodes sample from its current weights")
 	maxInFlight := fs.Int("max-in-flight", 2, "rollout role: units each rollout actor runs at once")
 	joinTimeout := fs.Duration("join-timeout", 30*time.Second, "give up joining the cluster after this long")
