@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"github.com/t2t-lab/t2t/learner"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	return subcommands("model", []command{
 		{"init", "write a random-weight Qwen3 checkpoint (Hugging Face layout) of a preset shape", modelInit},
 		{"inspect", "summarise a checkpoint: config, parameters, dtypes, tensors, memory estimate", modelInspect},
+		{"logits", "token ids and next-token logits of texts (JSON), for parity checks against other runtimes", modelLogits},
 	}, args, stdout, stderr)
 }
 
@@ -165,3 +168,79 @@ func modelInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// logitsResult is one text's line of "t2t model logits".
+type logitsResult struct {
+	Text   string      `json:"text"`
+	IDs    []int32     `json:"ids"`
+	Logits [][]float32 `json:"logits"` // per position, the first --top-k vocabulary entries (all with 0)
+}
+
+func modelLogits(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("t2t model logits", "t2t model logits --model DIR [--text T]... [--texts FILE] [--vocab N]", stderr)
+	dir := fs.String("model", "", "checkpoint directory (required)")
+	var texts multiFlag
+	fs.Var(&texts, "text", "a text to encode and run (repeatable)")
+	textsFile := fs.String("texts", "", "a file of texts, one per line")
+	vocab := fs.Int("vocab", 0, "write only the first N vocabulary entries of each position's logits (0: all)")
+	device := fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return badInput("--model is required")
+	}
+	if *textsFile != "" {
+		b, err := os.ReadFile(*textsFile)
+		if err != nil {
+			return badInput("%v", err)
+		}
+		for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+			texts = append(texts, line)
+		}
+	}
+	if len(texts) == 0 {
+		return badInput("give at least one --text or --texts FILE")
+	}
+	be, err := learner.NewBackend(*device)
+	if err != nil {
+		return badInput("--device: %v", err)
+	}
+	lm, err := textpolicy.LoadLM(be, *dir)
+	if err != nil {
+		return badInput("--model: %v", err)
+	}
+	seqs := make([][]int32, len(texts))
+	for i, t := range texts {
+		seqs[i] = lm.Tok.Encode(t)
+		if len(seqs[i]) == 0 {
+			return badInput("text %d encodes to no token", i+1)
+		}
+	}
+	logits, err := lm.Model.Logits(seqs)
+	if err != nil {
+		return err
+	}
+	v := lm.Model.Config().VocabSize
+	enc := json.NewEncoder(stdout)
+	for i, t := range texts {
+		res := logitsResult{Text: t, IDs: seqs[i]}
+		for p := range seqs[i] {
+			row := logits[i][p*v : (p+1)*v]
+			if *vocab > 0 && *vocab < v {
+				row = row[:*vocab]
+			}
+			res.Logits = append(res.Logits, row)
+		}
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, "|") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }

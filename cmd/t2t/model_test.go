@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -176,5 +178,54 @@ func TestTrainQwen3Policy(t *testing.T) {
 	}
 	if code, _, e := t2t(t, "train", "--policy", "qwen3"); code != 2 || !strings.Contains(e, "--model") {
 		t.Fatalf("qwen3 without --model: exit %d, %q", code, e)
+	}
+}
+
+// TestModelLogits prints the logits of texts as JSON and checks them against
+// the model's own forward pass on the same ids.
+func TestModelLogits(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := t2t(t, "model", "init", "--out", dir); code != 0 {
+		t.Fatalf("model init: %s", e)
+	}
+	code, out, e := t2t(t, "model", "logits", "--model", dir, "--text", "Agent 0: UP RIGHT", "--text", "hello", "--vocab", "7")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, e)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2", len(lines))
+	}
+	be, err := learner.NewBackend("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, err := textpolicy.LoadLM(be, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := lm.Model.Config().VocabSize
+	for _, line := range lines {
+		var r logitsResult
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		want, err := lm.Model.Logits([][]int32{r.IDs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Logits) != len(r.IDs) || len(r.Logits[0]) != 7 {
+			t.Fatalf("%q: %d positions × %d values", r.Text, len(r.Logits), len(r.Logits[0]))
+		}
+		for p, row := range r.Logits {
+			for j, x := range row {
+				if x != want[0][p*v+j] {
+					t.Fatalf("%q position %d entry %d: %v, forward gives %v", r.Text, p, j, x, want[0][p*v+j])
+				}
+			}
+		}
+	}
+	if code, _, _ := t2t(t, "model", "logits", "--model", dir); code != 2 {
+		t.Fatalf("no text: exit %d, want 2", code)
 	}
 }
