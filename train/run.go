@@ -425,8 +425,8 @@ func (r *run) evalStage(ctx context.Context, stage int, rep *StageReport) error 
 		var all store.Counts
 		per := map[int]store.Counts{}
 		for k, c := range buckets {
-			all = addCounts(all, c)
-			per[k.Agents] = addCounts(per[k.Agents], c)
+			all = all.Add(c)
+			per[k.Agents] = per[k.Agents].Add(c)
 		}
 		if split.name == "val" {
 			rep.Val = ratesOf(all)
@@ -439,20 +439,6 @@ func (r *run) evalStage(ctx context.Context, stage int, rep *StageReport) error 
 	}
 	rep.Policy = r.pol.Version()
 	return nil
-}
-
-func addCounts(a, b store.Counts) store.Counts {
-	a.Episodes += b.Episodes
-	a.Valid += b.Valid
-	a.Optimal += b.Optimal
-	a.RewardSum += b.RewardSum
-	for k, v := range b.Categories {
-		if a.Categories == nil {
-			a.Categories = map[string]int64{}
-		}
-		a.Categories[k] += v
-	}
-	return a
 }
 
 // finishStage evaluates the policy after stage, reads the stage's training
@@ -476,7 +462,7 @@ func (r *run) finishStage(ctx context.Context, stage int) (*StageReport, error) 
 	}
 	var all store.Counts
 	for _, c := range agg {
-		all = addCounts(all, c)
+		all = all.Add(c)
 	}
 	rep.Train = ratesOf(all)
 	if err := r.evalStage(ctx, stage, &rep); err != nil {
@@ -554,7 +540,7 @@ func (r *run) history(ctx context.Context) (*engineer.History, error) {
 func sizeStats(agg map[store.Key]store.Counts) []engineer.SizeStats {
 	per := map[int]store.Counts{}
 	for k, c := range agg {
-		per[k.Size] = addCounts(per[k.Size], c)
+		per[k.Size] = per[k.Size].Add(c)
 	}
 	names := map[string]env.Category{}
 	for c := env.Category(0); c < env.NumCategories; c++ {

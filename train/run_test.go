@@ -83,7 +83,7 @@ func TestScriptedRunAggregatesExact(t *testing.T) {
 			}
 			nUnits++
 			for k, c := range u.Buckets {
-				want[k] = addCounts(want[k], c)
+				want[k] = want[k].Add(c)
 			}
 		}
 		if nUnits != 6 { // ceil(40/7)

@@ -102,6 +102,24 @@ type Example struct {
 	ConfigVersion string `json:"config_version,omitempty"`
 }
 
+// Add returns the sum of c and b (episodes, valid, optimal, reward and every
+// category). It writes into c's category map, creating one when c has
+// none: sum into an accumulator that owns its map, as in
+// all = all.Add(x).
+func (c Counts) Add(b Counts) Counts {
+	c.Episodes += b.Episodes
+	c.Valid += b.Valid
+	c.Optimal += b.Optimal
+	c.RewardSum += b.RewardSum
+	for k, v := range b.Categories {
+		if c.Categories == nil {
+			c.Categories = map[string]int64{}
+		}
+		c.Categories[k] += v
+	}
+	return c
+}
+
 // recordUnitScript applies a unit at most once. The applied hash maps
 // each unit id to the token of the RecordUnit call that applied it; only a
 // new unit's counters and examples are written. The script runs

@@ -155,8 +155,8 @@ func collectStatus(ctx context.Context, st *store.Store, run string) (*statusRep
 			var all store.Counts
 			per := map[int]store.Counts{}
 			for k, v := range agg {
-				all = statusAdd(all, v)
-				per[k.Agents] = statusAdd(per[k.Agents], v)
+				all = all.Add(v)
+				per[k.Agents] = per[k.Agents].Add(v)
 			}
 			switch split {
 			case "train":
@@ -182,13 +182,6 @@ func collectStatus(ctx context.Context, st *store.Store, run string) (*statusRep
 		return nil, err
 	}
 	return rep, nil
-}
-
-func statusAdd(a, b store.Counts) store.Counts {
-	a.Episodes += b.Episodes
-	a.Valid += b.Valid
-	a.Optimal += b.Optimal
-	return a
 }
 
 func statusPct(r statusRates) string {
