@@ -118,14 +118,16 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 		actions []int32
 		logps   []float32
 	)
-	type dec struct {
+	// Each episode's decisions, in its own flat buffers (one copy of an
+	// observation now, one when the episodes are laid out at the end).
+	type decs struct {
 		obs   []float32
 		legal []bool
-		agent int32
-		act   int32
-		logp  float32
+		agent []int32
+		act   []int32
+		logp  []float32
 	}
-	perEp := make([][]dec, len(ro.Episodes))
+	perEp := make([]decs, len(ro.Episodes))
 	maxK := 0
 	for _, in := range ins {
 		maxK = max(maxK, len(in.Agents))
@@ -178,11 +180,14 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 				return nil, err
 			}
 			for i, sl := range slots {
-				d := dec{obs: append([]float32(nil), obs[i*obsSize:(i+1)*obsSize]...), agent: int32(sl.a), act: actions[i], logp: logps[i]}
+				d := &perEp[sl.l.ep]
+				d.obs = append(d.obs, obs[i*obsSize:(i+1)*obsSize]...)
 				if cfg.MaskIllegal {
-					d.legal = append([]bool(nil), legal[i*env.NumMoves:(i+1)*env.NumMoves]...)
+					d.legal = append(d.legal, legal[i*env.NumMoves:(i+1)*env.NumMoves]...)
 				}
-				perEp[sl.l.ep] = append(perEp[sl.l.ep], d)
+				d.agent = append(d.agent, int32(sl.a))
+				d.act = append(d.act, actions[i])
+				d.logp = append(d.logp, logps[i])
 				sl.l.moves[sl.a] = env.Move(actions[i])
 				if cfg.Sequential {
 					sl.l.sim.SetIntent(sl.a, env.Move(actions[i]))
@@ -205,15 +210,12 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 		ep.Report.Failures = append([]env.Failure(nil), ep.Report.Failures...)
 		ep.Reward = env.AccuracyReward(ep.Instance, &ep.Report, cfg.Reward.Objective)
 		ep.Lo = len(ro.Actions)
-		for _, d := range perEp[l.ep] {
-			ro.Obs = append(ro.Obs, d.obs...)
-			if cfg.MaskIllegal {
-				ro.Legal = append(ro.Legal, d.legal...)
-			}
-			ro.Actions = append(ro.Actions, d.act)
-			ro.LogProbs = append(ro.LogProbs, d.logp)
-			ro.Agent = append(ro.Agent, d.agent)
-		}
+		d := &perEp[l.ep]
+		ro.Obs = append(ro.Obs, d.obs...)
+		ro.Legal = append(ro.Legal, d.legal...)
+		ro.Actions = append(ro.Actions, d.act...)
+		ro.LogProbs = append(ro.LogProbs, d.logp...)
+		ro.Agent = append(ro.Agent, d.agent...)
 		ep.Hi = len(ro.Actions)
 	}
 	return ro, nil
