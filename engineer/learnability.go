@@ -32,12 +32,19 @@ type LearnabilityOptions struct {
 	// MinEpisodes is the least training episodes of a size for its training
 	// statistics to steer (else validation steers). Default 20.
 	MinEpisodes int64
+	// ColdStart is the valid rate that at least one size must reach before
+	// any hole or wait ratio is lowered. Below it everywhere, the policy
+	// fails because it has not learned yet, not because the instances are
+	// hard: easier instances do not give its groups a signal any sooner,
+	// and training on them delays the harder instances that transfer to
+	// more agents. Default 0.2; 0 turns the guard off.
+	ColdStart float64
 }
 
 // DefaultLearnabilityOptions returns the documented defaults.
 func DefaultLearnabilityOptions() LearnabilityOptions {
 	return LearnabilityOptions{OptimalWeight: 0.5, Floor: 0.03, UncertaintyBonus: 0.25,
-		Target: 0.5, Tolerance: 0.1, Gain: 0.5, MaxStep: 0.1, MinEpisodes: 20}
+		Target: 0.5, Tolerance: 0.1, Gain: 0.5, MaxStep: 0.1, MinEpisodes: 20, ColdStart: 0.2}
 }
 
 // Validate checks the options' ranges; errors wrap ErrOptions.
@@ -47,7 +54,8 @@ func (o LearnabilityOptions) Validate() error {
 		v    float64
 		hi   float64
 	}{{"optimal_weight", o.OptimalWeight, 1}, {"floor", o.Floor, 1}, {"uncertainty_bonus", o.UncertaintyBonus, 10},
-		{"target", o.Target, 1}, {"tolerance", o.Tolerance, 1}, {"gain", o.Gain, 10}, {"max_step", o.MaxStep, 1}} {
+		{"target", o.Target, 1}, {"tolerance", o.Tolerance, 1}, {"gain", o.Gain, 10}, {"max_step", o.MaxStep, 1},
+		{"cold_start", o.ColdStart, 1}} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.hi {
 			return fmt.Errorf("%w: %w", ErrOptions, &env.FieldError{Field: "learnability." + f.name, Value: f.v, Reason: fmt.Sprintf("must be in [0,%g]", f.hi)})
 		}
@@ -78,7 +86,9 @@ func (o LearnabilityOptions) Validate() error {
 // Tolerance away from Target, clipped to the Limits. p is the training
 // valid rate of the last stage (measured on instances generated with those
 // very ratios) when the size had MinEpisodes training episodes, else the
-// validation valid rate; without either the ratios stay.
+// validation valid rate; without either the ratios stay. A step down is
+// skipped while no size's p reaches ColdStart (the policy has not started
+// to learn; see LearnabilityOptions.ColdStart).
 type Learnability struct {
 	opts   Options
 	lo     LearnabilityOptions
@@ -130,6 +140,15 @@ func (l *Learnability) Propose(ctx context.Context, h *History) (Proposal, error
 	cand := prev.Clone()
 	scores := make([]float64, len(cand.Sizes))
 	var notes []string
+	cold := l.lo.ColdStart > 0
+	for _, s := range cand.Sizes {
+		if d, _, ok := engDifficultyStats(last, s.Size, l.lo.MinEpisodes); ok && d.ValidRate() >= l.lo.ColdStart {
+			cold = false
+		}
+	}
+	if cold {
+		notes = append(notes, fmt.Sprintf("cold start: no size reaches valid %.2f, hole and wait ratios are not lowered", l.lo.ColdStart))
+	}
 	for i := range cand.Sizes {
 		s := &cand.Sizes[i]
 		v, _ := engStats(last.Val, s.Size)
@@ -144,6 +163,9 @@ func (l *Learnability) Propose(ctx context.Context, h *History) (Proposal, error
 		step := 0.0
 		if math.Abs(p-l.lo.Target) > l.lo.Tolerance {
 			step = engClip(l.lo.Gain*(p-l.lo.Target), -l.lo.MaxStep, l.lo.MaxStep)
+		}
+		if cold && step < 0 {
+			step = 0
 		}
 		s.HoleRatio = engClip(s.HoleRatio+step, 0, l.limits.HoleMax)
 		s.WaitRatio = engClip(s.WaitRatio+step, 0, l.limits.WaitMax)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
@@ -266,6 +267,35 @@ func TestLearnabilitySteer(t *testing.T) {
 	p, _ = l.Propose(context.Background(), h)
 	if p.Config.Sizes[0].HoleRatio <= 0.2 {
 		t.Errorf("validation did not steer: %+v", p.Config.Sizes[0])
+	}
+}
+
+// TestLearnabilityColdStart: while no size reaches ColdStart, hole and wait
+// ratios are raised where the policy does well but never lowered; once one
+// size does, the other sizes ease as usual; ColdStart 0 turns the guard off.
+func TestLearnabilityColdStart(t *testing.T) {
+	l, _ := NewLearnability(Options{})
+	cold := engOneStage([]int{3, 4, 5}, []float64{0.1, 0.05, 0}, []float64{0.15, 0.03, 0}, 200)
+	p, _ := l.Propose(context.Background(), cold)
+	for _, sc := range p.Config.Sizes {
+		if sc.HoleRatio != 0.2 || sc.WaitRatio != 0.3 {
+			t.Errorf("cold start, size %d: hole %.3f wait %.3f, want the base 0.2/0.3", sc.Size, sc.HoleRatio, sc.WaitRatio)
+		}
+	}
+	if !strings.Contains(p.Rationale, "cold start") {
+		t.Errorf("rationale does not name the cold start: %q", p.Rationale)
+	}
+	warm := engOneStage([]int{3, 4, 5}, []float64{0.1, 0.05, 0}, []float64{0.25, 0.03, 0}, 200)
+	p, _ = l.Propose(context.Background(), warm)
+	if p.Config.Sizes[1].HoleRatio >= 0.2 || p.Config.Sizes[2].WaitRatio >= 0.3 {
+		t.Errorf("one size at 0.25 should end the cold start: %+v", p.Config.Sizes)
+	}
+	lo := DefaultLearnabilityOptions()
+	lo.ColdStart = 0
+	off, _ := NewLearnability(Options{Learnability: &lo})
+	p, _ = off.Propose(context.Background(), cold)
+	if p.Config.Sizes[0].HoleRatio >= 0.2 {
+		t.Errorf("ColdStart 0 should ease as before: %+v", p.Config.Sizes[0])
 	}
 }
 

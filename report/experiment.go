@@ -79,6 +79,8 @@ type Budget struct {
 	GroupSize   int    `json:"group_size"`
 	ValPerSize  int    `json:"val_per_size"`
 	EvalPerSize int    `json:"eval_per_size"`
+	// SuiteSeed seeds the validation set and the benchmark suite.
+	SuiteSeed uint64 `json:"suite_seed,omitempty"`
 }
 
 // Experiment is several strategies trained with the same seeds.

@@ -49,6 +49,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) error {
 	instances := fs.Int("instances", 0, "training instances per stage (0: the config's)")
 	evalPer := fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents")
 	valPer := fs.Int("val-per-size", 20, "validation set: instances per map size (2 agents)")
+	suiteSeed := fs.Uint64("suite-seed", 2026, "seed of the validation set and the benchmark suite (another value gives a held-out pair for developing strategies)")
 	policy := fs.String("policy", "gridnet", "policy: gridnet (CPU network) or scripted (optimal plans with injected mistakes; learns nothing)")
 	mistake := fs.Float64("mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move")
 	hidden := fs.String("hidden", "128,128", "gridnet hidden layer widths")
@@ -113,7 +114,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) error {
 	}
 	exp := &report.Experiment{
 		Title: *title, Command: commandLine("t2t experiment", args), Strategies: labels, Baseline: *baseline,
-		Budget: report.Budget{Policy: *policy, Stages: *stages, Instances: cfg.Instances, GroupSize: *group, ValPerSize: *valPer, EvalPerSize: *evalPer},
+		Budget: report.Budget{Policy: *policy, Stages: *stages, Instances: cfg.Instances, GroupSize: *group, ValPerSize: *valPer, EvalPerSize: *evalPer, SuiteSeed: *suiteSeed},
 	}
 	for i := range *seeds {
 		exp.Seeds = append(exp.Seeds, *seed0+uint64(i))
@@ -124,7 +125,11 @@ func runExperiment(args []string, stdout, stderr io.Writer) error {
 		Rollouts, PerUnit                        int
 		Policy, Hidden, Device, LLMURL, LLMModel string
 		Mistake, LR                              float64
-	}{cfg.Hash(), *stages, *evalPer, *valPer, *group, *batch, *rollouts, *perUnit, *policy, *hidden, *device, *llmURL, *llmModel, *mistake, *lr}
+		SuiteSeed                                uint64 `json:",omitempty"`
+	}{cfg.Hash(), *stages, *evalPer, *valPer, *group, *batch, *rollouts, *perUnit, *policy, *hidden, *device, *llmURL, *llmModel, *mistake, *lr, 0}
+	if *suiteSeed != 2026 {
+		settings.SuiteSeed = *suiteSeed // the default keeps the fingerprints of earlier runs
+	}
 	total := len(arms) * len(exp.Seeds)
 	fmt.Fprintf(stdout, "experiment: %d strategies × %d seeds = %d runs of %d stages × %d instances (%s policy) → %s\n",
 		len(arms), len(exp.Seeds), total, *stages, cfg.Instances, *policy, *out)
@@ -163,7 +168,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) error {
 			opt := train.Options{
 				RunID: runID, Stages: *stages, Seed: seed, Config: cfg, InstancesPerUnit: *perUnit,
 				Rollouts: *rollouts, GroupSize: *group, LearnerBatch: *batch, Strategy: strat,
-				ValPerSize: *valPer, EvalPerSize: *evalPer, Out: pw, Logger: logger,
+				ValPerSize: *valPer, EvalPerSize: *evalPer, SuiteSeed: *suiteSeed, Out: pw, Logger: logger,
 			}
 			r, err := expRun(ctx, opt, pol, arm.label, logger)
 			if err != nil {
