@@ -18,6 +18,12 @@ const (
 	DeviceXLAPrefix = "xla:"
 )
 
+// OptNoPreallocate, after an XLA plugin path ("xla:/abs/plugin.so,nopreallocate"), creates the
+// PJRT client with preallocate=false: the CUDA plugin then grows its memory pool as buffers are
+// needed instead of taking 75% of the GPU's memory at start, so the memory nvidia-smi shows is
+// about the peak the program needed (benchmarks); allocation is a little slower.
+const OptNoPreallocate = "nopreallocate"
+
 // goBackendConfig configures the pure-Go backend. parallelism=-1 gives every parallel task its
 // own goroutine: with a bounded pool the backend was seen to deadlock on 2 CPUs when several
 // matmuls were ready at once (GOMLX.md, pitfall 3). ops_sequential runs the ops of a graph one
@@ -32,7 +38,8 @@ const goBackendConfig = "parallelism=-1,ops_sequential"
 //   - "" or "cpu": the pure-Go backend with unlimited op parallelism.
 //   - "xla:/abs/path/plugin.so": the XLA backend loading that PJRT plugin in place; automatic
 //     plugin installation is disabled. Only in binaries built with cgo; otherwise the error
-//     wraps ErrNoXLA.
+//     wraps ErrNoXLA. Comma-separated options may follow the path: OptNoPreallocate, and
+//     GoMLX's own ("tf32": float32 matmuls in TF32 on CUDA; "shared_buffers").
 //
 // Any other string returns an error wrapping ErrBadDevice. For a CUDA plugin the process
 // should also set GOPJRT_CUDA_CHECKS=0 and XLA_FLAGS=--xla_gpu_cuda_data_dir=<dir with

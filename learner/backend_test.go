@@ -30,5 +30,10 @@ func TestNewBackend(t *testing.T) {
 	case !xlaAvailable && !errors.Is(err, ErrNoXLA):
 		t.Fatalf("non-cgo build: got %v, want ErrNoXLA", err)
 	}
-	t.Logf("xla compiled in: %v; missing plugin: %v", xlaAvailable, err)
+	// Options after the path are parsed, not taken for part of it.
+	_, err2 := NewBackend("xla:/nonexistent/t2t/pjrt_plugin.so," + OptNoPreallocate + ",tf32")
+	if err2 == nil || errors.Is(err2, ErrBadDevice) || (!xlaAvailable && !errors.Is(err2, ErrNoXLA)) {
+		t.Fatalf("missing plugin with options: %v", err2)
+	}
+	t.Logf("xla compiled in: %v; missing plugin: %v; with options: %v", xlaAvailable, err, err2)
 }

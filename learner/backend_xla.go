@@ -4,7 +4,10 @@ package learner
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/gomlx/go-xla/pkg/pjrt"
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/xla"
 )
@@ -12,10 +15,17 @@ import (
 // xlaAvailable reports whether this build can create XLA backends.
 const xlaAvailable = true
 
-// newXLABackend loads the PJRT plugin at the absolute path plugin, with auto-install off.
+// newXLABackend loads the PJRT plugin at the absolute path plugin (followed by options, see
+// NewBackend), with auto-install off.
 func newXLABackend(plugin string) (backends.Backend, error) {
 	xla.EnableAutoInstall(false)
-	b, err := xla.New(plugin)
+	parts := strings.Split(plugin, ",")
+	var opts pjrt.NamedValuesMap
+	if i := slices.Index(parts, OptNoPreallocate); i > 0 {
+		opts = pjrt.NamedValuesMap{"preallocate": false}
+		parts = slices.Delete(parts, i, i+1)
+	}
+	b, err := xla.NewWithOptions(strings.Join(parts, ","), opts)
 	if err != nil {
 		return nil, fmt.Errorf("learner: XLA backend with plugin %q: %w", plugin, err)
 	}

@@ -46,6 +46,7 @@ func commands() []command {
 		{"model", "Qwen3 checkpoints: init (random weights of a preset shape), inspect", runModel},
 		{"serve", "an OpenAI-compatible HTTP API over a Qwen3 checkpoint", runServe},
 		{"sft", "supervised warm start of a Qwen3 checkpoint on optimal answers", runSFT},
+		{"bench", "benchmarks of the Qwen3 learner: a GRPO step (tokens/s, FLOPs, MFU, memory), batched decoding", runBench},
 	}
 }
 

@@ -1,6 +1,7 @@
 package qwen3
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -542,6 +543,41 @@ func TestSampler(t *testing.T) {
 	for _, bad := range []SampleConfig{{}, {MaxNewTokens: 1, Temperature: -1}, {MaxNewTokens: 1, TopK: -1}, {MaxNewTokens: 1, TopP: 1.5}} {
 		if err := bad.Validate(); !errors.Is(err, learner.ErrInvalidConfig) {
 			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
+
+// NewRandom draws straight into float32 slices: the same weights as New(InitRandom).
+func TestNewRandomMatchesInitRandom(t *testing.T) {
+	be := qwenBackend(t)
+	cfg := qwenTiny(t)
+	cfg.TieWordEmbeddings = false // the untied head is drawn last
+	ts, err := InitRandom(cfg, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(be, cfg, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewRandom(be, cfg, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wa, err := a.weightTensors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, err := b.weightTensors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wa) != len(wb) {
+		t.Fatalf("%d vs %d tensors", len(wa), len(wb))
+	}
+	for i := range wa {
+		if wa[i].Name != wb[i].Name || !bytes.Equal(wa[i].Data, wb[i].Data) {
+			t.Fatalf("tensor %s differs", wa[i].Name)
 		}
 	}
 }

@@ -88,10 +88,18 @@ func InitRandom(cfg Config, seed uint64) ([]learner.STTensor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	out := make([]learner.STTensor, 0, len(cfg.weightSpecs()))
+	drawRandom(cfg, seed, func(s weightSpec, data []float32) {
+		out = append(out, learner.F32Tensor(s.name, s.shape, data))
+	})
+	return out, nil
+}
+
+// drawRandom draws InitRandom's weights tensor by tensor, in weightSpecs order, and hands each
+// to fn (which may keep the slice).
+func drawRandom(cfg Config, seed uint64, fn func(s weightSpec, data []float32)) {
 	rng := rand.New(rand.NewPCG(seed, 0x7177656e33))
-	specs := cfg.weightSpecs()
-	out := make([]learner.STTensor, 0, len(specs))
-	for _, s := range specs {
+	for _, s := range cfg.weightSpecs() {
 		n := 1
 		for _, d := range s.shape {
 			n *= d
@@ -106,9 +114,8 @@ func InitRandom(cfg Config, seed uint64) ([]learner.STTensor, error) {
 				data[i] = float32(0.02 * rng.NormFloat64())
 			}
 		}
-		out = append(out, learner.F32Tensor(s.name, s.shape, data))
+		fn(s, data)
 	}
-	return out, nil
 }
 
 // TokenizerFiles are the files Save copies from the directory a model was loaded from.

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# GPU parity check (issue 5, proof 2a), for the device machine: a linux/amd64
+# GPU check for the device machine (issue 5, proofs 2a and 2b): a linux/amd64
 # t2t built here with cgo and carried along (see README "GPU check").
 #   ./scripts/gpu-check/run.sh ./t2t
 # Writes everything under $OUT (or ./gpu-check-out). Prepared, not yet run:
 # no device machine was lent to the session that wrote it.
-set -euo pipefail
+#
+# Part 1 (2a): parity of the tiny model's logits (CPU and XLA) with transformers.
+# Part 2 (2b): `t2t bench grpo` and `t2t bench decode` on a Qwen3-4B-shaped
+# random model on XLA, JSON into $OUT/bench_*.json, with nvidia-smi memory
+# samples ($OUT/nvsmi_*.csv, peak in $OUT/nvsmi_*.peak). Every part is bounded
+# by `timeout` and a failing part does not stop the others; the whole script is
+# sized to finish in about 8 minutes (BUDGET_S, default 470 s: a part that no
+# longer fits is skipped and says so).
+set -uo pipefail
 T2T=${1:-./t2t}
+BUDGET_S=${BUDGET_S:-470}
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$out"
@@ -13,13 +22,77 @@ exec > >(tee "$out/log.txt") 2>&1
 plugin=$(python3 -c 'import jax_plugins.xla_cuda13 as p, os; print(os.path.join(os.path.dirname(p.__file__), "xla_cuda_plugin.so"))' 2>/dev/null || true)
 ptxas=$(dirname "$(python3 -c 'import nvidia.cuda_nvcc, os; print(os.path.join(os.path.dirname(nvidia.cuda_nvcc.__file__), "bin", "ptxas"))' 2>/dev/null || echo /nonexistent/bin/ptxas)")
 export GOMLX_NO_AUTO_INSTALL=1 GOPJRT_CUDA_CHECKS=0 XLA_FLAGS="--xla_gpu_cuda_data_dir=$(dirname "$ptxas")"
-"$T2T" model init --preset tiny --out "$out/tiny" --seed 7
-"$T2T" model logits --model "$out/tiny" --texts "$here/texts.txt" > "$out/logits_cpu.jsonl"
-python3 "$here/compare.py" "$out/tiny" "$out/logits_cpu.jsonl" 1e-3 | tee "$out/parity_cpu.json"
-if [ -n "$plugin" ] && [ -f "$plugin" ]; then
-	"$T2T" model logits --model "$out/tiny" --texts "$here/texts.txt" --device "xla:$plugin" > "$out/logits_xla.jsonl" \
-		&& python3 "$here/compare.py" "$out/tiny" "$out/logits_xla.jsonl" 1e-3 | tee "$out/parity_xla.json" \
-		|| echo "XLA route failed: see the log above for the exact error"
+have_xla=0
+if [ -n "$plugin" ] && [ -f "$plugin" ]; then have_xla=1; fi
+
+echo "== part 1: parity (tiny model) =="
+if "$T2T" model init --preset tiny --out "$out/tiny" --seed 7; then
+	"$T2T" model logits --model "$out/tiny" --texts "$here/texts.txt" > "$out/logits_cpu.jsonl" \
+		&& python3 "$here/compare.py" "$out/tiny" "$out/logits_cpu.jsonl" 1e-3 | tee "$out/parity_cpu.json" \
+		|| echo "CPU parity failed: see the log above"
+	if [ $have_xla = 1 ]; then
+		timeout 120 "$T2T" model logits --model "$out/tiny" --texts "$here/texts.txt" --device "xla:$plugin" > "$out/logits_xla.jsonl" \
+			&& python3 "$here/compare.py" "$out/tiny" "$out/logits_xla.jsonl" 1e-3 | tee "$out/parity_xla.json" \
+			|| echo "XLA route failed: see the log above for the exact error"
+	else
+		echo "no jax CUDA PJRT plugin found: skipped the XLA run"
+	fi
 else
-	echo "no jax CUDA PJRT plugin found: skipped the XLA run"
+	echo "t2t model init failed: skipped the parity checks"
 fi
+
+echo "== part 2: benchmarks (4b-shape random model on XLA) =="
+if [ $have_xla = 0 ]; then
+	echo "no jax CUDA PJRT plugin found: skipped the benchmarks"
+	exit 0
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.csv" || true
+
+# bench NAME TIMEOUT_S ARGS...: runs `t2t bench ARGS --json` into $out/bench_NAME.json while
+# nvidia-smi samples memory.used every 250 ms into $out/nvsmi_NAME.csv; the largest sample goes
+# to $out/nvsmi_NAME.peak (MiB). Skipped when TIMEOUT_S no longer fits in BUDGET_S.
+bench() {
+	local name=$1 limit=$2
+	shift 2
+	local left=$((BUDGET_S - SECONDS))
+	if [ "$left" -lt 30 ]; then
+		echo "bench $name: skipped, ${left}s left of the ${BUDGET_S}s budget"
+		return 0
+	fi
+	[ "$limit" -gt "$left" ] && limit=$left
+	echo "-- bench $name (timeout ${limit}s): t2t bench $* --json"
+	nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader,nounits -lms 250 > "$out/nvsmi_$name.csv" 2>/dev/null &
+	local smi=$!
+	local t0=$SECONDS rc=0
+	timeout "$limit" "$T2T" bench "$@" --json > "$out/bench_$name.json" || rc=$?
+	kill "$smi" 2>/dev/null
+	wait "$smi" 2>/dev/null
+	awk -F', *' 'BEGIN{m=0} $2+0>m{m=$2+0} END{print m}' "$out/nvsmi_$name.csv" > "$out/nvsmi_$name.peak"
+	echo "bench $name: exit $rc after $((SECONDS - t0))s, peak memory.used $(cat "$out/nvsmi_$name.peak") MiB"
+	[ "$rc" = 0 ] && cat "$out/bench_$name.json"
+	[ "$rc" = 124 ] && echo "bench $name: timed out"
+	return 0
+}
+
+# The CUDA plugin preallocates 75% of the GPU unless told not to; without preallocation its pool
+# grows to what the program needed, so nvidia-smi's memory.used is about the peak. Probe the
+# option (and the bench path on XLA) on the tiny model first.
+dev="xla:$plugin"
+if timeout 60 "$T2T" bench decode --preset tiny --device "xla:$plugin,nopreallocate" --batch 2 --prompt-len 8 --new-tokens 4 --json > "$out/bench_probe_tiny.json"; then
+	dev="xla:$plugin,nopreallocate"
+	cat "$out/bench_probe_tiny.json"
+else
+	echo "nopreallocate was refused: running with preallocation (nvidia-smi then shows the pool, not the peak)"
+fi
+# MFU against the H200's dense BF16 tensor-core peak (989 TFLOPS), the usual reference; the model
+# computes in float32, so this is a lower bound (dense TF32: 494, FP32 without tensor cores: 67;
+# recompute from achieved_tflops).
+peak=(--peak-tflops 989 --peak-label "H200 SXM dense BF16 tensor-core peak (model runs float32)")
+# Full fine-tuning of 4.02B parameters: f32 weights + accumulators + Adam ≈ 64 GB before
+# activations, so one 1024-token sequence per forward/backward (8 accumulated per step).
+bench grpo_4b 200 grpo --preset 4b-shape --device "$dev" --batch 8 --prompt-len 512 --completion-len 512 --micro-batch 1 --steps 2 "${peak[@]}"
+# Batched sampling as the policy does it (temperature 1, host-side sampling, no stop token).
+bench decode_4b 130 decode --preset 4b-shape --device "$dev" --batch 32 --prompt-len 512 --new-tokens 256
+# LoRA r16 (base frozen): what fits a single GPU with larger micro-batches; last, if time is left.
+bench grpo_4b_lora16 110 grpo --preset 4b-shape --device "$dev" --batch 8 --prompt-len 512 --completion-len 512 --micro-batch 4 --lora-rank 16 --steps 2 "${peak[@]}"
+echo "done in ${SECONDS}s"
