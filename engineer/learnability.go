@@ -39,12 +39,17 @@ type LearnabilityOptions struct {
 	// and training on them delays the harder instances that transfer to
 	// more agents. Default 0.2; 0 turns the guard off.
 	ColdStart float64
+	// Progress is the rise of a size's valid rate since the stage before
+	// at or above which its hole and wait ratios are not lowered: the
+	// policy is learning at this difficulty, so easing it would only take
+	// away what it is learning from. Default 0.05; 0 turns the guard off.
+	Progress float64
 }
 
 // DefaultLearnabilityOptions returns the documented defaults.
 func DefaultLearnabilityOptions() LearnabilityOptions {
 	return LearnabilityOptions{OptimalWeight: 0.5, Floor: 0.03, UncertaintyBonus: 0.25,
-		Target: 0.5, Tolerance: 0.1, Gain: 0.5, MaxStep: 0.1, MinEpisodes: 20, ColdStart: 0.2}
+		Target: 0.5, Tolerance: 0.1, Gain: 0.5, MaxStep: 0.1, MinEpisodes: 20, ColdStart: 0.2, Progress: 0.05}
 }
 
 // Validate checks the options' ranges; errors wrap ErrOptions.
@@ -55,7 +60,7 @@ func (o LearnabilityOptions) Validate() error {
 		hi   float64
 	}{{"optimal_weight", o.OptimalWeight, 1}, {"floor", o.Floor, 1}, {"uncertainty_bonus", o.UncertaintyBonus, 10},
 		{"target", o.Target, 1}, {"tolerance", o.Tolerance, 1}, {"gain", o.Gain, 10}, {"max_step", o.MaxStep, 1},
-		{"cold_start", o.ColdStart, 1}} {
+		{"cold_start", o.ColdStart, 1}, {"progress", o.Progress, 1}} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > f.hi {
 			return fmt.Errorf("%w: %w", ErrOptions, &env.FieldError{Field: "learnability." + f.name, Value: f.v, Reason: fmt.Sprintf("must be in [0,%g]", f.hi)})
 		}
@@ -88,7 +93,9 @@ func (o LearnabilityOptions) Validate() error {
 // very ratios) when the size had MinEpisodes training episodes, else the
 // validation valid rate; without either the ratios stay. A step down is
 // skipped while no size's p reaches ColdStart (the policy has not started
-// to learn; see LearnabilityOptions.ColdStart).
+// to learn), and for a size whose p rose by Progress or more since the
+// stage before (it is learning at this difficulty); see
+// LearnabilityOptions. Steps up are never held back.
 type Learnability struct {
 	opts   Options
 	lo     LearnabilityOptions
@@ -167,10 +174,28 @@ func (l *Learnability) Propose(ctx context.Context, h *History) (Proposal, error
 		if cold && step < 0 {
 			step = 0
 		}
+		if rise, ok := l.rise(h, s.Size, p); ok && step < 0 && l.lo.Progress > 0 && rise >= l.lo.Progress {
+			note += fmt.Sprintf(", valid %+.2f since the stage before: learning, not eased", rise)
+			step = 0
+		}
 		s.HoleRatio = engClip(s.HoleRatio+step, 0, l.limits.HoleMax)
 		s.WaitRatio = engClip(s.WaitRatio+step, 0, l.limits.WaitMax)
 		notes = append(notes, note+fmt.Sprintf(", %s valid %.2f, hole/wait %+.3f", split, p, step))
 	}
 	engMixData(&cand, prev, scores, 0, l.lo.Floor)
 	return engSettle(prev, cand, l.opts.Feasible, "learnability: "+strings.Join(notes, "; ")), nil
+}
+
+// rise returns how much a size's valid rate p (from the last stage's
+// difficulty statistics) rose since the stage before; false without a stage
+// before that measured the size.
+func (l *Learnability) rise(h *History, size int, p float64) (float64, bool) {
+	if len(h.Stages) < 2 {
+		return 0, false
+	}
+	d, _, ok := engDifficultyStats(&h.Stages[len(h.Stages)-2], size, l.lo.MinEpisodes)
+	if !ok {
+		return 0, false
+	}
+	return p - d.ValidRate(), true
 }

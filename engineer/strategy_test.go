@@ -299,6 +299,37 @@ func TestLearnabilityColdStart(t *testing.T) {
 	}
 }
 
+// TestLearnabilityProgress: a size whose training valid rate rose by
+// Progress or more since the stage before is not eased; one that stalled
+// is; steps up are never held back.
+func TestLearnabilityProgress(t *testing.T) {
+	l, _ := NewLearnability(Options{})
+	before := engOneStage([]int{3, 4, 5}, []float64{0.3, 0.3, 0.5}, []float64{0.10, 0.28, 0.60}, 200)
+	after := engOneStage([]int{3, 4, 5}, []float64{0.3, 0.3, 0.5}, []float64{0.30, 0.29, 0.95}, 200)
+	h := &History{Stages: []StageResult{before.Stages[0], after.Stages[0]}}
+	h.Stages[1].Stage = 1
+	p, _ := l.Propose(context.Background(), h)
+	got := []float64{p.Config.Sizes[0].HoleRatio, p.Config.Sizes[1].HoleRatio, p.Config.Sizes[2].HoleRatio}
+	if got[0] != 0.2 {
+		t.Errorf("size 3 rose 0.10→0.30 and should keep hole 0.2, got %.3f", got[0])
+	}
+	if got[1] >= 0.2 {
+		t.Errorf("size 4 stalled at 0.29 and should ease, got hole %.3f", got[1])
+	}
+	if got[2] <= 0.2 {
+		t.Errorf("size 5 at 0.95 should get harder, got hole %.3f", got[2])
+	}
+	if !strings.Contains(p.Rationale, "learning, not eased") {
+		t.Errorf("rationale does not say why size 3 was kept: %q", p.Rationale)
+	}
+	lo := DefaultLearnabilityOptions()
+	lo.Progress = 0
+	off, _ := NewLearnability(Options{Learnability: &lo})
+	if p, _ = off.Propose(context.Background(), h); p.Config.Sizes[0].HoleRatio >= 0.2 {
+		t.Errorf("Progress 0 should ease size 3: %+v", p.Config.Sizes[0])
+	}
+}
+
 func TestRulesBehaviour(t *testing.T) {
 	r, err := NewRules(Options{})
 	if err != nil {
