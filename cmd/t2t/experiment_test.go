@@ -83,6 +83,19 @@ func TestExperimentTiny(t *testing.T) {
 	if !bytes.Equal(jb, jb2) {
 		t.Fatal("rerun wrote a different experiment.json")
 	}
+
+	// Another suite seed is another experiment: nothing is reused, and the
+	// report names the seed.
+	held := append(append([]string{}, args...), "--suite-seed", "7")
+	code, out3, e := t2t(t, held...)
+	if code != 0 || strings.Contains(out3, ": reusing ") {
+		t.Fatalf("--suite-seed 7: exit %d: %s\n%s", code, e, out3)
+	}
+	jb3, _ := os.ReadFile(filepath.Join(dir, "experiment.json"))
+	exp3, err := report.ParseExperimentJSON(jb3)
+	if err != nil || exp3.Budget.SuiteSeed != 7 || exp.Budget.SuiteSeed != 2026 {
+		t.Fatalf("suite seeds %d then %d (%v)", exp.Budget.SuiteSeed, exp3.Budget.SuiteSeed, err)
+	}
 }
 
 // expXMLCount parses the page strictly as XML (it is polyglot markup) and
