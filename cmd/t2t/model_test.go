@@ -19,7 +19,7 @@ func TestModelInitInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("init: exit %d: %s", code, e)
 	}
-	if !strings.Contains(out, "vocab 2048") || !strings.Contains(out, "training memory") {
+	if !strings.Contains(out, "vocab 1228") || !strings.Contains(out, "training memory") {
 		t.Fatalf("init output:\n%s", out)
 	}
 	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
@@ -31,15 +31,15 @@ func TestModelInitInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("inspect: exit %d: %s", code, e)
 	}
-	for _, want := range []string{"2 layers, hidden 64", "parameters: 205184 (config: 205184) in 24 tensors", "dtype F32",
-		"model.layers.N.self_attn.q_proj.weight", "×2", "every tensor the config needs", "tokenizer: 2048 ids", "<|im_end|>", "LoRA"} {
+	for _, want := range []string{"2 layers, hidden 64", "parameters: 152704 (config: 152704) in 24 tensors", "dtype F32",
+		"model.layers.N.self_attn.q_proj.weight", "×2", "every tensor the config needs", "tokenizer: 1228 ids", "<|im_end|>", "LoRA"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("inspect output lacks %q:\n%s", want, out)
 		}
 	}
 	// The same tokenizer given explicitly: same vocabulary, other seed.
 	dir2 := filepath.Join(t.TempDir(), "tiny2")
-	if code, out, e := t2t(t, "model", "init", "--out", dir2, "--tokenizer", filepath.Join(dir, "tokenizer.json"), "--seed", "4"); code != 0 || !strings.Contains(out, "vocab 2048") {
+	if code, out, e := t2t(t, "model", "init", "--out", dir2, "--tokenizer", filepath.Join(dir, "tokenizer.json"), "--seed", "4"); code != 0 || !strings.Contains(out, "vocab 1228") {
 		t.Fatalf("init --tokenizer: exit %d: %s%s", code, out, e)
 	}
 	big := filepath.Join(t.TempDir(), "big")
@@ -151,7 +151,7 @@ func TestSFTCommand(t *testing.T) {
 			t.Fatalf("output lacks %q:\n%s", want, so)
 		}
 	}
-	if code, so, e := t2t(t, "model", "inspect", out); code != 0 || !strings.Contains(so, "tokenizer: 2048 ids") {
+	if code, so, e := t2t(t, "model", "inspect", out); code != 0 || !strings.Contains(so, "tokenizer: 1228 ids") {
 		t.Fatalf("inspect the SFT checkpoint: exit %d\n%s%s", code, so, e)
 	}
 	if code, _, _ := t2t(t, "sft", "--model", dir); code != 2 {

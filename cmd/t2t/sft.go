@@ -42,7 +42,7 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	}
 	g := learner.DefaultGRPOConfig()
 	g.LR, g.MicroBatch = *lr, 16
-	g.LengthBuckets = []int{64, 80, 96, 128, 192, 256, 512, 1024, 2048, 4096} // SFT sequences are short: pad little
+	g.LengthBuckets = []int{64, 80, 96, 128, 192, 224, 256, 512, 1024, 2048, 4096} // SFT sequences are short: pad little
 	pol, err := textpolicy.New(lm, textpolicy.Options{Prompt: env.DefaultPromptOptions(), Thinking: *thinking, MaxNewTokens: *maxTokens, GRPO: g, GenBatch: 16})
 	if err != nil {
 		return badInput("%v", err)

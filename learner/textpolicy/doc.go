@@ -28,11 +28,13 @@
 //
 // Tests and `t2t model init` need a tokenizer for random checkpoints; Qwen3's cannot be
 // downloaded everywhere. TinyTokenizerJSON learns a byte-level BPE (256 bytes, merges, Qwen3's
-// five chat markers) from the testbed's own prompts and optimal answers (TinyCorpus), with no
-// regex pre-tokenizer so that merges span words: the fixed rules text of a prompt becomes a few
-// tokens per line, and a 10×10 prompt is ~85 tokens instead of ~800 words — which keeps a tiny
-// model's context, and CI, short. It is deterministic (the same bytes every time) and loads
-// with the tokenizer package like any tokenizer.json.
+// five chat markers) from the testbed's own prompts and optimal answers (TinyCorpus). Its
+// pre-tokenizer (a Split on TinySplitPattern, then ByteLevel) cuts out every move word, every
+// digit and every ice or hole cell of the map, and merges may span words only in the text
+// between them: the fixed rules text of a prompt becomes a few tokens per line (a 5×5 prompt
+// is ~210 tokens for ~2,300 bytes), while a model reads and writes plans, coordinates and maps
+// one move, digit or cell at a time. It is deterministic (the same bytes every time) and loads
+// with the tokenizer package, and with Hugging Face tokenizers, like any tokenizer.json.
 //
 // # Concurrency
 //

@@ -58,3 +58,47 @@ func TestSFTStep(t *testing.T) {
 		t.Fatalf("version %d after 4 SFT steps", p.Version())
 	}
 }
+
+// A short SFT run on two instances teaches the tiny model their answers: teacher-forced
+// token accuracy reaches 1, and then greedy decoding writes valid, optimal plans (the target,
+// prompt, generation and judge agree end to end).
+func TestSFTLearnsAnswers(t *testing.T) {
+	seed := tpTestSeed(t)
+	lm := tpLM(t, seed)
+	o := tpOptions()
+	o.MaxNewTokens = 32
+	o.GRPO.LR = 3e-3
+	p, err := New(lm, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := tpInstances(t, seed, 2)
+	before, err := p.Evaluate(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, acc float64
+	for step := range 80 {
+		st, err := p.SFTStep(ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step == 0 {
+			first = st.Accuracy
+		}
+		if acc = st.Accuracy; acc == 1 {
+			t.Logf("token accuracy %.2f → 1 in %d steps", first, step+1)
+			break
+		}
+	}
+	if acc != 1 {
+		t.Fatalf("token accuracy %.2f → %.2f after 80 steps on the same two instances", first, acc)
+	}
+	after, err := p.Evaluate(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Valid != 1 || after.Optimal != 1 {
+		t.Fatalf("greedy answers after SFT: %+v (before: %+v)", after, before)
+	}
+}

@@ -499,6 +499,25 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string) []int32 {
 	return dst
 }
 
+// PreTokenize returns the words that Encode runs BPE on for text that holds no added token:
+// text normalised and split by the pre-tokenizers, as raw bytes (not in byte-level form).
+// Joined, they give back the normalised text. A BPE trainer that learns merges within these
+// words learns merges that Encode applies the same way. (A ByteLevel step with
+// add_prefix_space prepends a space to words that lack one.)
+func (t *Tokenizer) PreTokenize(text string) []string {
+	if t.normalize != nil {
+		text = t.normalize(text)
+	}
+	if text == "" {
+		return nil
+	}
+	pieces := []string{text}
+	for _, st := range t.pre {
+		pieces = st.apply(pieces)
+	}
+	return pieces
+}
+
 // encodePlain pre-tokenises s and appends the BPE ids of each piece.
 func (t *Tokenizer) encodePlain(dst []int32, s string) []int32 {
 	if s == "" {
