@@ -4,13 +4,19 @@ GO ?= go
 # compute-bound packages run without it (GoMLX under -race is ~10x slower).
 RACE_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -E '/(actors|cluster|cmd|engineer|train)(/|$$)')
 PLAIN_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -vE '/(actors|cluster|cmd|engineer|train)(/|$$)')
+# Tests in the race packages that are compute-bound through GoMLX (30–45 s plain,
+# over 6 min under -race on 2 cores: the tiny Qwen3 with the atomic tokenizer
+# reads ~200–600-token prompts) run in the plain pass instead; the gridnet
+# node and train tests keep the race detector on those paths.
+RACE_SKIP := ^(TestTrainQwen3Policy|TestNodeLLMThroughEndpoint)$$
 
 .PHONY: test vet lint build bench fmt
 
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 $(PLAIN_PKGS)
-	$(if $(RACE_PKGS),$(GO) test -count=1 -race $(RACE_PKGS))
+	$(if $(RACE_PKGS),$(GO) test -count=1 -timeout 20m -race -skip '$(RACE_SKIP)' $(RACE_PKGS))
+	$(GO) test -count=1 -run '$(RACE_SKIP)' ./cmd/t2t
 	# protoactor-go itself races under -race (see cluster/provider_integration_test.go):
 	# its full-cluster test runs here, without the race detector.
 	$(GO) test -count=1 -run TestProviderProtoactorCluster ./cluster
