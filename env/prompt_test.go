@@ -60,6 +60,7 @@ func TestRenderPromptGolden(t *testing.T) {
 		{"prompt_makespan_nocoords.golden", "four", PromptOptions{Objective: MakespanObjective}},
 		{"prompt_json.golden", "four", PromptOptions{Objective: SumOfCosts, ShowCoordinates: true, Format: AnswerJSON}},
 		{"prompt_large_noexample.golden", "eleven", PromptOptions{ShowCoordinates: true, NoExample: true}},
+		{"prompt_compact.golden", "five", PromptOptions{Compact: true, NoExample: true}}, // no example: no complete <answer> block
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -24,6 +24,12 @@ type ModelSpec struct {
 	NumInputs int        // model inputs per batch (ModelInput entries)
 	Vocab     int        // V: actions (gridnet: 5) or tokens
 	Logits    LogitsFunc // the forward pass
+	// TailLogits, optional, returns the logits [B, tail, V] of only the last tail positions of
+	// inputs [B, T, ...]: for SeqBatches with Tail > 0 the trainer then computes the output
+	// layer, softmax and loss on the trained window instead of every position (a prompt of P
+	// tokens and a completion of C cost the head C/(P+C) of the work). Without it, Tail is a
+	// layout only and the full logits are computed.
+	TailLogits func(ctx *context.Context, inputs []*graph.Node, tail int) *graph.Node
 }
 
 // ModelInput is one model input, laid out [Rows, T, Inner...] row-major. Exactly one of F32 and
@@ -45,6 +51,11 @@ type SeqBatch struct {
 	BehaviourLogProbs []float32 // log-probs recorded at sampling time
 	Advantages        []float32 // Rows (one per sequence) or Rows·T entries
 	RefLogProbs       []float32 // optional reference log-probs (KL penalty when KLCoef > 0)
+	// Tail > 0 declares that rows are left-padded and every trained position (non-zero Mask,
+	// which must then be given) lies in the last Tail positions of its row: the trainer pads
+	// rows on the left and, for a model with ModelSpec.TailLogits, evaluates the loss on that
+	// window only. 0: right padding, logits at every position.
+	Tail int
 }
 
 // UpdateStats reports one optimizer step. Means are over trained (masked) positions.
@@ -222,6 +233,18 @@ func (tr *Trainer) checkBatch(kind lossKind, b *SeqBatch) error {
 	if b.Mask != nil && len(b.Mask) != n {
 		return bad("%d mask values for %d positions", len(b.Mask), n)
 	}
+	if b.Tail != 0 {
+		if b.Tail < 0 || b.Tail > b.T || b.Mask == nil {
+			return bad("Tail %d: want 0, or 1..T=%d with a Mask", b.Tail, b.T)
+		}
+		for r := range b.Rows {
+			for t := range b.T - b.Tail {
+				if b.Mask[r*b.T+t] != 0 {
+					return bad("Tail %d: row %d trains position %d, before its last %d", b.Tail, r, t, b.Tail)
+				}
+			}
+		}
+	}
 	if kind == lossGRPO {
 		if len(b.BehaviourLogProbs) != n {
 			return bad("%d behaviour log-probs for %d positions", len(b.BehaviourLogProbs), n)
@@ -341,9 +364,10 @@ func lrnFinalize(ts []*tensors.Tensor) {
 	}
 }
 
-// LogProbs writes log π(Actions) at every position of b (Rows·T values, padding included) into
-// dst and returns it: the forward pass only, micro-batched like the updates. Use it for
-// reference-model log-probs or to recompute behaviour log-probs.
+// LogProbs writes log π(Actions) at every position of b (Rows·T values, padding included; for a
+// Tail batch of a model with TailLogits, positions before the tail window are 0) into dst and
+// returns it: the forward pass only, micro-batched like the updates. Use it for reference-model
+// log-probs or to recompute behaviour log-probs.
 func (tr *Trainer) LogProbs(b *SeqBatch, dst []float32) ([]float32, error) {
 	if err := tr.checkBatch(lossBC, b); err != nil {
 		return dst, err
@@ -367,10 +391,15 @@ func (tr *Trainer) LogProbs(b *SeqBatch, dst []float32) ([]float32, error) {
 		if err != nil {
 			return dst, err
 		}
-		tp := out.Shape().Dimensions[1]
+		w := out.Shape().Dimensions[1]
+		off := tr.targetWindow(b).off
 		tensors.MustConstFlatData(out, func(flat []float32) {
 			for r := r0; r < r1; r++ {
-				copy(dst[r*b.T:(r+1)*b.T], flat[(r-r0)*tp:(r-r0)*tp+b.T])
+				row := dst[r*b.T : (r+1)*b.T]
+				clear(row)
+				for t := max(0, -off); t < b.T && t+off < w; t++ {
+					row[t] = flat[(r-r0)*w+t+off]
+				}
 			}
 		})
 		_ = out.FinalizeAll()
@@ -382,6 +411,11 @@ func (tr *Trainer) LogProbs(b *SeqBatch, dst []float32) ([]float32, error) {
 // GRPO behaviour log-probs, advantages and (if present) reference log-probs.
 func (tr *Trainer) microArgs(kind lossKind, b *SeqBatch, r0, r1 int, withTargets bool) []any {
 	bp, tp := tr.cfg.bucketRows(r1-r0), tr.cfg.bucketLen(b.T)
+	inOff := 0
+	if b.Tail > 0 {
+		inOff = tp - b.T // left padding keeps the tail at the end of the padded row
+	}
+	tw := tr.targetWindow(b)
 	args := make([]any, 0, tr.spec.NumInputs+6)
 	for _, in := range b.Inputs {
 		inner := 1
@@ -390,12 +424,12 @@ func (tr *Trainer) microArgs(kind lossKind, b *SeqBatch, r0, r1 int, withTargets
 		}
 		dims := append([]int{bp, tp}, in.Inner...)
 		if in.F32 != nil {
-			args = append(args, lrnPadded(in.F32, b.T, inner, r0, r1, dims, tp))
+			args = append(args, lrnWindow(in.F32, b.T, inner, r0, r1, dims, inOff))
 		} else {
-			args = append(args, lrnPadded(in.I32, b.T, inner, r0, r1, dims, tp))
+			args = append(args, lrnWindow(in.I32, b.T, inner, r0, r1, dims, inOff))
 		}
 	}
-	args = append(args, lrnPadded(b.Actions, b.T, 1, r0, r1, []int{bp, tp}, tp))
+	args = append(args, lrnWindow(b.Actions, b.T, 1, r0, r1, []int{bp, tw.len}, tw.off))
 	if !withTargets {
 		return args
 	}
@@ -406,9 +440,9 @@ func (tr *Trainer) microArgs(kind lossKind, b *SeqBatch, r0, r1 int, withTargets
 			mask[i] = 1
 		}
 	}
-	args = append(args, lrnPadded(mask, b.T, 1, r0, r1, []int{bp, tp}, tp))
+	args = append(args, lrnWindow(mask, b.T, 1, r0, r1, []int{bp, tw.len}, tw.off))
 	if kind == lossGRPO {
-		args = append(args, lrnPadded(b.BehaviourLogProbs, b.T, 1, r0, r1, []int{bp, tp}, tp))
+		args = append(args, lrnWindow(b.BehaviourLogProbs, b.T, 1, r0, r1, []int{bp, tw.len}, tw.off))
 		adv := b.Advantages
 		if len(adv) == b.Rows && b.T > 1 {
 			adv = make([]float32, b.Rows*b.T)
@@ -418,21 +452,50 @@ func (tr *Trainer) microArgs(kind lossKind, b *SeqBatch, r0, r1 int, withTargets
 				}
 			}
 		}
-		args = append(args, lrnPadded(adv, b.T, 1, r0, r1, []int{bp, tp}, tp))
+		args = append(args, lrnWindow(adv, b.T, 1, r0, r1, []int{bp, tw.len}, tw.off))
 		if b.RefLogProbs != nil {
-			args = append(args, lrnPadded(b.RefLogProbs, b.T, 1, r0, r1, []int{bp, tp}, tp))
+			args = append(args, lrnWindow(b.RefLogProbs, b.T, 1, r0, r1, []int{bp, tw.len}, tw.off))
 		}
 	}
 	return args
 }
 
-// lrnPadded copies rows [r0,r1) of src (laid out [rows, t, inner]) into a zero tensor of dims
-// ([bp, tp, inner...]).
-func lrnPadded[E float32 | int32](src []E, t, inner, r0, r1 int, dims []int, tp int) *tensors.Tensor {
+// window is where a batch's per-position targets go in the padded tensors: len positions per
+// row, source position t at t+off (positions outside [0, len) are dropped).
+type window struct{ len, off int }
+
+// targetWindow returns the target window of b: the whole padded row (right padding, or left
+// padding for a Tail batch), or, for a Tail batch of a model with TailLogits, the last tail
+// positions with tail = the next power of two ≥ Tail (≥ 8, ≤ the padded length).
+func (tr *Trainer) targetWindow(b *SeqBatch) window {
+	tp := tr.cfg.bucketLen(b.T)
+	switch {
+	case b.Tail == 0:
+		return window{tp, 0}
+	case tr.spec.TailLogits == nil:
+		return window{tp, tp - b.T}
+	}
+	w := 8
+	for w < b.Tail {
+		w *= 2
+	}
+	w = min(w, tp)
+	return window{w, w - b.T}
+}
+
+// lrnWindow copies rows [r0,r1) of src (laid out [rows, t, inner]) into a zero tensor of dims
+// ([bp, w, inner...]), source position p of a row at p+off; positions outside [0, w) are
+// dropped.
+func lrnWindow[E float32 | int32](src []E, t, inner, r0, r1 int, dims []int, off int) *tensors.Tensor {
 	out := tensors.FromShape(shapes.Make(dtypes.FromGenericsType[E](), dims...))
+	w := dims[1]
+	lo, hi := max(0, -off), min(t, w-off)
 	tensors.MustMutableFlatData(out, func(flat []E) {
+		if hi <= lo {
+			return
+		}
 		for r := r0; r < r1; r++ {
-			copy(flat[(r-r0)*tp*inner:], src[r*t*inner:(r+1)*t*inner])
+			copy(flat[((r-r0)*w+lo+off)*inner:], src[(r*t+lo)*inner:(r*t+hi)*inner])
 		}
 	})
 	return out
@@ -462,7 +525,7 @@ func (tr *Trainer) exec(kind lossKind, mode int) (*context.Exec, error) {
 	case 3:
 		e, err = context.NewExec(tr.backend, tr.ctx, func(ctx *context.Context, inputs []*graph.Node) *graph.Node {
 			n := tr.spec.NumInputs
-			return ChosenLogProbs(tr.logitsGraph(ctx, inputs[:n]), inputs[n])
+			return ChosenLogProbs(tr.logitsGraph(ctx, inputs[:n], inputs[n].Shape().Dimensions[1]), inputs[n])
 		})
 	}
 	if err != nil {
@@ -475,9 +538,16 @@ func (tr *Trainer) exec(kind lossKind, mode int) (*context.Exec, error) {
 	return e, nil
 }
 
-func (tr *Trainer) logitsGraph(ctx *context.Context, inputs []*graph.Node) *graph.Node {
-	logits := tr.spec.Logits(ctx, inputs)
-	want := []int{inputs[0].Shape().Dimensions[0], inputs[0].Shape().Dimensions[1], tr.spec.Vocab}
+// logitsGraph returns the logits [B, tail, V] of the last tail positions of inputs [B, T, ...]
+// (tail == T: all positions).
+func (tr *Trainer) logitsGraph(ctx *context.Context, inputs []*graph.Node, tail int) *graph.Node {
+	var logits *graph.Node
+	if tail < inputs[0].Shape().Dimensions[1] {
+		logits = tr.spec.TailLogits(ctx, inputs, tail)
+	} else {
+		logits = tr.spec.Logits(ctx, inputs)
+	}
+	want := []int{inputs[0].Shape().Dimensions[0], tail, tr.spec.Vocab}
 	if logits.Rank() != 3 || logits.Shape().Dimensions[0] != want[0] || logits.Shape().Dimensions[1] != want[1] || logits.Shape().Dimensions[2] != want[2] {
 		panic(errors.New("learner: LogitsFunc returned " + logits.Shape().String() + fmt.Sprintf(", want %v", want)))
 	}
@@ -490,8 +560,8 @@ func (tr *Trainer) logitsGraph(ctx *context.Context, inputs []*graph.Node) *grap
 // lossGraph returns the scalar loss to differentiate and the numMetrics metric sums.
 func (tr *Trainer) lossGraph(ctx *context.Context, kind lossKind, inputs []*graph.Node) (*graph.Node, []*graph.Node) {
 	n := tr.spec.NumInputs
-	logits := tr.logitsGraph(ctx, inputs[:n])
 	actions, mask := inputs[n], inputs[n+1]
+	logits := tr.logitsGraph(ctx, inputs[:n], actions.Shape().Dimensions[1])
 	scale := inputs[len(inputs)-1]
 	newLP := ChosenLogProbs(logits, actions)
 	g := logits.Graph()

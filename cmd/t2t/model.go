@@ -43,6 +43,10 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	vocab := fs.Int("tokenizer-vocab", textpolicy.DefaultTinyVocab, "vocabulary size of the learned tiny tokenizer (without --tokenizer)")
 	seed := fs.Uint64("seed", 1, "weight initialisation seed")
 	force := fs.Bool("force", false, "write a 4b-shape checkpoint (16 GB of float32 weights)")
+	layers := fs.Int("layers", 0, "number of decoder layers (0: the preset's)")
+	hidden := fs.Int("hidden", 0, "hidden size; head_dim becomes hidden / query heads (0: the preset's)")
+	inter := fs.Int("intermediate", 0, "MLP intermediate size (0: the preset's)")
+	theta := fs.Float64("rope-theta", 0, "RoPE θ (0: the preset's, 1e6 as Qwen3)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -52,6 +56,27 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	cfg, err := qwen3.Preset(*preset)
 	if err != nil {
 		return badInput("--preset: %v", err)
+	}
+	switch {
+	case *layers < 0 || *hidden < 0 || *inter < 0 || *theta < 0:
+		return badInput("--layers, --hidden, --intermediate and --rope-theta must be ≥ 0")
+	case *hidden > 0 && *hidden%(2*cfg.NumAttentionHeads) != 0:
+		return badInput("--hidden %d: must be a multiple of 2 × %d query heads (even head_dim)", *hidden, cfg.NumAttentionHeads)
+	}
+	if *layers > 0 {
+		cfg.NumHiddenLayers = *layers
+	}
+	if *hidden > 0 {
+		cfg.HiddenSize, cfg.HeadDim = *hidden, *hidden/cfg.NumAttentionHeads
+	}
+	if *inter > 0 {
+		cfg.IntermediateSize = *inter
+	}
+	if *theta > 0 {
+		cfg.RopeTheta = *theta
+	}
+	if err := cfg.Validate(); err != nil {
+		return badInput("%v", err)
 	}
 	tmp, err := os.MkdirTemp("", "t2t-tokenizer-")
 	if err != nil {

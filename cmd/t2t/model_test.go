@@ -42,6 +42,15 @@ func TestModelInitInspect(t *testing.T) {
 	if code, out, e := t2t(t, "model", "init", "--out", dir2, "--tokenizer", filepath.Join(dir, "tokenizer.json"), "--seed", "4"); code != 0 || !strings.Contains(out, "vocab 1228") {
 		t.Fatalf("init --tokenizer: exit %d: %s%s", code, out, e)
 	}
+	// Shape overrides: a deeper, narrower model with another RoPE θ.
+	dir3 := filepath.Join(t.TempDir(), "custom")
+	if code, out, e := t2t(t, "model", "init", "--out", dir3, "--layers", "3", "--hidden", "32", "--intermediate", "96", "--rope-theta", "10000"); code != 0 ||
+		!strings.Contains(out, "3 layers, hidden 32, heads 4/2 × 8, intermediate 96") {
+		t.Fatalf("init with overrides: exit %d: %s%s", code, out, e)
+	}
+	if code, out, e := t2t(t, "model", "inspect", dir3); code != 0 || !strings.Contains(out, "3 layers, hidden 32") || !strings.Contains(out, "rope θ 10000") {
+		t.Fatalf("inspect the custom shape: exit %d: %s%s", code, out, e)
+	}
 	big := filepath.Join(t.TempDir(), "big")
 	code, out, e = t2t(t, "model", "init", "--preset", "4b-shape", "--out", big)
 	if code != 2 || !strings.Contains(e, "--force") || !strings.Contains(out, "train total") {
@@ -53,6 +62,8 @@ func TestModelInitInspect(t *testing.T) {
 	for _, args := range [][]string{
 		{"model", "init", "--preset", "huge", "--out", big},
 		{"model", "init", "--preset", "tiny"},
+		{"model", "init", "--out", big, "--hidden", "30"},
+		{"model", "init", "--out", big, "--layers", "-1"},
 		{"model", "inspect", t.TempDir()},
 		{"model", "inspect"},
 		{"serve"},
@@ -142,9 +153,13 @@ func TestSFTCommand(t *testing.T) {
 		t.Fatalf("init: %s", e)
 	}
 	out := filepath.Join(t.TempDir(), "sft")
-	code, so, e := t2t(t, "sft", "--model", dir, "--out", out, "--steps", "1", "--batch", "2", "--eval", "2", "--max-tokens", "4")
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	code, so, e := t2t(t, "sft", "--model", dir, "--out", out, "--steps", "1", "--batch", "2", "--eval", "2", "--max-tokens", "4", "--prompt", "compact", "--cpuprofile", prof)
 	if code != 0 {
 		t.Fatalf("sft: exit %d: %s", code, e)
+	}
+	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
+		t.Fatalf("--cpuprofile: %v", err)
 	}
 	for _, want := range []string{"before: 2 instances", "step 1: cross-entropy", "after: 2 instances", "wrote " + out} {
 		if !strings.Contains(so, want) {
@@ -156,6 +171,9 @@ func TestSFTCommand(t *testing.T) {
 	}
 	if code, _, _ := t2t(t, "sft", "--model", dir); code != 2 {
 		t.Fatalf("sft without --out: exit %d", code)
+	}
+	if code, _, e := t2t(t, "sft", "--model", dir, "--out", out, "--prompt", "verbose"); code != 2 || !strings.Contains(e, "want full or compact") {
+		t.Fatalf("sft --prompt verbose: exit %d: %s", code, e)
 	}
 }
 
@@ -169,7 +187,7 @@ func TestTrainQwen3Policy(t *testing.T) {
 	}
 	code, out, e := t2t(t, "train", "--policy", "qwen3", "--model", dir, "--max-new-tokens", "8", "--stages", "1",
 		"--instances", "4", "--instances-per-unit", "2", "--group", "2", "--learner-batch", "2",
-		"--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed")
+		"--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed", "--prompt", "compact")
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, e, out)
 	}
@@ -178,6 +196,9 @@ func TestTrainQwen3Policy(t *testing.T) {
 	}
 	if code, _, e := t2t(t, "train", "--policy", "qwen3"); code != 2 || !strings.Contains(e, "--model") {
 		t.Fatalf("qwen3 without --model: exit %d, %q", code, e)
+	}
+	if code, _, e := t2t(t, "train", "--policy", "qwen3", "--model", dir, "--prompt", "short"); code != 2 || !strings.Contains(e, "want full or compact") {
+		t.Fatalf("qwen3 --prompt short: exit %d, %q", code, e)
 	}
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/t2t-lab/t2t/env"
@@ -23,7 +25,13 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	thinking := fs.Bool("thinking", false, "render the chat template with thinking (the target then starts with an empty think block)")
 	seed := fs.Uint64("seed", 1, "seed of the training instances (evaluation uses another stream)")
 	device := fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
+	promptStyle := fs.String("prompt", "full", promptFlagHelp)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	popt, err := promptOptions(*promptStyle)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -31,6 +39,17 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return badInput("--model and --out are required")
 	case *steps < 0 || *batch < 1 || *evalN < 1 || *every < 1 || *maxTokens < 1:
 		return badInput("--steps ≥ 0, --batch, --eval, --report-every and --max-tokens ≥ 1")
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return badInput("--cpuprofile: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	backend, err := learner.NewBackend(*device)
 	if err != nil {
@@ -43,7 +62,7 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	g := learner.DefaultGRPOConfig()
 	g.LR, g.MicroBatch = *lr, 16
 	g.LengthBuckets = []int{64, 80, 96, 128, 192, 224, 256, 512, 1024, 2048, 4096} // SFT sequences are short: pad little
-	pol, err := textpolicy.New(lm, textpolicy.Options{Prompt: env.DefaultPromptOptions(), Thinking: *thinking, MaxNewTokens: *maxTokens, GRPO: g, GenBatch: 16})
+	pol, err := textpolicy.New(lm, textpolicy.Options{Prompt: popt, Thinking: *thinking, MaxNewTokens: *maxTokens, GRPO: g, GenBatch: 16})
 	if err != nil {
 		return badInput("%v", err)
 	}
@@ -99,4 +118,19 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *out)
 	return nil
+}
+
+const promptFlagHelp = "prompt style: full (the paper's prompt: rules, objective, example) or compact (map, coordinates and the answer format: for small models trained from scratch; use the same style the checkpoint was fine-tuned with)"
+
+// promptOptions returns the env prompt options of a --prompt style.
+func promptOptions(style string) (env.PromptOptions, error) {
+	o := env.DefaultPromptOptions()
+	switch style {
+	case "full":
+	case "compact":
+		o.Compact = true
+	default:
+		return o, badInput("--prompt %q: want full or compact", style)
+	}
+	return o, nil
 }

@@ -34,6 +34,7 @@ type trainFlags struct {
 	modelDir                                                           *string
 	maxNew                                                             *int
 	thinking                                                           *bool
+	prompt                                                             *string
 }
 
 func addTrainFlags(fs *flag.FlagSet) *trainFlags {
@@ -67,6 +68,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 		modelDir:   fs.String("model", "", "--policy qwen3: Hugging Face checkpoint directory (e.g. from 't2t model init' or a real Qwen3)"),
 		maxNew:     fs.Int("max-new-tokens", 512, "--policy qwen3: most tokens per answer"),
 		thinking:   fs.Bool("thinking", false, "--policy qwen3: let the model think (<think>…</think>) before answering"),
+		prompt:     fs.String("prompt", "full", "--policy qwen3: "+promptFlagHelp),
 		engURL:     fs.String("engineer-url", "", "--strategy llm: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, as served by 't2t serve' or vLLM); API key from $T2T_ENGINEER_API_KEY"),
 		engModel:   fs.String("engineer-model", "", "--strategy llm: model name at --engineer-url"),
 		engModules: fs.String("engineer-modules", "F,G,H0,T", "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)"),
@@ -169,6 +171,9 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 			return nil, badInput("--model: %v", err)
 		}
 		o := textpolicy.DefaultOptions()
+		if o.Prompt, err = promptOptions(*f.prompt); err != nil {
+			return nil, err
+		}
 		o.MaxNewTokens, o.Thinking = *f.maxNew, *f.thinking
 		o.GRPO.GroupSize = *f.group
 		tp, err := textpolicy.New(lm, o)

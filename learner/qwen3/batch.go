@@ -20,15 +20,17 @@ type Sample struct {
 // NewSeqBatch lays samples out for learner.Trainer (inputs: token ids and validity mask):
 // row i holds Prompt ++ Completion without its last token, Actions are the next tokens, and
 // only positions that predict completion tokens are trained (Mask = 1) with the behaviour
-// log-probs and the sample's advantage. Rows are right-padded to the longest one (padding
-// has validity 0 and mask 0). For behaviour cloning (BCStep) LogProbs may be nil.
+// log-probs and the sample's advantage. Rows are left-padded to the longest one (padding has
+// validity 0 and mask 0), so every completion ends at the row's end and the batch's Tail is the
+// longest completion: the trainer computes the output layer on that window only. For behaviour
+// cloning (BCStep) LogProbs may be nil.
 func NewSeqBatch(samples []Sample) (*learner.SeqBatch, error) {
 	if len(samples) == 0 {
 		return nil, fmt.Errorf("%w: no samples", learner.ErrBadBatch)
 	}
 	withRef := samples[0].RefLogProbs != nil
 	withLP := samples[0].LogProbs != nil
-	t := 0
+	t, tail := 0, 0
 	for i, s := range samples {
 		if len(s.Prompt) == 0 || len(s.Completion) == 0 {
 			return nil, fmt.Errorf("%w: sample %d: need a prompt and a completion", learner.ErrBadBatch, i)
@@ -40,10 +42,11 @@ func NewSeqBatch(samples []Sample) (*learner.SeqBatch, error) {
 			return nil, fmt.Errorf("%w: sample %d: reference log-probs must be given for every completion token of every sample or none", learner.ErrBadBatch, i)
 		}
 		t = max(t, len(s.Prompt)+len(s.Completion)-1)
+		tail = max(tail, len(s.Completion))
 	}
 	n := len(samples) * t
 	b := &learner.SeqBatch{
-		Rows: len(samples), T: t,
+		Rows: len(samples), T: t, Tail: tail,
 		Inputs:     []learner.ModelInput{{I32: make([]int32, n)}, {I32: make([]int32, n)}},
 		Actions:    make([]int32, n),
 		Mask:       make([]float32, n),
@@ -56,8 +59,8 @@ func NewSeqBatch(samples []Sample) (*learner.SeqBatch, error) {
 		b.RefLogProbs = make([]float32, n)
 	}
 	for i, s := range samples {
-		row := i * t
 		seq := append(append(make([]int32, 0, len(s.Prompt)+len(s.Completion)), s.Prompt...), s.Completion...)
+		row := i*t + t - (len(seq) - 1) // left padding: the row's last position predicts the last token
 		for j := range len(seq) - 1 {
 			b.Inputs[0].I32[row+j] = seq[j]
 			b.Inputs[1].I32[row+j] = 1

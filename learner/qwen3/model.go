@@ -340,19 +340,37 @@ func seqMask(valid *graph.Node) (pos, bias *graph.Node) {
 	return pos, bias
 }
 
-// forward returns the logits [B, T, V] of tokens [B, T] with valid [B, T] marking real tokens.
-func (m *Model) forward(tokens, valid *graph.Node) *graph.Node {
+// forward returns the logits [B, tail, V] of the last tail positions of tokens [B, T] with
+// valid [B, T] marking real tokens (tail == T: every position).
+func (m *Model) forward(tokens, valid *graph.Node, tail int) *graph.Node {
 	pos, bias := seqMask(valid)
 	cos, sin := m.ropeTables(pos)
 	x := m.blocks(m.embedTokens(tokens), cos, sin, bias, func(_ int, k, v *graph.Node) (*graph.Node, *graph.Node) { return k, v })
+	if t := x.Shape().Dimensions[1]; tail < t {
+		x = lastPositions(x, tail)
+	}
 	return m.head(x)
+}
+
+// lastPositions returns x [B, T, H] restricted to its last n positions, [B, n, H], as a product
+// with a constant one-hot [n, T] selection: differentiable on every backend (Slice's gradient
+// needs Pad, which the pure-Go backend lacks), and O(B·n·T·H), small next to the layers.
+func lastPositions(x *graph.Node, n int) *graph.Node {
+	g := x.Graph()
+	t := x.Shape().Dimensions[1]
+	rows := graph.AddScalar(graph.Iota(g, shapes.Make(dtypes.Int32, n, t), 0), float64(t-n))
+	sel := graph.ConvertDType(graph.Equal(rows, graph.Iota(g, shapes.Make(dtypes.Int32, n, t), 1)), x.DType())
+	y := graph.DotGeneral(x, []int{1}, nil, sel, []int{1}, nil) // [B, H, n]
+	return graph.TransposeAllAxes(y, 0, 2, 1)
 }
 
 // LogitsFunc is the model's learner.LogitsFunc: inputs are token ids [B, T] and a validity
 // mask [B, T] (1 = real token, 0 = padding), both int32. Padding may be on either side; the
 // trainer pads on the right.
 func (m *Model) LogitsFunc() learner.LogitsFunc {
-	return func(_ *context.Context, in []*graph.Node) *graph.Node { return m.forward(in[0], in[1]) }
+	return func(_ *context.Context, in []*graph.Node) *graph.Node {
+		return m.forward(in[0], in[1], in[0].Shape().Dimensions[1])
+	}
 }
 
 // NewTrainer returns a learner.Trainer over this model's trainable variables (all weights, or
@@ -361,7 +379,10 @@ func (m *Model) LogitsFunc() learner.LogitsFunc {
 func (m *Model) NewTrainer(cfg learner.GRPOConfig) (*learner.Trainer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	tr, err := learner.NewTrainer(m.backend, m.ctx, cfg, learner.ModelSpec{NumInputs: 2, Vocab: m.cfg.VocabSize, Logits: m.LogitsFunc()})
+	tr, err := learner.NewTrainer(m.backend, m.ctx, cfg, learner.ModelSpec{
+		NumInputs: 2, Vocab: m.cfg.VocabSize, Logits: m.LogitsFunc(),
+		TailLogits: func(_ *context.Context, in []*graph.Node, tail int) *graph.Node { return m.forward(in[0], in[1], tail) },
+	})
 	if err == nil {
 		m.trained = true
 	}
@@ -408,7 +429,7 @@ func (m *Model) Logits(seqs [][]int32) ([][]float32, error) {
 	}
 	if m.logitsExec == nil {
 		e, err := m.newExec(func(_ *context.Context, in []*graph.Node) []*graph.Node {
-			return []*graph.Node{m.forward(in[0], in[1])}
+			return []*graph.Node{m.forward(in[0], in[1], in[0].Shape().Dimensions[1])}
 		})
 		if err != nil {
 			return nil, err

@@ -443,15 +443,15 @@ func TestNewSeqBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Rows != 2 || b.T != 3 {
-		t.Fatalf("rows %d T %d", b.Rows, b.T)
+	if b.Rows != 2 || b.T != 3 || b.Tail != 2 {
+		t.Fatalf("rows %d T %d tail %d", b.Rows, b.T, b.Tail)
 	}
-	want := map[string][]float32{
-		"tokens":  {1, 2, 3, 5, 0, 0},
-		"valid":   {1, 1, 1, 1, 0, 0},
-		"actions": {2, 3, 4, 6, 0, 0},
-		"mask":    {0, 1, 1, 1, 0, 0},
-		"lp":      {0, -0.5, -0.25, -1, 0, 0},
+	want := map[string][]float32{ // left-padded: completions end at the row's end
+		"tokens":  {1, 2, 3, 0, 0, 5},
+		"valid":   {1, 1, 1, 0, 0, 1},
+		"actions": {2, 3, 4, 0, 0, 6},
+		"mask":    {0, 1, 1, 0, 0, 1},
+		"lp":      {0, -0.5, -0.25, 0, 0, -1},
 	}
 	got := map[string][]float32{"mask": b.Mask, "lp": b.BehaviourLogProbs}
 	for k, src := range map[string][]int32{"tokens": b.Inputs[0].I32, "valid": b.Inputs[1].I32, "actions": b.Actions} {

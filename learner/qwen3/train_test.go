@@ -2,6 +2,7 @@ package qwen3
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -307,4 +308,105 @@ func BenchmarkDecode(b *testing.B) {
 		tokens += len(g.Tokens[0])
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(tokens), "ms/token")
+}
+
+// TestTailLogitsMatchFullLogits checks the trainer's tail window (the output layer on the
+// completion positions only) against the full-logits path on the same left-padded batch: the
+// same log-probs, losses and updated weights, for GRPO with several micro-batches and for BC.
+func TestTailLogitsMatchFullLogits(t *testing.T) {
+	seed := qwenTestSeed(t)
+	cfg := qwenTiny(t)
+	backend := qwenBackend(t)
+	dir := qwenCheckpoint(t, cfg, seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	var samples []Sample
+	for i, p := range qwenPrompts(rng, cfg.VocabSize, 9, 3, 14, 6, 11) {
+		c := qwenPrompts(rng, cfg.VocabSize, 1+(i*4)%9)[0] // 1, 5, 9, 4, 8 tokens
+		lp := make([]float32, len(c))
+		for k := range lp {
+			lp[k] = -1 - rng.Float32()
+		}
+		samples = append(samples, Sample{Prompt: p, Completion: c, LogProbs: lp, Advantage: float32(i%3) - 1})
+	}
+	tail, err := NewSeqBatch(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tail.Tail != 9 || tail.T != 14+9-1 {
+		t.Fatalf("Tail %d T %d, want 9 and 22", tail.Tail, tail.T)
+	}
+	full := *tail
+	full.Tail = 0 // the same rows, logits at every position
+	gc := learner.DefaultGRPOConfig()
+	gc.LR, gc.MicroBatch = 1e-2, 2
+	type result struct {
+		lp      []float32
+		grpo    learner.UpdateStats
+		bc      learner.UpdateStats
+		weights []float32
+	}
+	run := func(b *learner.SeqBatch) result {
+		m, err := Load(backend, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := m.NewTrainer(gc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r result
+		if r.lp, err = tr.LogProbs(b, nil); err != nil {
+			t.Fatal(err)
+		}
+		if r.grpo, err = tr.GRPOStep(b); err != nil {
+			t.Fatal(err)
+		}
+		if r.bc, err = tr.BCStep(b); err != nil {
+			t.Fatal(err)
+		}
+		v, _, _ := m.varOf(nameEmbed) // tied: the head's gradient and the embedding's meet here
+		if r.weights, err = varFloats(v); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, f := run(tail), run(&full)
+	for i, m := range tail.Mask {
+		if m == 1 && math.Abs(float64(a.lp[i]-f.lp[i])) > 1e-5 {
+			t.Fatalf("position %d: tail log-prob %v, full %v", i, a.lp[i], f.lp[i])
+		}
+	}
+	near := func(name string, x, y float64) {
+		if math.Abs(x-y) > 1e-5*(1+math.Abs(y)) {
+			t.Errorf("%s: tail %v, full %v", name, x, y)
+		}
+	}
+	near("GRPO loss", a.grpo.Loss, f.grpo.Loss)
+	near("GRPO grad norm", a.grpo.GradNorm, f.grpo.GradNorm)
+	near("GRPO entropy", a.grpo.Entropy, f.grpo.Entropy)
+	near("BC loss", a.bc.Loss, f.bc.Loss)
+	near("BC accuracy", a.bc.Accuracy, f.bc.Accuracy)
+	if a.grpo.Positions != f.grpo.Positions || a.grpo.MicroBatches != 3 {
+		t.Errorf("positions %d vs %d, micro-batches %d", a.grpo.Positions, f.grpo.Positions, a.grpo.MicroBatches)
+	}
+	var worst float64
+	for i := range a.weights {
+		worst = max(worst, math.Abs(float64(a.weights[i]-f.weights[i])))
+	}
+	// Adam divides by the gradient's scale, so float rounding in near-zero gradients shows in the
+	// update: allow 5% of one step (lr); a wrong window moves weights by whole steps.
+	if worst > 0.05*gc.LR {
+		t.Errorf("weights after two steps differ by up to %g (lr %g)", worst, gc.LR)
+	}
+	t.Logf("largest weight difference after two steps: %.3g (lr %g)", worst, gc.LR)
+
+	// A Tail batch that trains a position before its tail is refused.
+	bad := *tail
+	bad.Mask = slices.Clone(tail.Mask)
+	bad.Mask[0] = 1
+	m, _ := Load(backend, dir)
+	tr, _ := m.NewTrainer(gc)
+	if _, err := tr.BCStep(&bad); !errors.Is(err, learner.ErrBadBatch) {
+		t.Errorf("mask outside the tail: %v, want ErrBadBatch", err)
+	}
 }
