@@ -2,6 +2,8 @@ package textpolicy
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
@@ -67,6 +69,28 @@ type Rates struct {
 	Valid, Optimal float64
 	// Parsable is the share of answers that parse.
 	Parsable float64
+	// Failed counts, per verifier check, the answers that failed it (an answer can fail several).
+	Failed [env.NumChecks]int
+}
+
+// FailureSummary lists the failed checks by count, most first: "goal_reached 30, hole_free 12";
+// "none" when every answer passed every check.
+func (r Rates) FailureSummary() string {
+	var parts []string
+	order := make([]env.Check, 0, env.NumChecks)
+	for c := range env.NumChecks {
+		if r.Failed[c] > 0 {
+			order = append(order, c)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return r.Failed[order[i]] > r.Failed[order[j]] })
+	for _, c := range order {
+		parts = append(parts, fmt.Sprintf("%s %d", c, r.Failed[c]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Evaluate plays each instance once, greedily, and returns the shares of parsable, valid and
@@ -80,6 +104,11 @@ func (p *Policy) Evaluate(ins []*env.Instance) (Rates, error) {
 	for _, ep := range ro.Episodes {
 		if ep.Report.Passed[env.CheckParsable] {
 			r.Parsable++
+		}
+		for c := range env.NumChecks {
+			if !ep.Report.Passed[c] {
+				r.Failed[c]++
+			}
 		}
 		if ep.Report.Valid {
 			r.Valid++

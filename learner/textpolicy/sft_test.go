@@ -1,6 +1,7 @@
 package textpolicy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
@@ -98,7 +99,20 @@ func TestSFTLearnsAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Valid != 1 || after.Optimal != 1 {
+	if after.Valid != 1 || after.Optimal != 1 || after.FailureSummary() != "none" {
 		t.Fatalf("greedy answers after SFT: %+v (before: %+v)", after, before)
+	}
+	// Before training the random model's answers do not parse, and every answer that fails to
+	// parse fails every other check with it.
+	if before.Failed[env.CheckParsable] != 2 || !strings.HasPrefix(before.FailureSummary(), "parsable 2") {
+		t.Errorf("random model: failed checks %v (%s)", before.Failed, before.FailureSummary())
+	}
+}
+
+func TestRatesFailureSummary(t *testing.T) {
+	var r Rates
+	r.Failed[env.CheckHoleFree], r.Failed[env.CheckGoalReached], r.Failed[env.CheckConflictFree] = 3, 7, 3
+	if got, want := r.FailureSummary(), "goal_reached 7, conflict_free 3, hole_free 3"; got != want {
+		t.Errorf("FailureSummary() = %q, want %q", got, want)
 	}
 }
