@@ -169,6 +169,20 @@ func TestSFTCommand(t *testing.T) {
 	if code, so, e := t2t(t, "model", "inspect", out); code != 0 || !strings.Contains(so, "tokenizer: 1228 ids") {
 		t.Fatalf("inspect the SFT checkpoint: exit %d\n%s%s", code, so, e)
 	}
+	// --eval-seed fixes the evaluation set whatever the training seed.
+	evalSet := func(args ...string) string {
+		t.Helper()
+		code, so, e := t2t(t, append([]string{"sft", "--model", dir, "--out", filepath.Join(t.TempDir(), "s0"), "--steps", "0", "--eval", "3", "--max-tokens", "2"}, args...)...)
+		if code != 0 {
+			t.Fatalf("sft %v: exit %d: %s", args, code, e)
+		}
+		line, _, _ := strings.Cut(so[strings.Index(so, "evaluation set:"):], "\n")
+		return line
+	}
+	a, b, c := evalSet("--seed", "1", "--eval-seed", "9"), evalSet("--seed", "2", "--eval-seed", "9"), evalSet("--seed", "2")
+	if a != b || a == c || !strings.Contains(a, "from seed 9") {
+		t.Fatalf("evaluation sets: %q, %q, %q", a, b, c)
+	}
 	if code, _, _ := t2t(t, "sft", "--model", dir); code != 2 {
 		t.Fatalf("sft without --out: exit %d", code)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,8 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	every := fs.Int("report-every", 50, "print the loss every this many steps")
 	maxTokens := fs.Int("max-tokens", 64, "completion cap during evaluation")
 	thinking := fs.Bool("thinking", false, "render the chat template with thinking (the target then starts with an empty think block)")
-	seed := fs.Uint64("seed", 1, "seed of the training instances (evaluation uses another stream)")
+	seed := fs.Uint64("seed", 1, "seed of the training instances")
+	evalSeed := fs.Uint64("eval-seed", 0, "seed of the evaluation instances (0: --seed's; give one to compare runs of different --seed on the same instances)")
 	device := fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	promptStyle := fs.String("prompt", "full", promptFlagHelp)
@@ -72,10 +74,19 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	}
 	evalCfg := cfg.Clone()
 	evalCfg.Instances = *evalN
-	evalIns, err := env.Generate(evalCfg, *seed^0xe7a1e7a1, 0, *evalN)
+	es := *seed
+	if *evalSeed != 0 {
+		es = *evalSeed
+	}
+	evalIns, err := env.Generate(evalCfg, es^0xe7a1e7a1, 0, *evalN)
 	if err != nil {
 		return err
 	}
+	h := sha256.New()
+	for _, in := range evalIns {
+		io.WriteString(h, in.ID)
+	}
+	fmt.Fprintf(stdout, "evaluation set: %d instances from seed %d (id %x)\n", len(evalIns), es, h.Sum(nil)[:6])
 	report := func(when string) error {
 		r, err := pol.Evaluate(evalIns)
 		if err != nil {
