@@ -12,14 +12,20 @@ import (
 )
 
 // Target returns the completion that supervised fine-tuning teaches for in: an optimal
-// (sum-of-costs) plan in the canonical answer form (env.FormatMoves), after an empty think
-// block when the policy thinks, ended by <|im_end|>, as token ids.
+// (sum-of-costs) plan in canonical form (env.CanonicalPlan: vertical moves first, waits as late
+// as possible, whatever ties the solver broke) and the canonical answer text
+// (env.FormatMoves), after an empty think block when the policy thinks, ended by <|im_end|>,
+// as token ids.
 func (p *Policy) Target(in *env.Instance) ([]int32, error) {
 	sol, err := env.Solve(in, env.SolveOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("textpolicy: target for %s: %w", in.ID, err)
 	}
-	moves, err := env.PlanMoves(&sol.Plan)
+	plan, err := env.CanonicalPlan(in, &sol.Plan)
+	if err != nil {
+		return nil, fmt.Errorf("textpolicy: target for %s: %w", in.ID, err)
+	}
+	moves, err := env.PlanMoves(plan)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,123 @@
+package env
+
+import (
+	"fmt"
+	"slices"
+)
+
+// canonicalOrder is the move preference of CanonicalPlan: vertical moves, then horizontal, then
+// waiting.
+var canonicalOrder = [NumMoves]Move{Up, Down, Left, Right, Wait}
+
+// CanonicalPlan returns a plan with the same agent costs as the valid plan p (so the same sum of
+// costs and makespan) in a canonical form: agent by agent, in order, each path is replanned
+// against the other agents' paths so that at every timestep the agent takes the first of UP,
+// DOWN, LEFT, RIGHT, WAIT that still lets it reach its goal at its cost without a hole, a
+// vertex, edge or goal conflict. Unobstructed agents thus go vertically first, then
+// horizontally, and wait as late as they can. Supervised targets in this form do not depend on
+// how the solver broke ties. Each path ends at its goal (trailing waits are dropped).
+//
+// p must be valid for in (Verify); a plan that is not gets an error and no result.
+func CanonicalPlan(in *Instance, p *Plan) (*Plan, error) {
+	var rep Report
+	Verify(in, p, &rep)
+	if !rep.Valid {
+		return nil, fmt.Errorf("env: canonical plan of %s: the plan is not valid (%v)", in.ID, rep.Failures)
+	}
+	k := len(in.Agents)
+	out := &Plan{Paths: make([][]Pos, k)}
+	for i, path := range p.Paths {
+		c := PathCost(path, in.Agents[i].Goal)
+		out.Paths[i] = append([]Pos(nil), path[:c+1]...)
+	}
+	at := func(j, t int) Pos { // agent j's cell at t: it stays on its last cell
+		path := out.Paths[j]
+		return path[min(t, len(path)-1)]
+	}
+	n := in.Width * in.Height
+	for range canonicalRounds {
+		changed := false
+		for i := range k {
+			path, err := canonicalPath(in, out, i, n, at)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Equal(path, out.Paths[i]) {
+				out.Paths[i], changed = path, true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	return out, nil
+}
+
+// canonicalRounds bounds the passes over the agents: a pass replans each agent against the
+// others' current paths, and a change may open an earlier-preferred move to an agent before it.
+// A plan still changing after the last pass is returned as it is (valid, same costs).
+const canonicalRounds = 8
+
+// canonicalPath replans agent i of out at its cost against the other agents' paths.
+func canonicalPath(in *Instance, out *Plan, i, n int, at func(j, t int) Pos) ([]Pos, error) {
+	k := len(in.Agents)
+	cost := len(out.Paths[i]) - 1
+	free := func(x Pos, t int) bool {
+		for j := range k {
+			if j != i && at(j, t) == x {
+				return false
+			}
+		}
+		return true
+	}
+	swap := func(x, y Pos, t int) bool { // moving x → y between t and t+1 swaps with someone
+		for j := range k {
+			if j != i && at(j, t) == y && at(j, t+1) == x {
+				return true
+			}
+		}
+		return false
+	}
+	// ok[t][cell]: from cell at t the goal is reachable exactly at cost.
+	ok := make([][]bool, cost+1)
+	for t := range ok {
+		ok[t] = make([]bool, n)
+	}
+	goal := in.Agents[i].Goal
+	ok[cost][goal.R*in.Width+goal.C] = free(goal, cost)
+	for t := cost - 1; t >= 0; t-- {
+		for r := range in.Height {
+			for c := range in.Width {
+				x := Pos{r, c}
+				if in.Hole(x) || !free(x, t) {
+					continue
+				}
+				for _, m := range canonicalOrder {
+					dr, dc := m.Delta()
+					y := Pos{r + dr, c + dc}
+					if in.InBounds(y) && ok[t+1][y.R*in.Width+y.C] && !swap(x, y, t) {
+						ok[t][r*in.Width+c] = true
+						break
+					}
+				}
+			}
+		}
+	}
+	start := in.Agents[i].Start
+	if !ok[0][start.R*in.Width+start.C] {
+		return nil, fmt.Errorf("env: canonical plan of %s: agent %d has no path of cost %d (internal error)", in.ID, i, cost)
+	}
+	path := append(make([]Pos, 0, cost+1), start)
+	for t := range cost {
+		x := path[t]
+		for _, m := range canonicalOrder {
+			dr, dc := m.Delta()
+			y := Pos{x.R + dr, x.C + dc}
+			if in.InBounds(y) && ok[t+1][y.R*in.Width+y.C] && !swap(x, y, t) {
+				path = append(path, y)
+				break
+			}
+		}
+	}
+	return path, nil
+}

@@ -1,0 +1,101 @@
+package env
+
+import (
+	"reflect"
+	"testing"
+)
+
+// On an open map an agent goes vertically first, then horizontally; a hole in the way makes it
+// turn earlier; the other agent's path makes it wait as late as it can.
+func TestCanonicalPlanShapes(t *testing.T) {
+	in := planInst(t, []string{"....", "....", "....", "...."}, Agent{Start: Pos{0, 0}, Goal: Pos{2, 3}})
+	zigzag := &Plan{Paths: [][]Pos{{{0, 0}, {0, 1}, {1, 1}, {1, 2}, {2, 2}, {2, 3}}}}
+	got, err := CanonicalPlan(in, zigzag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]Pos{{{0, 0}, {1, 0}, {2, 0}, {2, 1}, {2, 2}, {2, 3}}}
+	if !reflect.DeepEqual(got.Paths, want) {
+		t.Errorf("open map: %v, want %v", got.Paths, want)
+	}
+
+	holed := planInst(t, []string{"...", "H..", "..."}, Agent{Start: Pos{0, 0}, Goal: Pos{2, 2}})
+	got, err = CanonicalPlan(holed, &Plan{Paths: [][]Pos{{{0, 0}, {0, 1}, {0, 2}, {1, 2}, {2, 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = [][]Pos{{{0, 0}, {0, 1}, {1, 1}, {2, 1}, {2, 2}}}
+	if !reflect.DeepEqual(got.Paths, want) {
+		t.Errorf("hole below the start: %v, want %v", got.Paths, want)
+	}
+
+	// Agent 1 crosses agent 0's column at t = 1: agent 0 (going down) must let it pass.
+	cross := planInst(t, []string{"...", "...", "..."},
+		Agent{Start: Pos{0, 1}, Goal: Pos{2, 1}}, Agent{Start: Pos{1, 0}, Goal: Pos{1, 2}})
+	p := &Plan{Paths: [][]Pos{{{0, 1}, {0, 1}, {0, 1}, {1, 1}, {2, 1}}, {{1, 0}, {1, 1}, {1, 2}}}}
+	got, err = CanonicalPlan(cross, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	Verify(cross, got, &rep)
+	soc, _ := got.Costs(cross)
+	if !rep.Valid || soc != 6 {
+		t.Fatalf("crossing: %v valid %v soc %d, want valid with soc 6", got.Paths, rep.Valid, soc)
+	}
+
+	// A plan that is not valid is refused.
+	if _, err := CanonicalPlan(in, &Plan{Paths: [][]Pos{{{0, 0}, {1, 1}}}}); err == nil {
+		t.Error("an invalid plan was canonicalised")
+	}
+}
+
+// On generated instances the canonical plan is valid, keeps every agent's cost, is a fixed
+// point, and does not depend on which optimal plan it started from.
+func TestCanonicalPlanGenerated(t *testing.T) {
+	rng := planRNG(t)
+	cfg := Config{Agents: 3, Instances: 60, Sizes: []SizeConfig{
+		{Size: 3, DataRatio: 0.3, HoleRatio: 0.2, WaitRatio: 0.3},
+		{Size: 5, DataRatio: 0.4, HoleRatio: 0.3, WaitRatio: 0.5},
+		{Size: 7, DataRatio: 0.3, HoleRatio: 0.2, WaitRatio: 0.3},
+	}}
+	ins, err := Generate(cfg, rng.Uint64(), 0, cfg.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, unstable := 0, 0
+	for _, in := range ins {
+		sol, err := Solve(in, SolveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := CanonicalPlan(in, &sol.Plan)
+		if err != nil {
+			t.Fatalf("%s: %v", in.ID, err)
+		}
+		var rep Report
+		Verify(in, got, &rep)
+		if !rep.Valid {
+			t.Fatalf("%s: canonical plan %v not valid: %v", in.ID, got.Paths, rep.Failures)
+		}
+		for i, path := range got.Paths {
+			if c, c0 := PathCost(path, in.Agents[i].Goal), PathCost(sol.Plan.Paths[i], in.Agents[i].Goal); c != c0 || len(path) != c+1 {
+				t.Fatalf("%s agent %d: cost %d (path of %d cells), solver's %d", in.ID, i, c, len(path), c0)
+			}
+		}
+		again, err := CanonicalPlan(in, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(again.Paths, got.Paths) {
+			unstable++
+		}
+		if !reflect.DeepEqual(got.Paths, sol.Plan.Paths) {
+			changed++
+		}
+	}
+	t.Logf("%d of %d solver plans changed by canonicalisation; %d not a fixed point after %d passes", changed, len(ins), unstable, canonicalRounds)
+	if changed == 0 || unstable > len(ins)/20 {
+		t.Errorf("changed %d, not fixed points %d of %d", changed, unstable, len(ins))
+	}
+}
