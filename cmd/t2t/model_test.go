@@ -154,14 +154,20 @@ func TestSFTCommand(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "sft")
 	prof := filepath.Join(t.TempDir(), "cpu.prof")
-	code, so, e := t2t(t, "sft", "--model", dir, "--out", out, "--steps", "1", "--batch", "2", "--eval", "2", "--max-tokens", "4", "--prompt", "compact", "--cpuprofile", prof)
+	code, so, e := t2t(t, "sft", "--model", dir, "--out", out, "--steps", "3", "--batch", "2", "--eval", "2", "--max-tokens", "4", "--prompt", "compact", "--cpuprofile", prof,
+		"--eval-every", "2", "--save-every", "1")
 	if code != 0 {
 		t.Fatalf("sft: exit %d: %s", code, e)
+	}
+	for _, want := range []string{"step 2: 2 instances", "step 1: wrote " + out, "step 2: wrote " + out} {
+		if !strings.Contains(so, want) {
+			t.Fatalf("output lacks %q:\n%s", want, so)
+		}
 	}
 	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
 		t.Fatalf("--cpuprofile: %v", err)
 	}
-	for _, want := range []string{"before: 2 instances", "step 1: cross-entropy", "after: 2 instances", "wrote " + out} {
+	for _, want := range []string{"before: 2 instances", "step 3: cross-entropy", "after: 2 instances", "wrote " + out} {
 		if !strings.Contains(so, want) {
 			t.Fatalf("output lacks %q:\n%s", want, so)
 		}

@@ -22,6 +22,8 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	lr := fs.Float64("lr", 1e-3, "learning rate (AdamW)")
 	evalN := fs.Int("eval", 48, "evaluation instances (2 agents, sizes 3..5), greedy, before and after")
 	every := fs.Int("report-every", 50, "print the loss every this many steps")
+	evalEvery := fs.Int("eval-every", 0, "also evaluate every this many steps (0: before and after only)")
+	saveEvery := fs.Int("save-every", 0, "also write the checkpoint to --out every this many steps, so a stopped run keeps its progress (0: at the end only)")
 	maxTokens := fs.Int("max-tokens", 64, "completion cap during evaluation")
 	thinking := fs.Bool("thinking", false, "render the chat template with thinking (the target then starts with an empty think block)")
 	seed := fs.Uint64("seed", 1, "seed of the training instances")
@@ -41,6 +43,8 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return badInput("--model and --out are required")
 	case *steps < 0 || *batch < 1 || *evalN < 1 || *every < 1 || *maxTokens < 1:
 		return badInput("--steps ≥ 0, --batch, --eval, --report-every and --max-tokens ≥ 1")
+	case *evalEvery < 0 || *saveEvery < 0:
+		return badInput("--eval-every and --save-every must be ≥ 0")
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -119,6 +123,17 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "step %d: cross-entropy %.3f, token accuracy %.3f (mean of the last %d steps), %s\n",
 				step, lossSum/n, accSum/n, int(n), time.Since(start).Round(100*time.Millisecond))
 			lossSum, accSum = 0, 0
+		}
+		if *evalEvery > 0 && step%*evalEvery == 0 && step < *steps {
+			if err := report(fmt.Sprintf("step %d", step)); err != nil {
+				return err
+			}
+		}
+		if *saveEvery > 0 && step%*saveEvery == 0 && step < *steps {
+			if err := pol.Save(*out); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "step %d: wrote %s\n", step, *out)
 		}
 	}
 	if err := report("after"); err != nil {
