@@ -75,7 +75,8 @@ type Rates struct {
 	Valid, Optimal float64
 	// Parsable is the share of answers that parse.
 	Parsable float64
-	// Failed counts, per verifier check, the answers that failed it (an answer can fail several).
+	// Failed counts, per verifier check, the answers that failed it: an answer that parses can
+	// fail several checks; one that does not counts for CheckParsable only.
 	Failed [env.NumChecks]int
 }
 
@@ -112,7 +113,7 @@ func (p *Policy) Evaluate(ins []*env.Instance) (Rates, error) {
 			r.Parsable++
 		}
 		for c := range env.NumChecks {
-			if !ep.Report.Passed[c] {
+			if !ep.Report.Passed[c] && (c == env.CheckParsable || ep.Report.Passed[env.CheckParsable]) {
 				r.Failed[c]++
 			}
 		}
