@@ -96,8 +96,8 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: %d instances (2 agents, 3x3..5x5), greedy: parsable %.1f%%, valid %.1f%%, optimal %.1f%%; failed checks: %s\n",
-			when, r.Episodes, 100*r.Parsable, 100*r.Valid, 100*r.Optimal, r.FailureSummary())
+		fmt.Fprintf(stdout, "%s: %d instances (2 agents, 3x3..5x5), greedy: parsable %.1f%%, valid %.1f%%, optimal %.1f%%; valid by size: %s; failed checks: %s\n",
+			when, r.Episodes, 100*r.Parsable, 100*r.Valid, 100*r.Optimal, r.SizeSummary(), r.FailureSummary())
 		return nil
 	}
 	if err := report("before"); err != nil {

@@ -75,6 +75,8 @@ type Rates struct {
 	Valid, Optimal float64
 	// Parsable is the share of answers that parse.
 	Parsable float64
+	// BySize counts, per map size, the episodes and the valid ones: {size: {valid, episodes}}.
+	BySize map[int][2]int
 	// Failed counts, per verifier check, the answers that failed it: an answer that parses can
 	// fail several checks; one that does not counts for CheckParsable only.
 	Failed [env.NumChecks]int
@@ -100,6 +102,20 @@ func (r Rates) FailureSummary() string {
 	return strings.Join(parts, ", ")
 }
 
+// SizeSummary lists the valid answers per map size: "3x3 4/16, 4x4 1/16, 5x5 0/16".
+func (r Rates) SizeSummary() string {
+	sizes := make([]int, 0, len(r.BySize))
+	for s := range r.BySize {
+		sizes = append(sizes, s)
+	}
+	sort.Ints(sizes)
+	parts := make([]string, len(sizes))
+	for i, s := range sizes {
+		parts[i] = fmt.Sprintf("%dx%d %d/%d", s, s, r.BySize[s][0], r.BySize[s][1])
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Evaluate plays each instance once, greedily, and returns the shares of parsable, valid and
 // optimal (sum of costs) answers.
 func (p *Policy) Evaluate(ins []*env.Instance) (Rates, error) {
@@ -107,8 +123,14 @@ func (p *Policy) Evaluate(ins []*env.Instance) (Rates, error) {
 	if err != nil {
 		return Rates{}, err
 	}
-	r := Rates{Episodes: len(ro.Episodes)}
+	r := Rates{Episodes: len(ro.Episodes), BySize: map[int][2]int{}}
 	for _, ep := range ro.Episodes {
+		bs := r.BySize[ep.Instance.Width]
+		bs[1]++
+		if ep.Report.Valid {
+			bs[0]++
+		}
+		r.BySize[ep.Instance.Width] = bs
 		if ep.Report.Passed[env.CheckParsable] {
 			r.Parsable++
 		}

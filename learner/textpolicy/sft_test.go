@@ -98,7 +98,14 @@ func TestSFTLearnsAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Valid != 1 || after.Optimal != 1 || after.FailureSummary() != "none" {
+	var sizes int
+	for _, n := range after.BySize {
+		sizes += n[0]
+		if n[0] != n[1] {
+			t.Errorf("by size: %v", after.BySize)
+		}
+	}
+	if after.Valid != 1 || after.Optimal != 1 || after.FailureSummary() != "none" || sizes != 2 {
 		t.Fatalf("greedy answers after SFT: %+v (before: %+v)", after, before)
 	}
 	// Before training the random model's answers do not parse, which is all that is counted.
@@ -112,5 +119,9 @@ func TestRatesFailureSummary(t *testing.T) {
 	r.Failed[env.CheckHoleFree], r.Failed[env.CheckGoalReached], r.Failed[env.CheckConflictFree] = 3, 7, 3
 	if got, want := r.FailureSummary(), "goal_reached 7, conflict_free 3, hole_free 3"; got != want {
 		t.Errorf("FailureSummary() = %q, want %q", got, want)
+	}
+	r.BySize = map[int][2]int{5: {0, 16}, 3: {4, 16}}
+	if got, want := r.SizeSummary(), "3x3 4/16, 5x5 0/16"; got != want {
+		t.Errorf("SizeSummary() = %q, want %q", got, want)
 	}
 }
