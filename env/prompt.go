@@ -36,10 +36,11 @@ type PromptOptions struct {
 	Format AnswerFormat
 	// NoExample leaves out the worked answer example.
 	NoExample bool
-	// Compact renders only the map, the agents' coordinates and a one-line answer format (no
-	// prose rules, objective or example): for small models trained from scratch, which cannot
-	// read the rules and learn faster on ~60-token prompts than on ~220. The answer grammar is
-	// the same. Objective, ShowCoordinates, Format and NoExample are ignored.
+	// Compact renders only the map, the agents' coordinates with the goal's offset from the
+	// start ("goal (3, 2), offset 3 DOWN 1 RIGHT") and a one-line answer format (no prose rules,
+	// objective or example): for small models trained from scratch, which cannot read the rules
+	// and learn faster on ~70-token prompts than on ~220. The answer grammar is the same.
+	// Objective, ShowCoordinates, Format and NoExample are ignored.
 	Compact bool
 }
 
@@ -117,7 +118,7 @@ func RenderPrompt(in *Instance, opt PromptOptions) string {
 		p("Map %dx%d:\n", in.Height, in.Width)
 		b.WriteString(planRenderMap(in))
 		for i, a := range in.Agents {
-			p("Agent %d: start (%d, %d), goal (%d, %d)\n", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C)
+			p("Agent %d: start (%d, %d), goal (%d, %d)%s\n", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C, compactOffset(a))
 		}
 		p("Answer: <answer> then one line per agent 0..%d, Agent i: MOVE MOVE ... (UP, DOWN, LEFT, RIGHT, WAIT), then </answer>.\n", k-1)
 		return b.String()
@@ -198,6 +199,32 @@ Agent 0: RIGHT RIGHT DOWN
 Agent 1: WAIT DOWN
 </answer>
 `)
+	}
+	return b.String()
+}
+
+// compactOffset writes where a's goal lies from its start in move words, vertical first:
+// ", offset 3 DOWN 1 RIGHT"; ", offset 0" when they are the same cell.
+func compactOffset(a Agent) string {
+	var b strings.Builder
+	b.WriteString(", offset")
+	dr, dc := a.Goal.R-a.Start.R, a.Goal.C-a.Start.C
+	if dr == 0 && dc == 0 {
+		b.WriteString(" 0")
+	}
+	if dr != 0 {
+		m := Down
+		if dr < 0 {
+			m, dr = Up, -dr
+		}
+		fmt.Fprintf(&b, " %d %s", dr, m)
+	}
+	if dc != 0 {
+		m := Right
+		if dc < 0 {
+			m, dc = Left, -dc
+		}
+		fmt.Fprintf(&b, " %d %s", dc, m)
 	}
 	return b.String()
 }

@@ -145,3 +145,18 @@ func TestRenderMapCells(t *testing.T) {
 		}
 	}
 }
+
+func TestCompactOffset(t *testing.T) {
+	for _, c := range []struct {
+		a    Agent
+		want string
+	}{
+		{Agent{Start: Pos{2, 2}, Goal: Pos{2, 2}}, ", offset 0"},
+		{Agent{Start: Pos{3, 1}, Goal: Pos{0, 4}}, ", offset 3 UP 3 RIGHT"},
+		{Agent{Start: Pos{0, 3}, Goal: Pos{1, 0}}, ", offset 1 DOWN 3 LEFT"},
+	} {
+		if got := compactOffset(c.a); got != c.want {
+			t.Errorf("compactOffset(%v) = %q, want %q", c.a, got, c.want)
+		}
+	}
+}
