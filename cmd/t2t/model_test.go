@@ -182,6 +182,9 @@ func TestSFTCommand(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("sft %v: exit %d: %s", args, code, e)
 		}
+		if strings.Contains(so, "after:") {
+			t.Errorf("--steps 0 evaluated twice:\n%s", so)
+		}
 		line, _, _ := strings.Cut(so[strings.Index(so, "evaluation set:"):], "\n")
 		return line
 	}

@@ -136,8 +136,10 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "step %d: wrote %s\n", step, *out)
 		}
 	}
-	if err := report("after"); err != nil {
-		return err
+	if *steps > 0 { // with --steps 0 the run is an evaluation (and a copy to --out)
+		if err := report("after"); err != nil {
+			return err
+		}
 	}
 	if err := pol.Save(*out); err != nil {
 		return err
