@@ -121,3 +121,30 @@ func canonicalPath(in *Instance, out *Plan, i, n int, at func(j, t int) Pos) ([]
 	}
 	return path, nil
 }
+
+// ManhattanPlan is the plan that ignores holes and the other agents: each agent moves
+// vertically to its goal's row, then horizontally to its goal. It is the baseline a model that
+// only reads the coordinates reaches; it is valid where nothing is in the way.
+func ManhattanPlan(in *Instance) *Plan {
+	p := &Plan{Paths: make([][]Pos, len(in.Agents))}
+	step := func(x, to int) int {
+		if x < to {
+			return x + 1
+		}
+		return x - 1
+	}
+	for i, a := range in.Agents {
+		cur := a.Start
+		path := []Pos{cur}
+		for cur.R != a.Goal.R {
+			cur.R = step(cur.R, a.Goal.R)
+			path = append(path, cur)
+		}
+		for cur.C != a.Goal.C {
+			cur.C = step(cur.C, a.Goal.C)
+			path = append(path, cur)
+		}
+		p.Paths[i] = path
+	}
+	return p
+}

@@ -99,3 +99,23 @@ func TestCanonicalPlanGenerated(t *testing.T) {
 		t.Errorf("changed %d, not fixed points %d of %d", changed, unstable, len(ins))
 	}
 }
+
+func TestManhattanPlan(t *testing.T) {
+	in := planInst(t, []string{"...", ".H.", "..."}, Agent{Start: Pos{2, 2}, Goal: Pos{0, 0}}, Agent{Start: Pos{1, 0}, Goal: Pos{1, 0}})
+	got := ManhattanPlan(in)
+	want := [][]Pos{{{2, 2}, {1, 2}, {0, 2}, {0, 1}, {0, 0}}, {{1, 0}}}
+	if !reflect.DeepEqual(got.Paths, want) {
+		t.Fatalf("ManhattanPlan = %v, want %v", got.Paths, want)
+	}
+	var rep Report
+	Verify(in, got, &rep)
+	if !rep.Valid {
+		t.Errorf("the unobstructed Manhattan plan is not valid: %v", rep.Failures)
+	}
+	// Through the hole: the plan is refused by the verifier.
+	in = planInst(t, []string{"...", ".H.", "..."}, Agent{Start: Pos{0, 1}, Goal: Pos{2, 1}})
+	Verify(in, ManhattanPlan(in), &rep)
+	if rep.Valid || rep.Passed[CheckHoleFree] {
+		t.Errorf("a Manhattan plan through a hole passed: %+v", rep.Passed)
+	}
+}

@@ -167,7 +167,7 @@ func TestSFTCommand(t *testing.T) {
 	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
 		t.Fatalf("--cpuprofile: %v", err)
 	}
-	for _, want := range []string{"before: 2 instances", "step 3: cross-entropy", "after: 2 instances", "wrote " + out} {
+	for _, want := range []string{"before: 2 instances", "baseline: rows-first Manhattan paths", "step 3: cross-entropy", "after: 2 instances", "wrote " + out} {
 		if !strings.Contains(so, want) {
 			t.Fatalf("output lacks %q:\n%s", want, so)
 		}

@@ -87,10 +87,16 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	h := sha256.New()
+	baseline := 0
 	for _, in := range evalIns {
 		io.WriteString(h, in.ID)
+		var rep env.Report
+		if env.Verify(in, env.ManhattanPlan(in), &rep); rep.Valid {
+			baseline++
+		}
 	}
-	fmt.Fprintf(stdout, "evaluation set: %d instances from seed %d (id %x)\n", len(evalIns), es, h.Sum(nil)[:6])
+	fmt.Fprintf(stdout, "evaluation set: %d instances from seed %d (id %x); baseline: rows-first Manhattan paths, blind to holes and the other agent, are valid on %.1f%%\n",
+		len(evalIns), es, h.Sum(nil)[:6], 100*float64(baseline)/float64(len(evalIns)))
 	report := func(when string) error {
 		r, err := pol.Evaluate(evalIns)
 		if err != nil {
