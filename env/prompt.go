@@ -39,7 +39,7 @@ type PromptOptions struct {
 	// Compact renders only the map, the agents' coordinates with the goal's offset from the
 	// start ("goal (3, 2), offset 3 DOWN 1 RIGHT") and a one-line answer format (no prose rules,
 	// objective or example): for small models trained from scratch, which cannot read the rules
-	// and learn faster on ~70-token prompts than on ~220. The answer grammar is the same.
+	// and learn faster on shorter prompts (~2/3 of the tokens). The answer grammar is the same.
 	// Objective, ShowCoordinates, Format and NoExample are ignored.
 	Compact bool
 }
