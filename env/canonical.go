@@ -34,11 +34,10 @@ func CanonicalPlan(in *Instance, p *Plan) (*Plan, error) {
 		path := out.Paths[j]
 		return path[min(t, len(path)-1)]
 	}
-	n := in.Width * in.Height
 	for range canonicalRounds {
 		changed := false
 		for i := range k {
-			path, err := canonicalPath(in, out, i, n, at)
+			path, err := canonicalPath(in, out, i, at)
 			if err != nil {
 				return nil, err
 			}
@@ -59,7 +58,7 @@ func CanonicalPlan(in *Instance, p *Plan) (*Plan, error) {
 const canonicalRounds = 8
 
 // canonicalPath replans agent i of out at its cost against the other agents' paths.
-func canonicalPath(in *Instance, out *Plan, i, n int, at func(j, t int) Pos) ([]Pos, error) {
+func canonicalPath(in *Instance, out *Plan, i int, at func(j, t int) Pos) ([]Pos, error) {
 	k := len(in.Agents)
 	cost := len(out.Paths[i]) - 1
 	free := func(x Pos, t int) bool {
@@ -78,46 +77,43 @@ func canonicalPath(in *Instance, out *Plan, i, n int, at func(j, t int) Pos) ([]
 		}
 		return false
 	}
-	// ok[t][cell]: from cell at t the goal is reachable exactly at cost.
-	ok := make([][]bool, cost+1)
-	for t := range ok {
-		ok[t] = make([]bool, n)
-	}
+	// next[t][cell] is the cell to take at t+1 from cell at t (the first move in canonicalOrder
+	// from which the goal is still reached exactly at cost), or -1 when there is none.
+	cell := func(x Pos) int { return x.R*in.Width + x.C }
 	goal := in.Agents[i].Goal
-	ok[cost][goal.R*in.Width+goal.C] = free(goal, cost)
+	reach := make([]bool, in.Width*in.Height) // reach[cell]: the goal is reachable from cell at t+1
+	reach[cell(goal)] = free(goal, cost)
+	next := make([][]int, cost)
 	for t := cost - 1; t >= 0; t-- {
+		next[t] = make([]int, len(reach))
+		now := make([]bool, len(reach))
 		for r := range in.Height {
 			for c := range in.Width {
 				x := Pos{r, c}
+				next[t][cell(x)] = -1
 				if in.Hole(x) || !free(x, t) {
 					continue
 				}
 				for _, m := range canonicalOrder {
 					dr, dc := m.Delta()
 					y := Pos{r + dr, c + dc}
-					if in.InBounds(y) && ok[t+1][y.R*in.Width+y.C] && !swap(x, y, t) {
-						ok[t][r*in.Width+c] = true
+					if in.InBounds(y) && reach[cell(y)] && !swap(x, y, t) {
+						next[t][cell(x)], now[cell(x)] = cell(y), true
 						break
 					}
 				}
 			}
 		}
+		reach = now
 	}
 	start := in.Agents[i].Start
-	if !ok[0][start.R*in.Width+start.C] {
+	if !reach[cell(start)] {
 		return nil, fmt.Errorf("env: canonical plan of %s: agent %d has no path of cost %d (internal error)", in.ID, i, cost)
 	}
 	path := append(make([]Pos, 0, cost+1), start)
 	for t := range cost {
-		x := path[t]
-		for _, m := range canonicalOrder {
-			dr, dc := m.Delta()
-			y := Pos{x.R + dr, x.C + dc}
-			if in.InBounds(y) && ok[t+1][y.R*in.Width+y.C] && !swap(x, y, t) {
-				path = append(path, y)
-				break
-			}
-		}
+		y := next[t][cell(path[t])]
+		path = append(path, Pos{y / in.Width, y % in.Width})
 	}
 	return path, nil
 }

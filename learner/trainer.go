@@ -377,6 +377,8 @@ func (tr *Trainer) LogProbs(b *SeqBatch, dst []float32) ([]float32, error) {
 		return dst, err
 	}
 	dst = growF32(dst, b.Rows*b.T)
+	_, tw := tr.layout(b)
+	off := tw.off
 	for r0 := 0; r0 < b.Rows; r0 += tr.cfg.MicroBatch {
 		r1 := min(b.Rows, r0+tr.cfg.MicroBatch)
 		args := tr.microArgs(lossBC, b, r0, r1, false)
@@ -392,7 +394,6 @@ func (tr *Trainer) LogProbs(b *SeqBatch, dst []float32) ([]float32, error) {
 			return dst, err
 		}
 		w := out.Shape().Dimensions[1]
-		off := tr.targetWindow(b).off
 		tensors.MustConstFlatData(out, func(flat []float32) {
 			for r := r0; r < r1; r++ {
 				row := dst[r*b.T : (r+1)*b.T]
@@ -410,23 +411,19 @@ func (tr *Trainer) LogProbs(b *SeqBatch, dst []float32) ([]float32, error) {
 // microArgs builds the padded tensors of rows [r0, r1): model inputs, actions, mask, then for
 // GRPO behaviour log-probs, advantages and (if present) reference log-probs.
 func (tr *Trainer) microArgs(kind lossKind, b *SeqBatch, r0, r1 int, withTargets bool) []any {
-	bp, tp := tr.cfg.bucketRows(r1-r0), tr.cfg.bucketLen(b.T)
-	inOff := 0
-	if b.Tail > 0 {
-		inOff = tp - b.T // left padding keeps the tail at the end of the padded row
-	}
-	tw := tr.targetWindow(b)
+	bp := tr.cfg.bucketRows(r1 - r0)
+	in, tw := tr.layout(b)
 	args := make([]any, 0, tr.spec.NumInputs+6)
-	for _, in := range b.Inputs {
+	for _, mi := range b.Inputs {
 		inner := 1
-		for _, d := range in.Inner {
+		for _, d := range mi.Inner {
 			inner *= d
 		}
-		dims := append([]int{bp, tp}, in.Inner...)
-		if in.F32 != nil {
-			args = append(args, lrnWindow(in.F32, b.T, inner, r0, r1, dims, inOff))
+		dims := append([]int{bp, in.len}, mi.Inner...)
+		if mi.F32 != nil {
+			args = append(args, lrnWindow(mi.F32, b.T, inner, r0, r1, dims, in.off))
 		} else {
-			args = append(args, lrnWindow(in.I32, b.T, inner, r0, r1, dims, inOff))
+			args = append(args, lrnWindow(mi.I32, b.T, inner, r0, r1, dims, in.off))
 		}
 	}
 	args = append(args, lrnWindow(b.Actions, b.T, 1, r0, r1, []int{bp, tw.len}, tw.off))
@@ -464,23 +461,26 @@ func (tr *Trainer) microArgs(kind lossKind, b *SeqBatch, r0, r1 int, withTargets
 // row, source position t at t+off (positions outside [0, len) are dropped).
 type window struct{ len, off int }
 
-// targetWindow returns the target window of b: the whole padded row (right padding, or left
-// padding for a Tail batch), or, for a Tail batch of a model with TailLogits, the last tail
-// positions with tail = the next power of two ≥ Tail (≥ 8, ≤ the padded length).
-func (tr *Trainer) targetWindow(b *SeqBatch) window {
+// layout returns where b's model inputs and its per-position targets go in the padded tensors.
+// Inputs fill the length bucket, right-padded, or left-padded for a Tail batch (the tail stays
+// at the row's end). Targets share the inputs' window, except for a Tail batch of a model with
+// TailLogits: then only the last tail positions, tail = the next power of two ≥ Tail (≥ 8, ≤
+// the bucket).
+func (tr *Trainer) layout(b *SeqBatch) (inputs, targets window) {
 	tp := tr.cfg.bucketLen(b.T)
-	switch {
-	case b.Tail == 0:
-		return window{tp, 0}
-	case tr.spec.TailLogits == nil:
-		return window{tp, tp - b.T}
+	if b.Tail == 0 {
+		return window{tp, 0}, window{tp, 0}
+	}
+	inputs = window{tp, tp - b.T}
+	if tr.spec.TailLogits == nil {
+		return inputs, inputs
 	}
 	w := 8
 	for w < b.Tail {
 		w *= 2
 	}
 	w = min(w, tp)
-	return window{w, w - b.T}
+	return inputs, window{w, w - b.T}
 }
 
 // lrnWindow copies rows [r0,r1) of src (laid out [rows, t, inner]) into a zero tensor of dims

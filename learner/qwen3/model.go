@@ -366,7 +366,7 @@ func lastPositions(x *graph.Node, n int) *graph.Node {
 
 // LogitsFunc is the model's learner.LogitsFunc: inputs are token ids [B, T] and a validity
 // mask [B, T] (1 = real token, 0 = padding), both int32. Padding may be on either side; the
-// trainer pads on the right.
+// trainer pads NewSeqBatch's batches on the left (SeqBatch.Tail).
 func (m *Model) LogitsFunc() learner.LogitsFunc {
 	return func(_ *context.Context, in []*graph.Node) *graph.Node {
 		return m.forward(in[0], in[1], in[0].Shape().Dimensions[1])
