@@ -8,11 +8,15 @@ PLAIN_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -vE '/(actors|cluster|
 # over 6 min under -race on 2 cores: the tiny Qwen3 with the atomic tokenizer
 # reads ~200–600-token prompts) run in the plain pass instead; the gridnet
 # node and train tests keep the race detector on those paths.
-RACE_SKIP := ^(TestTrainQwen3Policy|TestNodeLLMThroughEndpoint)$$
+RACE_SKIP := ^(TestTrainQwen3Policy|TestNodeLLMThroughEndpoint|TestEngineTorchCommands)$$
 
-.PHONY: test vet lint build bench fmt
+# The torch worker's Python tests run on the first interpreter that imports torch ($T2T_PYTHON,
+# python3, /usr/bin/python3, python), as the Go side chooses it.
+PYTHON ?= $(or $(T2T_PYTHON),$(shell for p in python3 /usr/bin/python3 python; do $$p -c 'import torch' >/dev/null 2>&1 && command -v $$p && break; done))
 
-test:
+.PHONY: test test-worker vet lint build bench fmt
+
+test: test-worker
 	$(GO) vet ./...
 	$(GO) test -count=1 $(PLAIN_PKGS)
 	$(if $(RACE_PKGS),$(GO) test -count=1 -timeout 20m -race -skip '$(RACE_SKIP)' $(RACE_PKGS))
@@ -23,6 +27,16 @@ test:
 
 vet:
 	$(GO) vet ./...
+
+test-worker:
+	@if [ -n "$(PYTHON)" ]; then \
+		echo "torch worker tests on $(PYTHON)"; \
+		cd learner/torch/worker && $(PYTHON) -m unittest discover -s tests; \
+	elif [ "$$T2T_REQUIRE_TORCH" = 1 ]; then \
+		echo "T2T_REQUIRE_TORCH=1 but no Python imports torch (apt-get install python3-torch)"; exit 1; \
+	else \
+		echo "skipping the torch worker's Python tests: no Python imports torch (apt-get install python3-torch, or set T2T_PYTHON)"; \
+	fi
 
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1)

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/t2t-lab/t2t/learner"
 	"io"
 	"os"
 	"path/filepath"
@@ -208,7 +208,8 @@ func modelLogits(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&texts, "text", "a text to encode and run (repeatable)")
 	textsFile := fs.String("texts", "", "a file of texts, one per line")
 	vocab := fs.Int("vocab", 0, "write only the first N vocabulary entries of each position's logits (0: all)")
-	device := fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)")
+	device := fs.String("device", "cpu", deviceFlagHelp)
+	ef := addEngineFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -227,14 +228,11 @@ func modelLogits(args []string, stdout, stderr io.Writer) error {
 	if len(texts) == 0 {
 		return badInput("give at least one --text or --texts FILE")
 	}
-	be, err := learner.NewBackend(*device)
+	lm, err := ef.openLM(context.Background(), *device, *dir, stderr)
 	if err != nil {
-		return badInput("--device: %v", err)
+		return err
 	}
-	lm, err := textpolicy.LoadLM(be, *dir)
-	if err != nil {
-		return badInput("--model: %v", err)
-	}
+	defer lm.Close()
 	seqs := make([][]int32, len(texts))
 	for i, t := range texts {
 		seqs[i] = lm.Tok.Encode(t)

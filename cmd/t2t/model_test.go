@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"net/http"
 	"os"
@@ -88,7 +89,7 @@ func TestServeCommand(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- serveModel(ctx, serveConfig{dir: dir, addr: "127.0.0.1:0", name: "m", device: "cpu", seed: 1, maxTokens: 4}, hup, &out,
+		done <- serveModel(ctx, serveConfig{dir: dir, addr: "127.0.0.1:0", name: "m", spec: engine.Spec{Device: "cpu"}, seed: 1, maxTokens: 4}, hup, &out,
 			serveHooks{ready: func(a string) { addrc <- a }, reloaded: func(_ int64, err error) { reloads <- err }})
 	}()
 	var addr string

@@ -13,17 +13,18 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
 )
 
 // serveConfig is what `t2t serve` runs with.
 type serveConfig struct {
-	dir, addr, name, device string
-	seed                    uint64
-	maxTokens               int
-	logger                  *slog.Logger
+	dir, addr, name string
+	spec            engine.Spec
+	seed            uint64
+	maxTokens       int
+	logger          *slog.Logger
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {
@@ -31,7 +32,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("model", "", "Hugging Face Qwen3 checkpoint directory (config.json, model.safetensors, tokenizer.json); required")
 	addr := fs.String("addr", "127.0.0.1:8000", "listen address")
 	name := fs.String("name", "", "model id clients send (default: the directory's base name)")
-	device := fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)")
+	device := fs.String("device", "cpu", deviceFlagHelp)
+	ef := addEngineFlags(fs)
 	seed := fs.Uint64("seed", 1, "sampling seed for requests without a seed")
 	maxTokens := fs.Int("max-tokens", 512, "default max_tokens of a chat completion")
 	verbose := fs.Bool("v", false, "log requests to stderr")
@@ -40,6 +42,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *dir == "" {
 		return badInput("--model is required")
+	}
+	spec, err := ef.spec(*device, stderr)
+	if err != nil {
+		return err
 	}
 	logger := slog.New(slog.DiscardHandler)
 	if *verbose {
@@ -50,7 +56,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	return serveModel(ctx, serveConfig{dir: *dir, addr: *addr, name: *name, device: *device, seed: *seed, maxTokens: *maxTokens, logger: logger}, hup, stdout, serveHooks{})
+	return serveModel(ctx, serveConfig{dir: *dir, addr: *addr, name: *name, spec: spec, seed: *seed, maxTokens: *maxTokens, logger: logger}, hup, stdout, serveHooks{})
 }
 
 // serveHooks let tests follow a server: ready gets the address once the listener is up,
@@ -61,20 +67,22 @@ type serveHooks struct {
 }
 
 // serveModel loads the model, serves it on cfg.addr until ctx ends, and reloads the directory
-// on every value from hup.
+// on every value from hup (a new model on the same engine; the previous one is closed once its
+// running requests end).
 func serveModel(ctx context.Context, cfg serveConfig, hup <-chan os.Signal, stdout io.Writer, hooks serveHooks) error {
-	backend, err := learner.NewBackend(cfg.device)
+	lm, err := textpolicy.OpenLM(ctx, cfg.spec, cfg.dir)
 	if err != nil {
-		return badInput("--device: %v", err)
-	}
-	lm, err := textpolicy.LoadLM(backend, cfg.dir)
-	if err != nil {
-		return badInput("--model: %v", err)
+		return engineErr("--model", err)
 	}
 	srv, err := serve.New(lm, serve.Options{ModelName: cfg.name, DefaultMaxTokens: cfg.maxTokens, Seed: cfg.seed, Logger: cfg.logger})
 	if err != nil {
+		_ = lm.Close()
 		return badInput("%v", err)
 	}
+	defer func() {
+		cur, _ := srv.Current()
+		_ = cur.Close()
+	}()
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -83,15 +91,15 @@ func serveModel(ctx context.Context, cfg serveConfig, hup <-chan os.Signal, stdo
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
-	fmt.Fprintf(stdout, "serving %s (%d parameters, context %d) at http://%s/v1 — SIGHUP reloads %s\n",
-		srv.ModelName(), lm.Model.Config().NumParams(), lm.MaxContext(), addr, cfg.dir)
+	fmt.Fprintf(stdout, "serving %s (%d parameters, context %d, engine %s on %s) at http://%s/v1 — SIGHUP reloads %s\n",
+		srv.ModelName(), lm.Model.Config().NumParams(), lm.MaxContext(), lm.Model.Engine(), lm.Model.Device(), addr, cfg.dir)
 	if hooks.ready != nil {
 		hooks.ready(addr)
 	}
 	for {
 		select {
 		case <-hup:
-			rev, err := srv.Reload(backend, cfg.dir)
+			rev, err := reloadModel(ctx, srv, cfg)
 			if hooks.reloaded != nil {
 				hooks.reloaded(rev, err)
 			}
@@ -111,4 +119,17 @@ func serveModel(ctx context.Context, cfg serveConfig, hup <-chan os.Signal, stdo
 			return nil
 		}
 	}
+}
+
+// reloadModel loads cfg.dir on the same engine and swaps it in; the previous model is closed
+// (a torch worker stopped) once the requests running on it end.
+func reloadModel(ctx context.Context, srv *serve.Server, cfg serveConfig) (int64, error) {
+	lm, err := textpolicy.OpenLM(ctx, cfg.spec, cfg.dir)
+	if err != nil {
+		return 0, fmt.Errorf("reload %s: %w", cfg.dir, err)
+	}
+	old, _ := srv.Current()
+	rev := srv.Swap(lm)
+	go func() { _ = old.Close() }()
+	return rev, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -28,7 +29,8 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	thinking := fs.Bool("thinking", false, "render the chat template with thinking (the target then starts with an empty think block)")
 	seed := fs.Uint64("seed", 1, "seed of the training instances")
 	evalSeed := fs.Uint64("eval-seed", 0, "seed of the evaluation instances (0: --seed's; give one to compare runs of different --seed on the same instances)")
-	device := fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)")
+	device := fs.String("device", "cpu", deviceFlagHelp)
+	ef := addEngineFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	promptStyle := fs.String("prompt", "full", promptFlagHelp)
 	if err := parseFlags(fs, args); err != nil {
@@ -57,14 +59,11 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	backend, err := learner.NewBackend(*device)
+	lm, err := ef.openLM(context.Background(), *device, *dir, stderr)
 	if err != nil {
-		return badInput("--device: %v", err)
+		return err
 	}
-	lm, err := textpolicy.LoadLM(backend, *dir)
-	if err != nil {
-		return badInput("--model: %v", err)
-	}
+	defer lm.Close()
 	g := learner.DefaultGRPOConfig()
 	g.LR, g.MicroBatch = *lr, 16
 	g.LengthBuckets = []int{64, 80, 96, 128, 192, 224, 256, 512, 1024, 2048, 4096} // SFT sequences are short: pad little

@@ -35,6 +35,7 @@ type trainFlags struct {
 	maxNew                                                             *int
 	thinking                                                           *bool
 	prompt                                                             *string
+	eng                                                                *engineFlags
 }
 
 func addTrainFlags(fs *flag.FlagSet) *trainFlags {
@@ -58,7 +59,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 		ckpt:      fs.String("checkpoint-dir", "", "write a gridnet checkpoint after every stage into this folder"),
 		valPer:    fs.Int("val-per-size", 20, "validation set: instances per map size (2 agents, sizes 3..10)"),
 		evalPer:   fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents"),
-		device:    fs.String("device", "cpu", "compute device: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds)"),
+		device:    fs.String("device", "cpu", deviceFlagHelp),
 		verbose:   fs.Bool("v", false, "log the actor runtime and every learner update (loss, reward, clip, KL, policy lag) to stderr"),
 		deterministic: fs.Bool("deterministic", false, "deterministic run: one rollout, units in order, each sampling the weights of all earlier full batches;\n"+
 			"the same flags give the same weights (--instances must be a multiple of --instances-per-unit and --learner-batch)"),
@@ -72,6 +73,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 		engURL:     fs.String("engineer-url", "", "--strategy llm: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, as served by 't2t serve' or vLLM); API key from $T2T_ENGINEER_API_KEY"),
 		engModel:   fs.String("engineer-model", "", "--strategy llm: model name at --engineer-url"),
 		engModules: fs.String("engineer-modules", "F,G,H0,T", "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)"),
+		eng:        addEngineFlags(fs),
 	}
 }
 
@@ -81,6 +83,7 @@ type trainSetup struct {
 	pol    train.Policy
 	strat  engineer.Strategy
 	logger *slog.Logger
+	close  func() error // releases the policy's model
 }
 
 // logger returns the runtime logger the flags ask for.
@@ -130,6 +133,7 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 		return nil, badInput("--strategy: %v", err)
 	}
 	var pol train.Policy
+	closeLM := func() error { return nil }
 	switch *f.policy {
 	case "scripted":
 		pol = &train.ScriptedPolicy{MistakeRate: *f.mistake}
@@ -162,14 +166,16 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 		if *f.maxNew < 1 || *f.maxNew > 32768 {
 			return nil, badInput("--max-new-tokens %d out of range [1,32768]", *f.maxNew)
 		}
-		be, err := learner.NewBackend(*f.device)
+		spec, err := f.eng.spec(*f.device, io.Discard)
 		if err != nil {
-			return nil, badInput("--device: %v", err)
+			return nil, err
 		}
-		lm, err := textpolicy.LoadLM(be, *f.modelDir)
+		spec.Log = func(line string) { logger.Info("torch worker", "line", line) }
+		lm, err := textpolicy.OpenLM(context.Background(), spec, *f.modelDir)
 		if err != nil {
-			return nil, badInput("--model: %v", err)
+			return nil, engineErr("--model", err)
 		}
+		closeLM = lm.Close
 		o := textpolicy.DefaultOptions()
 		if o.Prompt, err = promptOptions(*f.prompt); err != nil {
 			return nil, err
@@ -178,13 +184,22 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 		o.GRPO.GroupSize = *f.group
 		tp, err := textpolicy.New(lm, o)
 		if err != nil {
+			_ = lm.Close()
 			return nil, badInput("%v", err)
 		}
 		pol = tp
 	default:
 		return nil, badInput("--policy %q: want gridnet, qwen3 or scripted", *f.policy)
 	}
-	return &trainSetup{cfg: cfg, pol: pol, strat: strat, logger: logger}, nil
+	return &trainSetup{cfg: cfg, pol: pol, strat: strat, logger: logger, close: closeLM}, nil
+}
+
+// Close releases the policy's model (a torch worker); a no-op for other policies.
+func (s *trainSetup) Close() error {
+	if s.close == nil {
+		return nil
+	}
+	return s.close()
 }
 
 // options returns the run options of the flags (Rollouts left to the caller).
@@ -212,6 +227,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	tel, stopTel, err := tf.tel.setup(ctx)
 	if err != nil {
 		return err

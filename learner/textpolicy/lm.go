@@ -1,6 +1,7 @@
 package textpolicy
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -8,16 +9,20 @@ import (
 	"sync"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
+	"github.com/t2t-lab/t2t/learner/torch"
 )
 
-// LM is an in-process Qwen3 model with its tokenizer and stop tokens: what Policy trains and
-// the serve package serves. Its generation methods may run concurrently with each other (the
-// model serialises them); Exclusive runs a function (a training step) while no generation
-// runs, and makes generations wait until it returns.
+// LM is a Qwen3 model on a compute engine (engine.Model: gomlx in process, or a torch worker)
+// with its tokenizer and stop tokens: what Policy trains and the serve package serves. Its
+// generation methods may run concurrently with each other (the model serialises them);
+// Exclusive runs a function (a training step) while no generation runs, and makes generations
+// wait until it returns.
 type LM struct {
-	Model *qwen3.Model
+	Model engine.Model
 	Tok   *tokenizer.Tokenizer
 	// Stop are the ids that end a completion: <|im_end|> and <|endoftext|>, those the
 	// tokenizer has.
@@ -30,7 +35,7 @@ type LM struct {
 
 // NewLM pairs a model with a tokenizer. Every tokenizer id must be a model id (the model's
 // vocabulary may be larger: Qwen3 pads it); otherwise the error wraps ErrTokenizer.
-func NewLM(m *qwen3.Model, tok *tokenizer.Tokenizer) (*LM, error) {
+func NewLM(m engine.Model, tok *tokenizer.Tokenizer) (*LM, error) {
 	if tok.VocabSize() > m.Config().VocabSize {
 		return nil, fmt.Errorf("%w: %d token ids, the model has %d", ErrTokenizer, tok.VocabSize(), m.Config().VocabSize)
 	}
@@ -46,8 +51,56 @@ func NewLM(m *qwen3.Model, tok *tokenizer.Tokenizer) (*LM, error) {
 	return lm, nil
 }
 
-// LoadLM loads a Hugging Face Qwen3 directory (qwen3.Load) and its tokenizer.json.
+// LoadLM loads a Hugging Face Qwen3 directory (qwen3.Load) on a GoMLX backend, and its
+// tokenizer.json.
 func LoadLM(backend backends.Backend, dir string) (*LM, error) {
+	return loadLM(dir, func() (engine.Model, error) { return engine.LoadGoMLX(backend, dir) })
+}
+
+// OpenModel loads a Hugging Face Qwen3 directory on the engine spec names: gomlx on
+// learner.NewBackend(spec.Device), or a torch worker (torch.Load). This is the one place that
+// chooses an engine.
+func OpenModel(ctx context.Context, spec engine.Spec, dir string) (engine.Model, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Kind == engine.Torch {
+		return torch.Load(ctx, spec, dir)
+	}
+	be, err := learner.NewBackend(spec.Device)
+	if err != nil {
+		return nil, err
+	}
+	return engine.LoadGoMLX(be, dir)
+}
+
+// NewRandomModel builds a model of cfg with random weights on the engine spec names (gomlx:
+// qwen3.NewRandom; torch: the worker's own draw), for benchmarks.
+func NewRandomModel(ctx context.Context, spec engine.Spec, cfg qwen3.Config, seed uint64) (engine.Model, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Kind == engine.Torch {
+		return torch.NewRandom(ctx, spec, cfg, seed)
+	}
+	be, err := learner.NewBackend(spec.Device)
+	if err != nil {
+		return nil, err
+	}
+	m, err := qwen3.NewRandom(be, cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewGoMLX(m), nil
+}
+
+// OpenLM is OpenModel plus the directory's tokenizer.json. The tokenizer is read first, so a
+// directory without one starts no worker.
+func OpenLM(ctx context.Context, spec engine.Spec, dir string) (*LM, error) {
+	return loadLM(dir, func() (engine.Model, error) { return OpenModel(ctx, spec, dir) })
+}
+
+func loadLM(dir string, open func() (engine.Model, error)) (*LM, error) {
 	path := filepath.Join(dir, "tokenizer.json")
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrTokenizer, dir, err)
@@ -56,23 +109,29 @@ func LoadLM(backend backends.Backend, dir string) (*LM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTokenizer, err)
 	}
-	m, err := qwen3.Load(backend, dir)
+	m, err := open()
 	if err != nil {
 		return nil, err
 	}
 	lm, err := NewLM(m, tok)
 	if err != nil {
+		_ = m.Close()
 		return nil, err
 	}
 	lm.Dir = dir
 	return lm, nil
 }
 
-// Generate is Model.Generate; it waits while Exclusive runs.
+// Close releases the model (after any running generation) and stops a torch worker.
+func (lm *LM) Close() error {
+	return lm.Exclusive(lm.Model.Close)
+}
+
+// Generate is Model.GenerateStream without a callback; it waits while Exclusive runs.
 func (lm *LM) Generate(prompts [][]int32, sc qwen3.SampleConfig, rng *rand.Rand) (*qwen3.Generation, error) {
 	lm.mu.RLock()
 	defer lm.mu.RUnlock()
-	return lm.Model.Generate(prompts, sc, rng)
+	return lm.Model.GenerateStream(prompts, sc, 0, rng, nil)
 }
 
 // GenerateStream is Model.GenerateStream; it waits while Exclusive runs.

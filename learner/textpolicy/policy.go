@@ -9,6 +9,7 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 )
 
@@ -109,10 +110,10 @@ type Policy struct {
 	lm  *LM
 	opt Options
 
-	mu      sync.Mutex // guards sched and trainer creation
-	sched   env.LengthSchedule
-	trainer *learner.Trainer
-	version atomic.Int64
+	mu         sync.Mutex // guards sched and configured
+	sched      env.LengthSchedule
+	configured bool // the model has the options' training settings
+	version    atomic.Int64
 }
 
 // New returns a text policy over lm.
@@ -266,15 +267,7 @@ func (p *Policy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, le
 	if err != nil {
 		return learner.UpdateStats{}, sig, err
 	}
-	var st learner.UpdateStats
-	err = p.lm.Exclusive(func() error {
-		tr, err := p.trainerLocked()
-		if err != nil {
-			return err
-		}
-		st, err = tr.GRPOStep(batch)
-		return err
-	})
+	st, err := p.step(engine.StepGRPO, batch)
 	if err != nil {
 		return st, sig, fmt.Errorf("textpolicy: update: %w", err)
 	}
@@ -282,22 +275,28 @@ func (p *Policy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, le
 	return st, sig, nil
 }
 
-// trainerLocked returns the trainer, building it on first use (call inside Exclusive).
-func (p *Policy) trainerLocked() (*learner.Trainer, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.trainer == nil {
-		tr, err := p.lm.Model.NewTrainer(p.opt.GRPO)
-		if err != nil {
-			return nil, err
+// step runs one optimizer step of kind on batch while no generation runs, giving the model the
+// options' training settings first.
+func (p *Policy) step(kind engine.StepKind, batch *learner.SeqBatch) (learner.UpdateStats, error) {
+	var st learner.UpdateStats
+	err := p.lm.Exclusive(func() error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.configured {
+			if err := p.lm.Model.SetTrainConfig(p.opt.GRPO); err != nil {
+				return err
+			}
+			p.configured = true
 		}
-		p.trainer = tr
-	}
-	return p.trainer, nil
+		var err error
+		st, err = p.lm.Model.Step(kind, batch)
+		return err
+	})
+	return st, err
 }
 
-// Save writes the model as a Hugging Face directory (qwen3.Model.Save: config, weights and
-// the tokenizer files of the directory it was loaded from).
+// Save writes the model as a Hugging Face directory (config, float32 weights and the tokenizer
+// files of the directory it was loaded from).
 func (p *Policy) Save(dir string) error {
-	return p.lm.Exclusive(func() error { return p.lm.Model.Save(dir) })
+	return p.lm.Exclusive(func() error { return p.lm.Model.Save(dir, learner.STF32) })
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
@@ -58,7 +59,7 @@ func tpLM(t testing.TB, seed uint64) *LM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lm, err := NewLM(m, tpTok)
+	lm, err := NewLM(engine.NewGoMLX(m), tpTok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestPlayRolloutWellFormed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen, err := lm.Model.Generate([][]int32{p.Prompt(ins[0]), p.Prompt(ins[1])}, qwen3.SampleConfig{MaxNewTokens: 16, StopTokens: lm.Stop}, nil)
+	gen, err := lm.Generate([][]int32{p.Prompt(ins[0]), p.Prompt(ins[1])}, qwen3.SampleConfig{MaxNewTokens: 16, StopTokens: lm.Stop}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

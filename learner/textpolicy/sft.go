@@ -7,6 +7,7 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
@@ -53,15 +54,7 @@ func (p *Policy) SFTStep(ins []*env.Instance) (learner.UpdateStats, error) {
 	if err != nil {
 		return learner.UpdateStats{}, err
 	}
-	var st learner.UpdateStats
-	err = p.lm.Exclusive(func() error {
-		tr, err := p.trainerLocked()
-		if err != nil {
-			return err
-		}
-		st, err = tr.BCStep(batch)
-		return err
-	})
+	st, err := p.step(engine.StepBC, batch)
 	if err != nil {
 		return st, fmt.Errorf("textpolicy: sft: %w", err)
 	}

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/qwen3"
+)
+
+// Engine names accepted by Spec.Kind and the commands' --engine flag.
+const (
+	GoMLX = "gomlx" // the pure-Go default (learner/qwen3 on a GoMLX backend)
+	Torch = "torch" // a supervised PyTorch worker process (learner/torch)
+)
+
+// Names lists the engines, default first.
+var Names = []string{GoMLX, Torch}
+
+// ErrUnknownEngine: Spec.Kind names no engine.
+var ErrUnknownEngine = errors.New("engine: unknown engine")
+
+// StepKind selects the loss of an optimizer step.
+type StepKind int
+
+const (
+	// StepGRPO is the clipped GRPO loss (learner.GRPOLoss) on a batch with behaviour log-probs
+	// and advantages.
+	StepGRPO StepKind = iota
+	// StepBC is behaviour cloning (supervised fine-tuning): the mean cross-entropy of Actions
+	// where Mask is 1.
+	StepBC
+)
+
+func (k StepKind) String() string {
+	if k == StepBC {
+		return "bc"
+	}
+	return "grpo"
+}
+
+// Model is a Qwen3 causal language model on one compute engine: the seam every LLM path of t2t
+// (the text policy, SFT, serving, benchmarks, parity checks) goes through. Both engines give
+// the same numbers for the same weights (float32; tested in CI): logits, log-probs, GRPO and
+// SFT steps, checkpoints, greedy ids. Sampled ids at temperature > 0 come from each engine's
+// own random stream.
+//
+// Methods serialise on the model: a generation, a step and a save never run at once on the
+// same Model. Close releases it (the torch engine stops its worker).
+type Model interface {
+	// Engine is GoMLX or Torch.
+	Engine() string
+	// Device describes where the math runs (e.g. "cpu (pure Go)", "cuda:0 (torch 2.11)").
+	Device() string
+	// Config is the model's architecture.
+	Config() qwen3.Config
+	// GenerateStream samples continuations of prompts with a KV cache (qwen3.Model's semantics:
+	// temperature, top-k, top-p, stop tokens, per-token log-probs under softmax(logits/T), an
+	// onToken callback that may end a row by returning true). rng drives sampling when
+	// Temperature > 0.
+	GenerateStream(prompts [][]int32, sc qwen3.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(qwen3.TokenEvent) bool) (*qwen3.Generation, error)
+	// Logits returns each sequence's logits, len(seq)·VocabSize values (row t predicts token t+1).
+	Logits(seqs [][]int32) ([][]float32, error)
+	// LogProbs returns log π(Actions) at the positions of b (a qwen3.NewSeqBatch layout:
+	// inputs token ids and validity); positions outside a Tail window may be 0.
+	LogProbs(b *learner.SeqBatch) ([]float32, error)
+	// SetTrainConfig sets the optimizer and loss settings of later steps (validated).
+	SetTrainConfig(cfg learner.GRPOConfig) error
+	// Step runs one optimizer step (micro-batches, global-norm clipping, AdamW) on b.
+	Step(kind StepKind, b *learner.SeqBatch) (learner.UpdateStats, error)
+	// AddLoRA attaches adapters and freezes the base weights (before the first Step).
+	AddLoRA(cfg qwen3.LoRAConfig, seed uint64) error
+	// LoRA returns the adapter configuration, if adapters are attached.
+	LoRA() (qwen3.LoRAConfig, bool)
+	// LoadAdapter attaches a PEFT adapter directory.
+	LoadAdapter(dir string) error
+	// SaveAdapter writes the adapters as a PEFT adapter directory.
+	SaveAdapter(dir string) error
+	// Save writes a Hugging Face directory (config.json, model.safetensors with LoRA merged in,
+	// and the tokenizer files of the directory the model came from), each file atomically.
+	Save(dir string, dtype learner.STDType) error
+	// Memory estimates a training micro-batch of batch sequences of seqLen tokens.
+	Memory(batch, seqLen int) qwen3.MemoryEstimate
+	// Close releases the model.
+	Close() error
+}
+
+// Spec says which engine loads a model and how.
+type Spec struct {
+	// Kind is GoMLX (default when empty) or Torch.
+	Kind string
+	// Device: for GoMLX a learner.NewBackend device ("cpu", "xla:/abs/plugin.so"); for Torch
+	// "cpu", "cuda" or "cuda:N" (default "cpu").
+	Device string
+	// Python is the torch engine's interpreter; empty: $T2T_PYTHON, then the first of python3,
+	// /usr/bin/python3, python that imports torch.
+	Python string
+	// Autocast is the torch engine's mixed precision on CUDA: "" (float32) or "bf16" (bfloat16
+	// autocast over float32 master weights).
+	Autocast string
+	// Threads is the torch engine's CPU threads (0: every core).
+	Threads int
+	// Log receives the torch worker's stderr lines (nil: discarded).
+	Log func(line string)
+}
+
+// Validate checks Kind (and the devices each engine accepts).
+func (s Spec) Validate() error {
+	switch s.kind() {
+	case GoMLX:
+		if s.Autocast != "" {
+			return &learner.ConfigError{Field: "autocast", Value: s.Autocast, Reason: "only the torch engine has autocast"}
+		}
+	case Torch:
+		d := s.Device
+		if d != "" && d != "cpu" && d != "cuda" && !strings.HasPrefix(d, "cuda:") {
+			return &learner.ConfigError{Field: "device", Value: d, Reason: `the torch engine runs on "cpu", "cuda" or "cuda:N"`}
+		}
+		if s.Autocast != "" && s.Autocast != "bf16" {
+			return &learner.ConfigError{Field: "autocast", Value: s.Autocast, Reason: `want "" or "bf16"`}
+		}
+		if s.Threads < 0 {
+			return &learner.ConfigError{Field: "threads", Value: s.Threads, Reason: "must be ≥ 0"}
+		}
+	default:
+		return fmt.Errorf("%w %q: want one of %s", ErrUnknownEngine, s.Kind, strings.Join(Names, ", "))
+	}
+	return nil
+}
+
+func (s Spec) kind() string {
+	if s.Kind == "" {
+		return GoMLX
+	}
+	return s.Kind
+}

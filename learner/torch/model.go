@@ -1,0 +1,512 @@
+package torch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/qwen3"
+)
+
+// Model is the torch engine: a Qwen3 model held by a worker process. It implements
+// engine.Model. If the worker dies, every later call returns a *DiedError; the weights the
+// worker held are lost, so a run resumes from its last checkpoint.
+type Model struct {
+	wk     *Worker
+	cfg    qwen3.Config
+	srcDir string // tokenizer files Save copies
+	lora   *qwen3.LoRAConfig
+	device string
+}
+
+// Load starts a worker as spec says and loads the Hugging Face directory dir into it. The
+// configuration is read and checked here first (qwen3.LoadConfig), so a bad config.json is the
+// same typed error as on the gomlx engine and no worker starts.
+func Load(ctx context.Context, spec engine.Spec, dir string) (*Model, error) {
+	cfg, err := qwen3.LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := start(ctx, spec, cfg)
+	if err != nil {
+		return nil, err
+	}
+	req := map[string]any{"dir": abs, "device": m.device, "autocast": spec.Autocast}
+	if err := m.wk.call("load", req, nil, nil); err != nil {
+		_ = m.wk.Close()
+		return nil, fmt.Errorf("torch: load %s: %w", dir, err)
+	}
+	m.srcDir = abs
+	return m, nil
+}
+
+// NewRandom starts a worker and builds a model of cfg with random weights in the worker's
+// memory (normal(0, 0.02); not the gomlx engine's draw), for benchmarks.
+func NewRandom(ctx context.Context, spec engine.Spec, cfg qwen3.Config, seed uint64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := start(ctx, spec, cfg)
+	if err != nil {
+		return nil, err
+	}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(js, &fields); err != nil {
+		return nil, err
+	}
+	req := map[string]any{"config": fields, "seed": seed, "device": m.device, "autocast": spec.Autocast}
+	if err := m.wk.call("init", req, nil, nil); err != nil {
+		_ = m.wk.Close()
+		return nil, fmt.Errorf("torch: init: %w", err)
+	}
+	return m, nil
+}
+
+func start(ctx context.Context, spec engine.Spec, cfg qwen3.Config) (*Model, error) {
+	spec.Kind = engine.Torch
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	device := spec.Device
+	if device == "" {
+		device = "cpu"
+	}
+	py, err := FindPython(ctx, spec.Python)
+	if err != nil {
+		return nil, err
+	}
+	wk, err := StartWorker(ctx, WorkerOptions{Python: py, Device: device, Threads: spec.Threads, Log: spec.Log})
+	if err != nil {
+		return nil, err
+	}
+	return &Model{wk: wk, cfg: cfg, device: device}, nil
+}
+
+// Worker returns the model's worker process.
+func (m *Model) Worker() *Worker { return m.wk }
+
+// Engine implements engine.Model.
+func (m *Model) Engine() string { return engine.Torch }
+
+// Device implements engine.Model: the worker's device, torch version and BLAS kernel.
+func (m *Model) Device() string {
+	h := m.wk.Hello()
+	s := fmt.Sprintf("%s (torch %s, python %s, %d threads", h.Device, h.Torch, h.Python, h.Threads)
+	if h.BLAS.Kernel != "" {
+		s += ", OpenBLAS " + h.BLAS.Kernel
+	}
+	return s + ")"
+}
+
+// Config implements engine.Model.
+func (m *Model) Config() qwen3.Config { return m.cfg }
+
+// tokenEvent is one decode step of a streamed generate.
+type tokenEvent struct {
+	Step     int       `msgpack:"step"`
+	Tokens   []int64   `msgpack:"tokens"`
+	LogProbs []float64 `msgpack:"logprobs"`
+	Top      [][][]any `msgpack:"top"`
+}
+
+type genReply struct {
+	Tokens    [][]byte `msgpack:"tokens"`
+	LogProbs  [][]byte `msgpack:"logprobs"`
+	Stopped   []bool   `msgpack:"stopped"`
+	Cancelled bool     `msgpack:"cancelled"`
+}
+
+// GenerateStream implements engine.Model. Sampling runs in the worker from a seed drawn from
+// rng; an onToken that ends a row sends the worker a cancel for it, and tokens the worker
+// produced for that row after it are dropped, so the result is the same as the gomlx engine's
+// for the same tokens.
+func (m *Model) GenerateStream(prompts [][]int32, sc qwen3.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(qwen3.TokenEvent) bool) (*qwen3.Generation, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if topLogProbs < 0 {
+		return nil, &learner.ConfigError{Field: "topLogProbs", Value: topLogProbs, Reason: "must be ≥ 0"}
+	}
+	if sc.Temperature > 0 && rng == nil {
+		return nil, fmt.Errorf("%w: Temperature %v needs an rng", learner.ErrBadBatch, sc.Temperature)
+	}
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("%w: no prompts", learner.ErrBadBatch)
+	}
+	for i, p := range prompts {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("%w: prompt %d is empty", learner.ErrBadBatch, i)
+		}
+		if err := m.checkTokens(p); err != nil {
+			return nil, fmt.Errorf("prompt %d: %w", i, err)
+		}
+	}
+	var seed uint64
+	if rng != nil {
+		seed = rng.Uint64()
+	}
+	stop := make([]int64, len(sc.StopTokens))
+	for i, s := range sc.StopTokens {
+		stop[i] = int64(s)
+	}
+	stream := onToken != nil
+	req := map[string]any{
+		"prompts": rowsI32(prompts), "max_new_tokens": sc.MaxNewTokens, "temperature": sc.Temperature,
+		"top_k": sc.TopK, "top_p": sc.TopP, "stop": stop, "seed": seed, "stream": stream, "top_logprobs": topLogProbs,
+	}
+	n := len(prompts)
+	delivered := make([]int, n) // tokens passed to onToken per row
+	ended := make([]bool, n)    // rows onToken ended
+	nEnded := 0
+	var top []qwen3.TokenLogProb
+	onEvent := func(body []byte, send func(map[string]any) error) error {
+		var ev tokenEvent
+		if err := msgpack.Unmarshal(body, &ev); err != nil || len(ev.Tokens) != n || len(ev.LogProbs) != n {
+			m.wk.kill()
+			return fmt.Errorf("%w: generate: malformed token event (%v)", ErrProtocol, err)
+		}
+		var cancel []int
+		for r := range n {
+			if ev.Tokens[r] < 0 || ended[r] {
+				continue
+			}
+			te := qwen3.TokenEvent{Row: r, Step: ev.Step, Token: int32(ev.Tokens[r]), LogProb: float32(ev.LogProbs[r])}
+			if topLogProbs > 0 && r < len(ev.Top) {
+				top = top[:0]
+				for _, pair := range ev.Top[r] {
+					if len(pair) == 2 {
+						top = append(top, qwen3.TokenLogProb{Token: int32(num(pair[0])), LogProb: float32(num(pair[1]))})
+					}
+				}
+				te.Top = top
+			}
+			delivered[r]++
+			if onToken(te) {
+				ended[r] = true
+				nEnded++
+				cancel = append(cancel, r)
+			}
+		}
+		if len(cancel) > 0 {
+			return send(cancelMsg(m.wk, cancel, nEnded == n))
+		}
+		return nil
+	}
+	var rep genReply
+	if !stream {
+		onEvent = nil
+	}
+	if err := m.wk.call("generate", req, &rep, onEvent); err != nil {
+		return nil, err
+	}
+	if len(rep.Tokens) != n || len(rep.LogProbs) != n || len(rep.Stopped) != n {
+		m.wk.kill()
+		return nil, fmt.Errorf("%w: generate: %d token rows for %d prompts", ErrProtocol, len(rep.Tokens), n)
+	}
+	gen := &qwen3.Generation{Tokens: make([][]int32, n), LogProbs: make([][]float32, n), Stopped: slices.Clone(rep.Stopped)}
+	for r := range n {
+		t, err := bytesI32(rep.Tokens[r])
+		if err != nil {
+			return nil, err
+		}
+		lp, err := bytesF32(rep.LogProbs[r])
+		if err != nil || len(lp) != len(t) {
+			m.wk.kill()
+			return nil, fmt.Errorf("%w: generate: row %d has %d log-probs for %d tokens", ErrProtocol, r, len(lp), len(t))
+		}
+		if ended[r] && len(t) > delivered[r] {
+			t, lp = t[:delivered[r]], lp[:delivered[r]]
+		}
+		if ended[r] {
+			gen.Stopped[r] = true
+		}
+		gen.Tokens[r], gen.LogProbs[r] = t, lp
+	}
+	return gen, nil
+}
+
+// cancelMsg is the cancel frame for the running request (the worker's current id) ending rows,
+// or the whole generation when all rows have ended.
+func cancelMsg(wk *Worker, rows []int, all bool) map[string]any {
+	msg := map[string]any{"op": "cancel", "target": wk.nextID}
+	if !all {
+		msg["rows"] = rows
+	}
+	return msg
+}
+
+func num(v any) float64 {
+	switch x := v.(type) {
+	case int8:
+		return float64(x)
+	case int16:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case uint8:
+		return float64(x)
+	case uint16:
+		return float64(x)
+	case uint32:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case float32:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return 0
+}
+
+func (m *Model) checkTokens(s []int32) error {
+	for _, id := range s {
+		if id < 0 || int(id) >= m.cfg.VocabSize {
+			return fmt.Errorf("%w: token %d outside [0, %d)", learner.ErrBadBatch, id, m.cfg.VocabSize)
+		}
+	}
+	return nil
+}
+
+// Logits implements engine.Model.
+func (m *Model) Logits(seqs [][]int32) ([][]float32, error) {
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	for i, s := range seqs {
+		if len(s) == 0 {
+			return nil, fmt.Errorf("%w: sequence %d is empty", learner.ErrBadBatch, i)
+		}
+		if err := m.checkTokens(s); err != nil {
+			return nil, fmt.Errorf("sequence %d: %w", i, err)
+		}
+	}
+	var rep struct {
+		Logits [][]byte `msgpack:"logits"`
+	}
+	if err := m.wk.call("logits", map[string]any{"seqs": rowsI32(seqs)}, &rep, nil); err != nil {
+		return nil, err
+	}
+	if len(rep.Logits) != len(seqs) {
+		m.wk.kill()
+		return nil, fmt.Errorf("%w: logits: %d rows for %d sequences", ErrProtocol, len(rep.Logits), len(seqs))
+	}
+	out := make([][]float32, len(seqs))
+	for i, b := range rep.Logits {
+		f, err := bytesF32(b)
+		if err != nil || len(f) != len(seqs[i])*m.cfg.VocabSize {
+			m.wk.kill()
+			return nil, fmt.Errorf("%w: logits: row %d has %d values, want %d", ErrProtocol, i, len(f), len(seqs[i])*m.cfg.VocabSize)
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+// batchMap encodes a qwen3.NewSeqBatch layout (inputs: token ids, validity).
+func (m *Model) batchMap(b *learner.SeqBatch) (map[string]any, error) {
+	if b == nil || b.Rows < 1 || b.T < 1 {
+		return nil, fmt.Errorf("%w: need Rows ≥ 1 and T ≥ 1", learner.ErrBadBatch)
+	}
+	n := b.Rows * b.T
+	if len(b.Inputs) != 2 || len(b.Inputs[0].I32) != n || len(b.Inputs[1].I32) != n {
+		return nil, fmt.Errorf("%w: want 2 int32 inputs (token ids, validity) of %d values", learner.ErrBadBatch, n)
+	}
+	if err := m.checkTokens(b.Inputs[0].I32); err != nil {
+		return nil, err
+	}
+	mask := b.Mask
+	if mask == nil {
+		mask = make([]float32, n)
+		for i := range mask {
+			mask[i] = 1
+		}
+	}
+	return map[string]any{
+		"rows": b.Rows, "t": b.T, "tokens": i32Bytes(b.Inputs[0].I32), "valid": i32Bytes(b.Inputs[1].I32),
+		"actions": i32Bytes(b.Actions), "mask": f32Bytes(mask), "behaviour": f32Bytes(b.BehaviourLogProbs),
+		"advantages": f32Bytes(b.Advantages), "ref": f32Bytes(b.RefLogProbs), "tail": b.Tail,
+	}, nil
+}
+
+// LogProbs implements engine.Model.
+func (m *Model) LogProbs(b *learner.SeqBatch) ([]float32, error) {
+	bm, err := m.batchMap(b)
+	if err != nil {
+		return nil, err
+	}
+	var rep struct {
+		LogProbs []byte `msgpack:"logprobs"`
+	}
+	if err := m.wk.call("logprobs", map[string]any{"batch": bm}, &rep, nil); err != nil {
+		return nil, err
+	}
+	lp, err := bytesF32(rep.LogProbs)
+	if err != nil || len(lp) != b.Rows*b.T {
+		m.wk.kill()
+		return nil, fmt.Errorf("%w: logprobs: %d values for %d positions", ErrProtocol, len(lp), b.Rows*b.T)
+	}
+	return lp, nil
+}
+
+// SetTrainConfig implements engine.Model.
+func (m *Model) SetTrainConfig(cfg learner.GRPOConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	req := map[string]any{
+		"clip_eps": cfg.ClipEps, "is_cap": cfg.ISCap, "kl_coef": cfg.KLCoef, "lr": cfg.LR,
+		"weight_decay": cfg.WeightDecay, "max_grad_norm": cfg.MaxGradNorm, "micro_batch": cfg.MicroBatch,
+	}
+	return m.wk.call("train_config", req, nil, nil)
+}
+
+type stepReply struct {
+	Loss         float64 `msgpack:"loss"`
+	Positions    int     `msgpack:"positions"`
+	ClipFrac     float64 `msgpack:"clip_frac"`
+	ApproxKL     float64 `msgpack:"approx_kl"`
+	MeanRatio    float64 `msgpack:"mean_ratio"`
+	RefKL        float64 `msgpack:"ref_kl"`
+	MeanAbsAdv   float64 `msgpack:"mean_abs_adv"`
+	Accuracy     float64 `msgpack:"accuracy"`
+	Entropy      float64 `msgpack:"entropy"`
+	GradNorm     float64 `msgpack:"grad_norm"`
+	MicroBatches int     `msgpack:"micro_batches"`
+	Step         int64   `msgpack:"step"`
+}
+
+// Step implements engine.Model.
+func (m *Model) Step(kind engine.StepKind, b *learner.SeqBatch) (learner.UpdateStats, error) {
+	bm, err := m.batchMap(b)
+	if err != nil {
+		return learner.UpdateStats{}, err
+	}
+	var rep stepReply
+	if err := m.wk.call("step", map[string]any{"kind": kind.String(), "batch": bm}, &rep, nil); err != nil {
+		return learner.UpdateStats{}, err
+	}
+	return learner.UpdateStats{
+		Loss: rep.Loss, Positions: rep.Positions, ClipFrac: rep.ClipFrac, ApproxKL: rep.ApproxKL,
+		MeanRatio: rep.MeanRatio, RefKL: rep.RefKL, MeanAbsAdv: rep.MeanAbsAdv, Accuracy: rep.Accuracy,
+		Entropy: rep.Entropy, GradNorm: rep.GradNorm, MicroBatches: rep.MicroBatches, Step: rep.Step,
+	}, nil
+}
+
+// AddLoRA implements engine.Model.
+func (m *Model) AddLoRA(cfg qwen3.LoRAConfig, seed uint64) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if m.lora != nil {
+		return fmt.Errorf("torch: AddLoRA: %w: adapters already attached", learner.ErrInvalidConfig)
+	}
+	req := map[string]any{"rank": cfg.Rank, "alpha": cfg.Alpha, "targets": cfg.Targets, "seed": seed}
+	if err := m.wk.call("add_lora", req, nil, nil); err != nil {
+		return err
+	}
+	c := cfg
+	c.Targets = slices.Clone(cfg.Targets)
+	m.lora = &c
+	return nil
+}
+
+// LoRA implements engine.Model.
+func (m *Model) LoRA() (qwen3.LoRAConfig, bool) {
+	if m.lora == nil {
+		return qwen3.LoRAConfig{}, false
+	}
+	c := *m.lora
+	c.Targets = slices.Clone(c.Targets)
+	return c, true
+}
+
+// LoadAdapter implements engine.Model.
+func (m *Model) LoadAdapter(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	var rep struct {
+		Rank    int      `msgpack:"rank"`
+		Alpha   float64  `msgpack:"alpha"`
+		Targets []string `msgpack:"targets"`
+	}
+	if err := m.wk.call("load_adapter", map[string]any{"dir": abs}, &rep, nil); err != nil {
+		return err
+	}
+	m.lora = &qwen3.LoRAConfig{Rank: rep.Rank, Alpha: rep.Alpha, Targets: rep.Targets}
+	return nil
+}
+
+// SaveAdapter implements engine.Model.
+func (m *Model) SaveAdapter(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	return m.wk.call("save_adapter", map[string]any{"dir": abs}, nil, nil)
+}
+
+// Save implements engine.Model.
+func (m *Model) Save(dir string, dtype learner.STDType) error {
+	names := map[learner.STDType]string{"": "float32", learner.STF32: "float32", learner.STBF16: "bfloat16", learner.STF16: "float16"}
+	name, ok := names[dtype]
+	if !ok {
+		return &learner.ConfigError{Field: "dtype", Value: dtype, Reason: "want F32, BF16 or F16"}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err := m.wk.call("save", map[string]any{"dir": abs, "dtype": name}, nil, nil); err != nil {
+		return err
+	}
+	return qwen3.CopyTokenizerFiles(m.srcDir, abs)
+}
+
+// Memory implements engine.Model.
+func (m *Model) Memory(batch, seqLen int) qwen3.MemoryEstimate {
+	return qwen3.EstimateMemory(m.cfg, batch, seqLen, m.lora != nil)
+}
+
+// Stats is the worker's memory report.
+type Stats struct {
+	RSSBytes         int64 `msgpack:"rss_bytes"`
+	PeakRSSBytes     int64 `msgpack:"peak_rss_bytes"`
+	CUDAAllocated    int64 `msgpack:"cuda_allocated"`
+	CUDAMaxAllocated int64 `msgpack:"cuda_max_allocated"`
+	Steps            int64 `msgpack:"steps"`
+}
+
+// Stats asks the worker for its memory use.
+func (m *Model) Stats() (Stats, error) {
+	var st Stats
+	err := m.wk.call("stats", map[string]any{}, &st, nil)
+	return st, err
+}
+
+// ResetPeak resets the worker's CUDA peak-memory statistics.
+func (m *Model) ResetPeak() error { return m.wk.call("reset_peak", map[string]any{}, nil, nil) }
+
+// Close implements engine.Model: it stops the worker.
+func (m *Model) Close() error { return m.wk.Close() }
+
+var _ engine.Model = (*Model)(nil)
