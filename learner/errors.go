@@ -25,6 +25,9 @@ var (
 	ErrCheckpointMismatch = errors.New("learner: checkpoint does not match model")
 	// ErrCompute: building or running a computation graph failed (GoMLX panics are turned into it).
 	ErrCompute = errors.New("learner: compute failed")
+	// ErrEngineLost: the compute engine holding a model is gone (a torch worker died): nothing
+	// more can run on that model, and a run stops and resumes from its last checkpoint.
+	ErrEngineLost = errors.New("learner: compute engine lost")
 )
 
 // ConfigError names the configuration field that failed validation and why. It wraps

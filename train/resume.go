@@ -10,6 +10,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
 // Resuming a run (Options.Resume).
@@ -60,20 +61,48 @@ func (o *Options) validateModes() error {
 	return nil
 }
 
-// saveCheckpoint writes gp into CheckpointDir/stage-<stage> and indexes it.
+// Checkpointer is a policy a run checkpoints after every stage and resumes from: gridnet
+// (GridPolicy) and the text policy (textpolicy.Policy). Both write a directory whose
+// learner.CheckpointManifestFile holds the SHA-256 of its files; the run indexes the manifest's
+// own SHA-256 in Redis.
+type Checkpointer interface {
+	Policy
+	// SaveCheckpoint writes the policy into dir atomically, with dataPosition (the next stage).
+	SaveCheckpoint(dir string, dataPosition int64) error
+	// LoadCheckpoint restores dir (the policy is unchanged on error) and returns its data
+	// position.
+	LoadCheckpoint(dir string) (int64, error)
+}
+
+// SaveCheckpoint implements Checkpointer.
+func (p *GridPolicy) SaveCheckpoint(dir string, dataPosition int64) error {
+	p.Net.SetTrainState(learner.TrainState{DataPosition: dataPosition})
+	return p.Net.Save(dir)
+}
+
+// LoadCheckpoint implements Checkpointer.
+func (p *GridPolicy) LoadCheckpoint(dir string) (int64, error) {
+	if err := p.Net.Load(dir); err != nil {
+		return 0, err
+	}
+	return p.Net.TrainState().DataPosition, nil
+}
+
+var _ Checkpointer = (*textpolicy.Policy)(nil)
+
+// saveCheckpoint writes cp into CheckpointDir/stage-<stage> and indexes it.
 // Records are keyed by policy version: when the policy did not change since
 // an earlier stage's checkpoint (no update in this stage), that record is
 // left as it is, and a resume starts from the earlier stage.
-func (r *run) saveCheckpoint(ctx context.Context, gp *GridPolicy, stage int) error {
+func (r *run) saveCheckpoint(ctx context.Context, cp Checkpointer, stage int) error {
 	dir, err := filepath.Abs(filepath.Join(r.opt.CheckpointDir, fmt.Sprintf("stage-%03d", stage)))
 	if err != nil {
 		return err
 	}
-	gp.Net.SetTrainState(learner.TrainState{DataPosition: int64(stage + 1)})
-	if err := gp.Net.Save(dir); err != nil {
+	if err := cp.SaveCheckpoint(dir, int64(stage+1)); err != nil {
 		return err
 	}
-	rec := store.CheckpointRecord{Version: gp.Net.Version(), Step: int64(stage), Path: dir, ConfigVersion: r.configs[stage].Hash()}
+	rec := store.CheckpointRecord{Version: cp.Version(), Step: int64(stage), Path: dir, ConfigVersion: r.configs[stage].Hash()}
 	err = r.putCheckpoint(ctx, dir, rec) // state.go: with the manifest's SHA-256
 	if !errors.Is(err, store.ErrConflict) {
 		return err
@@ -96,9 +125,9 @@ func (r *run) saveCheckpoint(ctx context.Context, gp *GridPolicy, stage int) err
 // the policy, fills r.configs with the configs of stages 0..s (and s+1 when
 // it was recorded) and returns s.
 func (r *run) resume(ctx context.Context) (int, error) {
-	gp, ok := r.pol.(*GridPolicy)
+	cp, ok := r.pol.(Checkpointer)
 	if !ok {
-		return 0, &OptionError{"resume", r.pol.Name(), "only a gridnet policy is checkpointed"}
+		return 0, &OptionError{"resume", r.pol.Name(), "only gridnet and qwen3 policies are checkpointed"}
 	}
 	id := r.opt.RunID
 	rec, ok, err := r.st.LatestCheckpoint(ctx, id)
@@ -119,10 +148,11 @@ func (r *run) resume(ctx context.Context) (int, error) {
 	if sum != rec.SHA256 {
 		return 0, fmt.Errorf("%w: checkpoint %s has manifest sha256 %s, Redis indexed %s", ErrResume, rec.Path, sum, rec.SHA256)
 	}
-	if err := gp.Net.Load(rec.Path); err != nil {
+	pos, err := cp.LoadCheckpoint(rec.Path)
+	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrResume, err)
 	}
-	if v, pos := gp.Version(), gp.Net.TrainState().DataPosition; v != rec.Version || pos != int64(after+1) {
+	if v := cp.Version(); v != rec.Version || pos != int64(after+1) {
 		return 0, fmt.Errorf("%w: checkpoint %s holds version %d after stage %d, Redis indexed version %d after stage %d",
 			ErrResume, rec.Path, v, pos-1, rec.Version, after)
 	}
@@ -154,6 +184,6 @@ func (r *run) resume(ctx context.Context) (int, error) {
 		}
 		r.configs[stage] = cfg
 	}
-	fmt.Fprintf(r.opt.Out, "resuming run %s after stage %d (policy version %d)\n", id, after, gp.Version())
+	fmt.Fprintf(r.opt.Out, "resuming run %s after stage %d (policy version %d)\n", id, after, cp.Version())
 	return after, nil
 }

@@ -265,6 +265,17 @@ type run struct {
 	res        *Result
 	configs    map[int]env.Config
 	traces     *stageTraces
+	// abort ends the run with a cause (a lost compute engine: every later
+	// unit and update would fail the same way).
+	abort context.CancelCauseFunc
+}
+
+// lost ends the run when err says the policy's compute engine is gone
+// (learner.ErrEngineLost): no later unit or update could succeed.
+func (r *run) lost(err error) {
+	if errors.Is(err, learner.ErrEngineLost) && r.abort != nil {
+		r.abort(err)
+	}
 }
 
 // stageSeed derives a stage's generator seed from the run seed.
@@ -307,6 +318,7 @@ func (r *run) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, 
 	ss.SetAttributes(attribute.Int(telemetry.AttrSamples, len(ins)*r.opt.GroupSize))
 	ss.End()
 	if err != nil {
+		r.lost(err)
 		return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
 	}
 	res := unitResult(r.opt.RunID, u.Stage, "train", u.UnitID, ro, version, u.ConfigVersion)
@@ -370,6 +382,7 @@ func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
 	st, sig, err := r.pol.Update(rgs)
 	span.End()
 	if err != nil {
+		r.lost(err)
 		if r.gate != nil {
 			r.gate.failed(fmt.Errorf("update at policy version %d: %w", before, err))
 		}
@@ -480,14 +493,14 @@ func (r *run) finishStage(ctx context.Context, stage int) (*StageReport, error) 
 	return &r.res.Stages[len(r.res.Stages)-1], nil
 }
 
-// checkpoint saves a gridnet policy after stage and indexes it in Redis
-// (see saveCheckpoint).
+// checkpoint saves a Checkpointer policy after stage and indexes it in
+// Redis (see saveCheckpoint).
 func (r *run) checkpoint(ctx context.Context, stage int) error {
-	gp, ok := r.pol.(*GridPolicy)
+	cp, ok := r.pol.(Checkpointer)
 	if !ok || r.opt.CheckpointDir == "" {
 		return nil
 	}
-	if err := r.saveCheckpoint(ctx, gp, stage); err != nil {
+	if err := r.saveCheckpoint(ctx, cp, stage); err != nil {
 		return fmt.Errorf("checkpoint after stage %d: %w", stage, err)
 	}
 	return nil
@@ -725,7 +738,7 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r := &run{opt: opt, pol: pol, st: st, start: time.Now(), res: &Result{RunID: opt.RunID}, configs: map[int]env.Config{0: opt.Config},
-		traces: newStageTraces(opt.Tracer, opt.RunID)}
+		traces: newStageTraces(opt.Tracer, opt.RunID), abort: cancel}
 	var err error
 	valSpec := env.ValidationSpec(opt.SuiteSeed, opt.ValPerSize)
 	if r.val, err = env.GenerateSuite(&valSpec, 0, valSpec.Len()); err != nil {
@@ -805,7 +818,7 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	rep, err := sys.Run(ctx, opt.Stages)
 	r.res.Actors = rep
 	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, ErrDeterminism) {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrDeterminism) || errors.Is(cause, learner.ErrEngineLost) {
 			err = cause
 		}
 		return r.res, err

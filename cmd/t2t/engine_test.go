@@ -1,13 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/learner/torch"
 )
 
@@ -89,5 +96,118 @@ func TestEngineTorchCommands(t *testing.T) {
 	code, _, e = t2t(t, "model", "logits", "--model", dir, "--text", "x", "--engine", "torch", "--python", "/nonexistent/python")
 	if code != 1 || !strings.Contains(e, "/nonexistent/python") || !strings.Contains(e, "python3-torch") {
 		t.Errorf("--python /nonexistent/python: exit %d, %q", code, e)
+	}
+}
+
+// childWorker returns the pid of the torch worker a process started (a child whose command
+// line runs t2t_worker), or 0.
+func childWorker(t *testing.T, parent int) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name in parentheses: state, ppid, …
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+2:])
+		f := strings.Fields(rest)
+		if len(f) < 2 || f[1] != strconv.Itoa(parent) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.Contains(string(cmdline), "t2t_worker") {
+			return pid
+		}
+	}
+	return 0
+}
+
+// TestTrainTorchWorkerKilledResumes kills the torch worker of a `t2t train --policy qwen3
+// --engine torch` run with SIGKILL during its stage 1: the run stops with a one-line error
+// naming the dead worker, and `--resume` continues after the stage-0 checkpoint (real
+// processes, a real redis-server).
+func TestTrainTorchWorkerKilledResumes(t *testing.T) {
+	requireTorch(t)
+	redisURL := nodeRedis(t)
+	model := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := t2t(t, "model", "init", "--out", model); code != 0 {
+		t.Fatalf("model init: %s", e)
+	}
+	ckDir := filepath.Join(t.TempDir(), "ck")
+	args := func(extra ...string) []string {
+		return append([]string{"train", "--engine", "torch", "--policy", "qwen3", "--model", model, "--prompt", "compact",
+			"--max-new-tokens", "8", "--stages", "3", "--instances", "8", "--instances-per-unit", "2", "--group", "2",
+			"--learner-batch", "2", "--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed", "--rollouts", "1",
+			"--redis", redisURL, "--run-id", "q", "--checkpoint-dir", ckDir}, extra...)
+	}
+	a := startNode(t, "train-q", args()...)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: redisURL, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		n, err := st.UnitsApplied(ctx, "q", 1, "train")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if isClosed(a.exited) {
+			t.Fatalf("the run exited (%v) before its stage 1 recorded a unit", a.err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("stage 1 recorded no unit in 4m")
+		}
+		waitABit(a.exited, 20*time.Millisecond)
+	}
+	pid := childWorker(t, a.cmd.Process.Pid)
+	if pid == 0 {
+		t.Fatal("no torch worker among the run's children")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run did not stop after its worker was killed")
+	}
+	a.mu.Lock()
+	stderr := a.stderr.String()
+	a.mu.Unlock()
+	if a.err == nil || !strings.Contains(stderr, "worker died") || !strings.Contains(stderr, "signal: killed") {
+		t.Fatalf("after the kill: exit %v, stderr:\n%s", a.err, stderr)
+	}
+	ck, ok, err := st.LatestCheckpoint(ctx, "q")
+	if err != nil || !ok || ck.Step != 0 {
+		t.Fatalf("latest checkpoint %+v (%v, %v), want the one after stage 0", ck, ok, err)
+	}
+	b := startNode(t, "train-q-resume", args("--resume")...)
+	select {
+	case <-b.exited:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the resumed run did not finish in 5m")
+	}
+	b.mu.Lock()
+	out := strings.Join(b.lines, "\n")
+	b.mu.Unlock()
+	if b.err != nil || !strings.Contains(out, "resuming run q after stage 0") || !strings.Contains(out, "done in") {
+		t.Fatalf("resumed run: %v\n%s", b.err, out)
+	}
+	// The resumed run played stages 1 and 2, not 0 again.
+	if !regexp.MustCompile(`(?m)^\s+2 \|`).MatchString(out) || !regexp.MustCompile(`(?m)^\s+1 \|`).MatchString(out) || regexp.MustCompile(`(?m)^\s+0 \|`).MatchString(out) {
+		t.Fatalf("resumed run's stages:\n%s", out)
 	}
 }

@@ -56,7 +56,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 		batch:     fs.Int("learner-batch", 32, "groups per policy update"),
 		perUnit:   fs.Int("instances-per-unit", 16, "instances per work unit"),
 		runID:     fs.String("run-id", "", "run id in Redis (default run-<seed>)"),
-		ckpt:      fs.String("checkpoint-dir", "", "write a gridnet checkpoint after every stage into this folder"),
+		ckpt:      fs.String("checkpoint-dir", "", "write a checkpoint (gridnet, or qwen3 as a Hugging Face directory) after every stage into this folder"),
 		valPer:    fs.Int("val-per-size", 20, "validation set: instances per map size (2 agents, sizes 3..10)"),
 		evalPer:   fs.Int("eval-per-size", 10, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents"),
 		device:    fs.String("device", "cpu", deviceFlagHelp),

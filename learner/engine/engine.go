@@ -81,6 +81,10 @@ type Model interface {
 	// Save writes a Hugging Face directory (config.json, model.safetensors with LoRA merged in,
 	// and the tokenizer files of the directory the model came from), each file atomically.
 	Save(dir string, dtype learner.STDType) error
+	// Reload replaces the weights with those of a Hugging Face directory of the same
+	// architecture (resuming a run); on error nothing changed. The optimizer's state is kept by
+	// gomlx and reset by torch. Models with LoRA adapters refuse.
+	Reload(dir string) error
 	// Memory estimates a training micro-batch of batch sequences of seqLen tokens.
 	Memory(batch, seqLen int) qwen3.MemoryEstimate
 	// Close releases the model.

@@ -129,6 +129,13 @@ func (g *GoMLXModel) Save(dir string, dtype learner.STDType) error {
 	return g.m.SaveAs(dir, dtype)
 }
 
+// Reload implements Model.
+func (g *GoMLXModel) Reload(dir string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.LoadWeights(dir)
+}
+
 // Memory implements Model.
 func (g *GoMLXModel) Memory(batch, seqLen int) qwen3.MemoryEstimate {
 	_, lora := g.m.LoRA()

@@ -2,8 +2,13 @@ package qwen3
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/t2t-lab/t2t/learner"
 )
 
 // CopyTokenizerFiles copies the TokenizerFiles that exist in src into dst (each atomically),
@@ -23,4 +28,40 @@ func CopyTokenizerFiles(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// LoadWeights replaces the model's weights with those of the Hugging Face directory dir, whose
+// config must describe the same architecture (a *learner.ConfigError otherwise). Every tensor
+// is read and checked before any is set: on error the model is unchanged. Optimizer state in
+// the model's context is kept. A model with LoRA adapters refuses (their base would change
+// under them).
+func (m *Model) LoadWeights(dir string) error {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lora != nil {
+		return fmt.Errorf("qwen3: LoadWeights: %w: LoRA adapters are attached", learner.ErrInvalidConfig)
+	}
+	a, b := m.cfg, cfg
+	a.TorchDType, b.TorchDType, a.MaxPositionEmbeddings, b.MaxPositionEmbeddings, a.raw, b.raw = "", "", 0, 0, nil, nil
+	if !reflect.DeepEqual(a, b) {
+		return &learner.ConfigError{Field: "config.json", Value: dir, Reason: "describes another architecture than the model's"}
+	}
+	weights, err := readWeights(dir, m.cfg)
+	if err != nil {
+		return err
+	}
+	return catch(func() {
+		for _, s := range m.cfg.weightSpecs() {
+			v, _, _ := m.varOf(s.name)
+			if err := v.SetValue(tensors.FromFlatDataAndDimensions(weights[s.name], s.shape...)); err != nil {
+				panic(err)
+			}
+			delete(weights, s.name)
+		}
+		m.srcDir = dir
+	})
 }

@@ -71,5 +71,5 @@ func (e *DiedError) Error() string {
 	return s
 }
 
-// Unwrap makes errors.Is(err, ErrWorkerDied) hold.
-func (e *DiedError) Unwrap() error { return ErrWorkerDied }
+// Unwrap makes errors.Is(err, ErrWorkerDied) and errors.Is(err, learner.ErrEngineLost) hold.
+func (e *DiedError) Unwrap() []error { return []error{ErrWorkerDied, learner.ErrEngineLost} }

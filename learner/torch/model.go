@@ -19,11 +19,12 @@ import (
 // engine.Model. If the worker dies, every later call returns a *DiedError; the weights the
 // worker held are lost, so a run resumes from its last checkpoint.
 type Model struct {
-	wk     *Worker
-	cfg    qwen3.Config
-	srcDir string // tokenizer files Save copies
-	lora   *qwen3.LoRAConfig
-	device string
+	wk       *Worker
+	cfg      qwen3.Config
+	srcDir   string // tokenizer files Save copies
+	lora     *qwen3.LoRAConfig
+	device   string
+	autocast string
 }
 
 // Load starts a worker as spec says and loads the Hugging Face directory dir into it. The
@@ -94,7 +95,7 @@ func start(ctx context.Context, spec engine.Spec, cfg qwen3.Config) (*Model, err
 	if err != nil {
 		return nil, err
 	}
-	return &Model{wk: wk, cfg: cfg, device: device}, nil
+	return &Model{wk: wk, cfg: cfg, device: device, autocast: spec.Autocast}, nil
 }
 
 // Worker returns the model's worker process.
@@ -480,6 +481,33 @@ func (m *Model) Save(dir string, dtype learner.STDType) error {
 		return err
 	}
 	return qwen3.CopyTokenizerFiles(m.srcDir, abs)
+}
+
+// Reload implements engine.Model: the worker loads dir in place of its model (its optimizer
+// state starts afresh).
+func (m *Model) Reload(dir string) error {
+	if m.lora != nil {
+		return fmt.Errorf("torch: Reload: %w: LoRA adapters are attached", learner.ErrInvalidConfig)
+	}
+	cfg, err := qwen3.LoadConfig(dir)
+	if err != nil {
+		return err
+	}
+	a, b := m.cfg, cfg
+	a.TorchDType, b.TorchDType, a.MaxPositionEmbeddings, b.MaxPositionEmbeddings = "", "", 0, 0
+	if a.NumParams() != b.NumParams() || a.HiddenSize != b.HiddenSize || a.NumHiddenLayers != b.NumHiddenLayers || a.VocabSize != b.VocabSize ||
+		a.NumAttentionHeads != b.NumAttentionHeads || a.NumKeyValueHeads != b.NumKeyValueHeads || a.HeadDim != b.HeadDim || a.TieWordEmbeddings != b.TieWordEmbeddings {
+		return &learner.ConfigError{Field: "config.json", Value: dir, Reason: "describes another architecture than the model's"}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err := m.wk.call("load", map[string]any{"dir": abs, "device": m.device, "autocast": m.autocast}, nil, nil); err != nil {
+		return err
+	}
+	m.cfg, m.srcDir = cfg, abs
+	return nil
 }
 
 // Memory implements engine.Model.
