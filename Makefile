@@ -8,7 +8,7 @@ PLAIN_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -vE '/(actors|cluster|
 # over 6 min under -race on 2 cores: the tiny Qwen3 with the atomic tokenizer
 # reads ~200–600-token prompts) run in the plain pass instead; the gridnet
 # node and train tests keep the race detector on those paths.
-RACE_SKIP := ^(TestTrainQwen3Policy|TestNodeLLMThroughEndpoint|TestEngineTorchCommands|TestTrainTorchWorkerKilledResumes)$$
+RACE_SKIP := ^(TestTrainQwen3Policy|TestNodeLLMThroughEndpoint|TestEngineTorchCommands|TestTrainTorchWorkerKilledResumes|TestTrainEngineerSelfAndBase)$$
 
 # The torch worker's Python tests run on the first interpreter that imports torch ($T2T_PYTHON,
 # python3, /usr/bin/python3, python), as the Go side chooses it.

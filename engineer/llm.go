@@ -22,10 +22,15 @@ import (
 // OpenAI-compatible endpoint (vLLM, SGLang, Ollama, hosted APIs) writes the
 // proposal, as in the paper where the current policy checkpoint does.
 type LLMOptions struct {
+	// Chat, when set, answers the prompt instead of an endpoint (BaseURL,
+	// Model, APIKey, Timeout and HTTPClient are then unused): the policy
+	// being trained ("self") or a frozen copy of its starting checkpoint
+	// ("base"), in this process.
+	Chat ChatModel
 	// BaseURL is the API root; requests go to POST {BaseURL}/chat/completions
-	// (for example "http://localhost:8000/v1"). Required.
+	// (for example "http://localhost:8000/v1"). Required without Chat.
 	BaseURL string
-	// Model is the model name sent with each request. Required.
+	// Model is the model name sent with each request. Required without Chat.
 	Model string
 	// APIKey, when set, is sent as "Authorization: Bearer <key>". It is
 	// never logged.
@@ -71,12 +76,14 @@ func (o LLMOptions) Validate() error {
 	bad := func(field string, v any, reason string) error {
 		return fmt.Errorf("%w: %w", ErrOptions, &env.FieldError{Field: "llm." + field, Value: v, Reason: reason})
 	}
-	u, err := url.Parse(o.BaseURL)
-	if o.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad("base_url", o.BaseURL, "want an http(s) URL such as http://localhost:8000/v1")
-	}
-	if strings.TrimSpace(o.Model) == "" {
-		return bad("model", o.Model, "required")
+	if o.Chat == nil {
+		u, err := url.Parse(o.BaseURL)
+		if o.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("base_url", o.BaseURL, "want an http(s) URL such as http://localhost:8000/v1")
+		}
+		if strings.TrimSpace(o.Model) == "" {
+			return bad("model", o.Model, "required")
+		}
 	}
 	if math.IsNaN(o.Temperature) || o.Temperature < 0 || o.Temperature > 2 {
 		return bad("temperature", o.Temperature, "must be in [0,2]")
@@ -130,7 +137,7 @@ type LLM struct {
 	base     env.Config
 	feasible func(env.Config) error
 	log      *slog.Logger
-	client   *http.Client
+	chat     ChatModel
 
 	mu    sync.Mutex
 	usage map[string]*llmUsage // by History.RunID
@@ -157,12 +164,16 @@ func NewLLM(opts Options) (*LLM, error) {
 	if o.Backoff == 0 {
 		o.Backoff = time.Second
 	}
-	l := &LLM{o: o, base: opts.base(), feasible: o.Feasible, log: opts.logger(), client: o.HTTPClient, usage: map[string]*llmUsage{}}
+	l := &LLM{o: o, base: opts.base(), feasible: o.Feasible, log: opts.logger(), chat: o.Chat, usage: map[string]*llmUsage{}}
 	if l.feasible == nil {
 		l.feasible = opts.Feasible
 	}
-	if l.client == nil {
-		l.client = &http.Client{}
+	if l.chat == nil {
+		client := o.HTTPClient
+		if client == nil {
+			client = &http.Client{}
+		}
+		l.chat = &endpointChat{o: o, client: client}
 	}
 	return l, nil
 }
@@ -197,7 +208,7 @@ func (l *LLM) Propose(ctx context.Context, h *History) (Proposal, error) {
 		reason := "llm: cannot build the prompt: " + err.Error()
 		return engFallback(prev, reason, []Attempt{{Reason: reason}}), nil
 	}
-	msgs := []chatMessage{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}}
+	msgs := []ChatMessage{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}}
 	tries := 1 + l.o.MaxRetries
 	var atts []Attempt
 	lastReason := ""
@@ -208,14 +219,21 @@ func (l *LLM) Propose(ctx context.Context, h *History) (Proposal, error) {
 			atts = append(atts, Attempt{PromptHash: p.Hash, Reason: "no call: " + err.Error()})
 			return engFallback(prev, "llm: "+err.Error(), atts), nil
 		}
-		raw, used, err := l.call(ctx, msgs)
+		ans, err := l.chat.Chat(ctx, msgs, l.o.Temperature, l.o.MaxTokens)
+		raw, used := ans.Content, ans.Tokens
+		if err == nil && used == 0 {
+			for _, m := range msgs {
+				used += ApproxTokens(m.Content)
+			}
+			used += ApproxTokens(raw)
+		}
 		l.charge(runID, used)
 		if cerr := engCtxErr(ctx); cerr != nil {
 			return Proposal{Attempts: atts}, cerr
 		}
 		if err != nil {
 			lastReason = "call failed: " + err.Error()
-			atts = append(atts, Attempt{PromptHash: p.Hash, Reason: lastReason})
+			atts = append(atts, Attempt{PromptHash: p.Hash, Reason: lastReason, Engineer: ans.Engineer})
 			log.Warn("engineer call failed", "attempt", try+1, "err", err)
 			if try+1 < tries {
 				if werr := l.backoff(ctx, failedCalls); werr != nil {
@@ -225,18 +243,18 @@ func (l *LLM) Propose(ctx context.Context, h *History) (Proposal, error) {
 			failedCalls++
 			continue
 		}
-		a, ans, cfg, ok := l.judge(raw, prev)
-		a.PromptHash = p.Hash
+		a, parsed, cfg, ok := l.judge(raw, prev)
+		a.PromptHash, a.Engineer = p.Hash, ans.Engineer
 		atts = append(atts, a)
 		if ok {
-			log.Info("engineer proposal accepted", "attempt", try+1, "config", cfg.Hash(), "reason", a.Reason)
-			return Proposal{Config: cfg, Rationale: ans.Rationale, Attempts: atts}, nil
+			log.Info("engineer proposal accepted", "attempt", try+1, "engineer", ans.Engineer, "config", cfg.Hash(), "reason", a.Reason)
+			return Proposal{Config: cfg, Rationale: parsed.Rationale, Attempts: atts}, nil
 		}
 		log.Warn("engineer answer rejected", "attempt", try+1, "reason", a.Reason)
 		lastReason = a.Reason
 		msgs = append(msgs,
-			chatMessage{Role: "assistant", Content: llmEcho(raw)},
-			chatMessage{Role: "user", Content: "Your answer was rejected: " + a.Reason +
+			ChatMessage{Role: "assistant", Content: llmEcho(raw)},
+			ChatMessage{Role: "user", Content: "Your answer was rejected: " + a.Reason +
 				"\nReply again with exactly one JSON object that follows the output schema given above (every size listed once, every field present, no other fields)."})
 	}
 	return engFallback(prev, fmt.Sprintf("llm: no acceptable proposal in %d attempt(s); last: %s", tries, lastReason), atts), nil
@@ -313,7 +331,7 @@ func llmEcho(raw string) string {
 }
 
 // reserve books one call for the run, or says which budget is spent.
-func (l *LLM) reserve(runID string, msgs []chatMessage) error {
+func (l *LLM) reserve(runID string, msgs []ChatMessage) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	u := l.usage[runID]
@@ -396,10 +414,27 @@ type chatResponse struct {
 	} `json:"error"`
 }
 
+// endpointChat is the ChatModel of an OpenAI-compatible endpoint.
+type endpointChat struct {
+	o      LLMOptions
+	client *http.Client
+}
+
+// Chat implements ChatModel: one chat-completions request.
+func (e *endpointChat) Chat(ctx context.Context, msgs []ChatMessage, temperature float64, maxTokens int) (ChatAnswer, error) {
+	wire := make([]chatMessage, len(msgs))
+	for i, m := range msgs {
+		wire[i] = chatMessage{Role: m.Role, Content: m.Content}
+	}
+	raw, used, err := e.call(ctx, wire, temperature, maxTokens)
+	return ChatAnswer{Content: raw, Tokens: used, Engineer: e.o.Model + " at " + e.o.BaseURL}, err
+}
+
 // call makes one chat-completions request and returns the answer text and
 // the tokens it used (0 when the call failed).
-func (l *LLM) call(ctx context.Context, msgs []chatMessage) (string, int, error) {
-	body, err := json.Marshal(chatRequest{Model: l.o.Model, Messages: msgs, Temperature: l.o.Temperature, MaxTokens: l.o.MaxTokens})
+func (e *endpointChat) call(ctx context.Context, msgs []chatMessage, temperature float64, maxTokens int) (string, int, error) {
+	l := e
+	body, err := json.Marshal(chatRequest{Model: l.o.Model, Messages: msgs, Temperature: temperature, MaxTokens: maxTokens})
 	if err != nil {
 		return "", 0, fmt.Errorf("%w: encode request: %w", ErrHTTP, err)
 	}

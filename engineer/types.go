@@ -119,6 +119,9 @@ type Attempt struct {
 	Accepted bool
 	// Reason says why the attempt was accepted or rejected.
 	Reason string
+	// Engineer names the model that answered (ChatAnswer.Engineer): "self@v12",
+	// "base", or an endpoint; empty for strategies without a model.
+	Engineer string
 }
 
 // Proposal is a strategy's answer: the next stage's config.

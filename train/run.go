@@ -612,7 +612,7 @@ func (r *run) propose(ctx context.Context, stage int, resumed bool) (env.Config,
 		return env.Config{}, nil, "", err
 	}
 	for i, a := range prop.Attempts {
-		ar := store.AuditRecord{Stage: stage, Attempt: i, PromptHash: a.PromptHash, RawAnswer: a.Raw, Parsed: a.Parsed, Projected: a.Projected, Accepted: a.Accepted, Reason: a.Reason}
+		ar := store.AuditRecord{Stage: stage, Attempt: i, PromptHash: a.PromptHash, RawAnswer: a.Raw, Parsed: a.Parsed, Projected: a.Projected, Accepted: a.Accepted, Reason: a.Reason, Engineer: a.Engineer}
 		if err := r.st.AppendAudit(ctx, runID, ar); err != nil {
 			if !resumed || !errors.Is(err, store.ErrConflict) {
 				return env.Config{}, nil, "", err

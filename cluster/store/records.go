@@ -45,6 +45,9 @@ type AuditRecord struct {
 	Projected  string `json:"projected,omitempty"`
 	Accepted   bool   `json:"accepted"`
 	Reason     string `json:"reason,omitempty"`
+	// Engineer names the model that answered: "self@v12" (the policy being trained, at
+	// version 12), "base@DIR" (its frozen starting checkpoint) or an endpoint.
+	Engineer string `json:"engineer,omitempty"`
 }
 
 // CheckpointRecord indexes one saved policy checkpoint.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -47,6 +48,8 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	hidden := fs.Int("hidden", 0, "hidden size; head_dim becomes hidden / query heads (0: the preset's)")
 	inter := fs.Int("intermediate", 0, "MLP intermediate size (0: the preset's)")
 	theta := fs.Float64("rope-theta", 0, "RoPE θ (0: the preset's, 1e6 as Qwen3)")
+	heads := fs.Int("heads", 0, "query heads (0: the preset's); head_dim = hidden / heads")
+	kvHeads := fs.Int("kv-heads", 0, "key-value heads, dividing --heads (0: the preset's, or --heads/2 when --heads is given)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -57,8 +60,20 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("--preset: %v", err)
 	}
+	if *heads < 0 || *kvHeads < 0 {
+		return badInput("--heads and --kv-heads must be ≥ 0")
+	}
+	if *heads > 0 {
+		cfg.NumAttentionHeads, cfg.NumKeyValueHeads = *heads, max(1, *heads/2)
+		if *hidden == 0 {
+			*hidden = cfg.HiddenSize
+		}
+	}
+	if *kvHeads > 0 {
+		cfg.NumKeyValueHeads = *kvHeads
+	}
 	switch {
-	case *layers < 0 || *hidden < 0 || *inter < 0 || *theta < 0:
+	case *layers < 0 || *hidden < 0 || *inter < 0 || *theta < 0 || math.IsNaN(*theta):
 		return badInput("--layers, --hidden, --intermediate and --rope-theta must be ≥ 0")
 	case *hidden > 0 && *hidden%(2*cfg.NumAttentionHeads) != 0:
 		return badInput("--hidden %d: must be a multiple of 2 × %d query heads (even head_dim)", *hidden, cfg.NumAttentionHeads)

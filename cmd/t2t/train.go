@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -30,7 +32,10 @@ type trainFlags struct {
 	mistake, lr                                                        *float64
 	verbose, deterministic, resume                                     *bool
 	tel                                                                telemetryFlags
-	engURL, engModel, engModules                                       *string
+	engURL, engModel, engModules, engineer                             *string
+	engMax, engRetries                                                 *int
+	engTemp                                                            *float64
+	engThinking                                                        *bool
 	modelDir                                                           *string
 	maxNew                                                             *int
 	thinking                                                           *bool
@@ -65,15 +70,21 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 			"the same flags give the same weights (--instances must be a multiple of --instances-per-unit and --learner-batch)"),
 		resume: fs.Bool("resume", false, "continue --run-id after its latest checkpoint indexed in Redis (needs --redis and --checkpoint-dir,\n"+
 			"and the interrupted run's other flags)"),
-		tel:        addTelemetryFlags(fs),
-		modelDir:   fs.String("model", "", "--policy qwen3: Hugging Face checkpoint directory (e.g. from 't2t model init' or a real Qwen3)"),
-		maxNew:     fs.Int("max-new-tokens", 512, "--policy qwen3: most tokens per answer"),
-		thinking:   fs.Bool("thinking", false, "--policy qwen3: let the model think (<think>…</think>) before answering"),
-		prompt:     fs.String("prompt", "full", "--policy qwen3: "+promptFlagHelp),
-		engURL:     fs.String("engineer-url", "", "--strategy llm: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, as served by 't2t serve' or vLLM); API key from $T2T_ENGINEER_API_KEY"),
-		engModel:   fs.String("engineer-model", "", "--strategy llm: model name at --engineer-url"),
-		engModules: fs.String("engineer-modules", "F,G,H0,T", "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)"),
-		eng:        addEngineFlags(fs),
+		tel:      addTelemetryFlags(fs),
+		modelDir: fs.String("model", "", "--policy qwen3: Hugging Face checkpoint directory (e.g. from 't2t model init' or a real Qwen3)"),
+		maxNew:   fs.Int("max-new-tokens", 512, "--policy qwen3: most tokens per answer"),
+		thinking: fs.Bool("thinking", false, "--policy qwen3: let the model think (<think>…</think>) before answering"),
+		prompt:   fs.String("prompt", "full", "--policy qwen3: "+promptFlagHelp),
+		engineer: fs.String("engineer", "", "--strategy llm: who writes the next config: self (the policy being trained, the default for --policy qwen3),\n"+
+			"base (a frozen copy of --model), or an OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1; API key from $T2T_ENGINEER_API_KEY)"),
+		engURL:      fs.String("engineer-url", "", "--strategy llm: alias of --engineer URL"),
+		engModel:    fs.String("engineer-model", "", "--strategy llm: model name at the --engineer URL"),
+		engMax:      fs.Int("engineer-max-tokens", 1024, "--strategy llm: most tokens per engineer answer"),
+		engTemp:     fs.Float64("engineer-temperature", 0.6, "--strategy llm: engineer sampling temperature (0: greedy)"),
+		engRetries:  fs.Int("engineer-retries", 3, "--strategy llm: further attempts after a rejected answer or a failed call, each told why the last was rejected"),
+		engThinking: fs.Bool("engineer-thinking", false, "--strategy llm with self or base: let the engineer think (<think>…</think>) before its JSON"),
+		engModules:  fs.String("engineer-modules", "F,G,H0,T", "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)"),
+		eng:         addEngineFlags(fs),
 	}
 }
 
@@ -116,21 +127,6 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 	widths, err := parseWidths(*f.hidden)
 	if err != nil {
 		return nil, badInput("--hidden: %v", err)
-	}
-	eo := engineer.Options{Seed: *f.seed, Base: &cfg, Feasible: env.CheckFeasible, Logger: logger}
-	if *f.strategy == engineer.NameLLM {
-		if *f.engURL == "" || *f.engModel == "" {
-			return nil, badInput("--strategy llm needs --engineer-url and --engineer-model")
-		}
-		mods, err := engineer.ParseModules(*f.engModules)
-		if err != nil {
-			return nil, badInput("--engineer-modules: %v", err)
-		}
-		eo.LLM = engineer.LLMOptions{BaseURL: *f.engURL, Model: *f.engModel, APIKey: os.Getenv("T2T_ENGINEER_API_KEY"), Modules: mods}
-	}
-	strat, err := engineer.ParseStrategy(*f.strategy, eo)
-	if err != nil {
-		return nil, badInput("--strategy: %v", err)
 	}
 	var pol train.Policy
 	closeLM := func() error { return nil }
@@ -191,7 +187,88 @@ func (f *trainFlags) build(logger *slog.Logger, stdout io.Writer) (*trainSetup, 
 	default:
 		return nil, badInput("--policy %q: want gridnet, qwen3 or scripted", *f.policy)
 	}
-	return &trainSetup{cfg: cfg, pol: pol, strat: strat, logger: logger, close: closeLM}, nil
+	strat, closeEng, err := f.engineerStrategy(&cfg, logger, pol)
+	if err != nil {
+		_ = closeLM()
+		return nil, err
+	}
+	return &trainSetup{cfg: cfg, pol: pol, strat: strat, logger: logger, close: func() error {
+		return errors.Join(closeEng(), closeLM())
+	}}, nil
+}
+
+// engineerStrategy builds the engineer strategy. For --strategy llm the engineer is --engineer:
+// "self" (the policy being trained answers; the default for a qwen3 policy), "base" (a frozen
+// copy of the starting checkpoint, loaded on the same engine) or an OpenAI-compatible URL. The
+// closer releases a base model.
+func (f *trainFlags) engineerStrategy(cfg *env.Config, logger *slog.Logger, pol train.Policy) (engineer.Strategy, func() error, error) {
+	noop := func() error { return nil }
+	eo := engineer.Options{Seed: *f.seed, Base: cfg, Feasible: env.CheckFeasible, Logger: logger}
+	closer := noop
+	if *f.strategy == engineer.NameLLM {
+		mods, err := engineer.ParseModules(*f.engModules)
+		if err != nil {
+			return nil, nil, badInput("--engineer-modules: %v", err)
+		}
+		switch {
+		case *f.engMax < 0:
+			return nil, nil, badInput("--engineer-max-tokens %d: must be ≥ 0", *f.engMax)
+		case math.IsNaN(*f.engTemp) || *f.engTemp < 0 || *f.engTemp > 2:
+			return nil, nil, badInput("--engineer-temperature %v: must be in [0, 2]", *f.engTemp)
+		case *f.engRetries < 0:
+			return nil, nil, badInput("--engineer-retries %d: must be ≥ 0", *f.engRetries)
+		}
+		retries := *f.engRetries
+		if retries == 0 {
+			retries = -1 // LLMOptions: negative is none, 0 the default
+		}
+		lo := engineer.LLMOptions{Modules: mods, MaxTokens: *f.engMax, Temperature: *f.engTemp, MaxRetries: retries}
+		target := *f.engineer
+		if target == "" {
+			target = *f.engURL
+		}
+		tp, isLM := pol.(*textpolicy.Policy)
+		if target == "" {
+			if !isLM {
+				return nil, nil, badInput("--strategy llm with --policy %s needs --engineer URL (an OpenAI-compatible endpoint) and --engineer-model; self and base need --policy qwen3", *f.policy)
+			}
+			target = "self"
+		}
+		switch target {
+		case "self":
+			if !isLM {
+				return nil, nil, badInput("--engineer self needs --policy qwen3 (the policy being trained answers the engineer prompt)")
+			}
+			lo.Chat = &textpolicy.EngineerChat{LM: tp.LM(), Label: func() string { return fmt.Sprintf("self@v%d", tp.Version()) }, Thinking: *f.engThinking, Seed: *f.seed}
+		case "base":
+			if !isLM {
+				return nil, nil, badInput("--engineer base needs --policy qwen3 (a frozen copy of --model answers the engineer prompt)")
+			}
+			spec, err := f.eng.spec(*f.device, io.Discard)
+			if err != nil {
+				return nil, nil, err
+			}
+			spec.Log = func(line string) { logger.Info("torch worker (base engineer)", "line", line) }
+			base, err := textpolicy.OpenLM(context.Background(), spec, *f.modelDir)
+			if err != nil {
+				return nil, nil, engineErr("--engineer base", err)
+			}
+			closer = base.Close
+			lo.Chat = &textpolicy.EngineerChat{LM: base, Label: func() string { return "base@" + *f.modelDir }, Thinking: *f.engThinking, Seed: *f.seed}
+		default:
+			if *f.engModel == "" {
+				return nil, nil, badInput("--engineer %s needs --engineer-model (the model name at that endpoint)", target)
+			}
+			lo.BaseURL, lo.Model, lo.APIKey = target, *f.engModel, os.Getenv("T2T_ENGINEER_API_KEY")
+		}
+		eo.LLM = lo
+	}
+	strat, err := engineer.ParseStrategy(*f.strategy, eo)
+	if err != nil {
+		_ = closer()
+		return nil, nil, badInput("--strategy: %v", err)
+	}
+	return strat, closer, nil
 }
 
 // Close releases the policy's model (a torch worker); a no-op for other policies.

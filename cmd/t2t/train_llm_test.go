@@ -40,7 +40,7 @@ func TestTrainLLMEngineerFlags(t *testing.T) {
 	if !strings.Contains(out, "hole 0.20→0.10") {
 		t.Fatalf("the proposal was not applied:\n%s", out)
 	}
-	if code, _, e := t2t(t, "train", "--strategy", "llm"); code != 2 || !strings.Contains(e, "--engineer-url") {
+	if code, _, e := t2t(t, "train", "--strategy", "llm"); code != 2 || !strings.Contains(e, "--engineer URL") {
 		t.Fatalf("llm without an endpoint: exit %d, %q", code, e)
 	}
 }

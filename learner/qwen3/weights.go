@@ -216,6 +216,9 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil { // CreateTemp makes 0600; a checkpoint is shared like any file
+		err = os.Chmod(tmp, 0o644)
+	}
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}

@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# GPU check for the device machine (issue 5, proofs 2a and 2b): a linux/amd64
-# t2t built here with cgo and carried along (see README "GPU check").
+# GPU check for the device machine: a linux/amd64 t2t built here with cgo and
+# carried along (see README "GPU check"); the torch engine's worker is embedded in it.
 #   ./scripts/gpu-check/run.sh ./t2t
 # Writes everything under $OUT (or ./gpu-check-out). Prepared, not yet run:
-# no device machine was lent to the session that wrote it.
+# no device machine was lent to the sessions that wrote it.
 #
-# Part 1 (2a): parity of the tiny model's logits (CPU and XLA) with transformers.
-# Part 2 (2b): `t2t bench grpo` and `t2t bench decode` on a Qwen3-4B-shaped
-# random model on XLA, JSON into $OUT/bench_*.json, with nvidia-smi memory
-# samples ($OUT/nvsmi_*.csv, peak in $OUT/nvsmi_*.peak). Every part is bounded
-# by `timeout` and a failing part does not stop the others; the whole script is
-# sized to finish in about 8 minutes (BUDGET_S, default 470 s: a part that no
-# longer fits is skipped and says so).
+# Part 1: parity of the tiny model's logits with transformers' Qwen3ForCausalLM:
+#   gomlx on the CPU, the torch engine on CUDA, gomlx on XLA; and the torch
+#   worker's own Python tests on the GPU interpreter (CUDA session, transformers
+#   and PEFT parity).
+# Part 2: torch engine on CUDA, a Qwen3-4B-shaped random model, bf16 autocast over
+#   float32 master weights: a GRPO step (MFU, tokens/s, torch.cuda.max_memory_allocated),
+#   LoRA r16, decode tokens/s at B=32.
+# Part 3: the same on GoMLX's XLA backend, as far as the budget allows.
+# Results: $OUT/bench_*.json, nvidia-smi memory samples ($OUT/nvsmi_*.csv, peak
+# in $OUT/nvsmi_*.peak). Every part is bounded by `timeout` and a failing part
+# does not stop the others; the whole script is sized to finish in about 8
+# minutes (BUDGET_S, default 470 s: a part that no longer fits is skipped and
+# says so).
 set -uo pipefail
 T2T=${1:-./t2t}
 BUDGET_S=${BUDGET_S:-470}
@@ -30,6 +36,9 @@ if "$T2T" model init --preset tiny --out "$out/tiny" --seed 7; then
 	"$T2T" model logits --model "$out/tiny" --texts "$here/texts.txt" > "$out/logits_cpu.jsonl" \
 		&& python3 "$here/compare.py" "$out/tiny" "$out/logits_cpu.jsonl" 1e-3 | tee "$out/parity_cpu.json" \
 		|| echo "CPU parity failed: see the log above"
+	timeout 90 "$T2T" model logits --engine torch --device cuda --model "$out/tiny" --texts "$here/texts.txt" > "$out/logits_torch_cuda.jsonl" \
+		&& python3 "$here/compare.py" "$out/tiny" "$out/logits_torch_cuda.jsonl" 1e-3 | tee "$out/parity_torch_cuda.json" \
+		|| echo "torch engine on CUDA failed: see the log above"
 	if [ $have_xla = 1 ]; then
 		timeout 120 "$T2T" model logits --model "$out/tiny" --texts "$here/texts.txt" --device "xla:$plugin" > "$out/logits_xla.jsonl" \
 			&& python3 "$here/compare.py" "$out/tiny" "$out/logits_xla.jsonl" 1e-3 | tee "$out/parity_xla.json" \
@@ -41,11 +50,9 @@ else
 	echo "t2t model init failed: skipped the parity checks"
 fi
 
-echo "== part 2: benchmarks (4b-shape random model on XLA) =="
-if [ $have_xla = 0 ]; then
-	echo "no jax CUDA PJRT plugin found: skipped the benchmarks"
-	exit 0
-fi
+echo "-- the torch worker's Python tests on $(command -v python3) (CUDA, transformers, PEFT)"
+(cd "$here/../../learner/torch/worker" && timeout 120 python3 -m unittest discover -s tests -v) > "$out/worker_tests.txt" 2>&1
+echo "worker tests: exit $? ($(tail -1 "$out/worker_tests.txt"))"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.csv" || true
 
 # bench NAME TIMEOUT_S ARGS...: runs `t2t bench ARGS --json` into $out/bench_NAME.json while
@@ -74,6 +81,18 @@ bench() {
 	return 0
 }
 
+echo "== part 2: torch engine on CUDA (4b-shape, bf16 autocast, float32 master weights) =="
+tpeak=(--peak-tflops 989 --peak-label "H200 SXM dense BF16 tensor-core peak")
+torch=(--engine torch --device cuda --autocast bf16)
+bench torch_grpo_4b 150 grpo --preset 4b-shape "${torch[@]}" --batch 8 --prompt-len 512 --completion-len 512 --micro-batch 2 --steps 2 "${tpeak[@]}"
+bench torch_grpo_4b_lora16 90 grpo --preset 4b-shape "${torch[@]}" --batch 8 --prompt-len 512 --completion-len 512 --micro-batch 4 --lora-rank 16 --steps 2 "${tpeak[@]}"
+bench torch_decode_4b 80 decode --preset 4b-shape "${torch[@]}" --batch 32 --prompt-len 512 --new-tokens 256
+
+echo "== part 3: benchmarks (4b-shape random model on XLA) =="
+if [ $have_xla = 0 ]; then
+	echo "no jax CUDA PJRT plugin found: skipped the XLA benchmarks"
+	exit 0
+fi
 # The CUDA plugin preallocates 75% of the GPU unless told not to; without preallocation its pool
 # grows to what the program needed, so nvidia-smi's memory.used is about the peak. Probe the
 # option (and the bench path on XLA) on the tiny model first.

@@ -300,6 +300,10 @@ def atomic_write(path, write):
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        # mkstemp creates 0600; a checkpoint is shared like any file the user writes.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         try:

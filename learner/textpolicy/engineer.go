@@ -1,0 +1,67 @@
+package textpolicy
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"github.com/t2t-lab/t2t/engineer"
+	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/tokenizer"
+)
+
+// DefaultEngineerMaxTokens caps an in-process engineer's answer when the strategy sets no cap.
+const DefaultEngineerMaxTokens = 1024
+
+// EngineerChat answers the environment engineer's prompt with a model in this process
+// (engineer.ChatModel): the policy being trained ("self", the paper's engineer: the current
+// checkpoint, the same model object and engine between stages) or a frozen copy of the
+// starting checkpoint ("base", the paper's comparison). Its generations wait while a training
+// step runs (LM's lock), so a proposal always reads one version of the weights.
+type EngineerChat struct {
+	LM *LM
+	// Label names the engineer in the audit, e.g. func() string { return "self@v" + version }.
+	Label func() string
+	// Thinking renders the chat template with thinking on.
+	Thinking bool
+	// Seed seeds sampling at temperature > 0; each call draws from its own stream.
+	Seed uint64
+
+	calls atomic.Uint64
+}
+
+// Chat implements engineer.ChatModel.
+func (c *EngineerChat) Chat(ctx context.Context, msgs []engineer.ChatMessage, temperature float64, maxTokens int) (engineer.ChatAnswer, error) {
+	ans := engineer.ChatAnswer{Engineer: c.Label()}
+	if err := ctx.Err(); err != nil {
+		return ans, err
+	}
+	turns := make([]tokenizer.Message, len(msgs))
+	for i, m := range msgs {
+		turns[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+	}
+	prompt := c.LM.Tok.Encode(tokenizer.ChatPrompt(turns, true, c.Thinking))
+	if maxTokens <= 0 {
+		maxTokens = DefaultEngineerMaxTokens
+	}
+	if room := c.LM.MaxContext() - len(prompt); room < 1 {
+		return ans, fmt.Errorf("textpolicy: engineer prompt of %d tokens fills the model's %d-token context", len(prompt), c.LM.MaxContext())
+	} else if maxTokens > room {
+		maxTokens = room
+	}
+	sc := qwen3.SampleConfig{MaxNewTokens: maxTokens, Temperature: temperature, StopTokens: c.LM.Stop}
+	var rng *rand.Rand
+	if temperature > 0 {
+		rng = rand.New(rand.NewPCG(c.Seed, 0xe6e1+c.calls.Add(1)))
+	}
+	gen, err := c.LM.Generate([][]int32{prompt}, sc, rng)
+	if err != nil {
+		return ans, fmt.Errorf("textpolicy: engineer: %w", err)
+	}
+	ans.Content = c.LM.CompletionText(gen.Tokens[0])
+	ans.Tokens = len(prompt) + len(gen.Tokens[0])
+	return ans, nil
+}
+
+var _ engineer.ChatModel = (*EngineerChat)(nil)
