@@ -38,3 +38,10 @@ func (m *ManualClock) Advance(d time.Duration) {
 	m.t = m.t.Add(d)
 	m.mu.Unlock()
 }
+
+// Set moves the clock to t.
+func (m *ManualClock) Set(t time.Time) {
+	m.mu.Lock()
+	m.t = t
+	m.mu.Unlock()
+}

@@ -30,11 +30,23 @@ type CoordinatorStats struct {
 	StaleAcks      uint64 // ConfigAck for a version other than the current one
 	UnknownUnits   uint64 // UnitDone for a unit id this run never issued
 	Queued         uint64 // units waiting for a rollout now (a gauge)
+
+	// Dispatch paced by the learner (SystemConfig.MaxLag):
+	// LearnerWait is how long queued units waited for the learner while
+	// rollouts had credits (rollout capacity idle on purpose);
+	// Outstanding the groups issued and not yet retired by the learner,
+	// Window the most it may hold (gauges; Window 0 when pacing is off);
+	// FlowResyncs the times the coordinator wrote off groups the learner
+	// never received (see coordinator.tick).
+	LearnerWait         time.Duration
+	Outstanding, Window uint64
+	FlowResyncs         uint64
 }
 
 type coordMetrics struct {
 	issued, reissued, duplicates, completed, unitRejected, configRejected, staleAcks, unknownUnits atomic.Uint64
-	queued                                                                                         atomic.Uint64
+	queued, outstanding, window, resyncs                                                           atomic.Uint64
+	learnerWaitNs                                                                                  atomic.Int64
 }
 
 func (m *coordMetrics) snapshot() CoordinatorStats {
@@ -43,6 +55,8 @@ func (m *coordMetrics) snapshot() CoordinatorStats {
 		Completed: m.completed.Load(), UnitRejected: m.unitRejected.Load(),
 		ConfigRejected: m.configRejected.Load(), StaleAcks: m.staleAcks.Load(),
 		UnknownUnits: m.unknownUnits.Load(), Queued: m.queued.Load(),
+		LearnerWait: time.Duration(m.learnerWaitNs.Load()), Outstanding: m.outstanding.Load(),
+		Window: m.window.Load(), FlowResyncs: m.resyncs.Load(),
 	}
 }
 
@@ -52,7 +66,15 @@ type coordDest uint8
 const (
 	toWorker      coordDest = iota // the rollout named by coordOut.worker
 	toSubscribers                  // every stage subscriber
+	toWaitHook                     // SystemConfig.OnLearnerWait (msg is a learnerWait)
 )
+
+// learnerWait is one interval in which queued units waited for the learner
+// while rollouts had credits.
+type learnerWait struct {
+	stage    int
+	from, to time.Time
+}
 
 // coordOut is one message the coordinator logic wants sent.
 type coordOut struct {
@@ -68,6 +90,7 @@ const (
 	phaseAwaitConfig                   // waiting for the ConfigUpdate of stage c.stage
 	phaseAwaitAcks                     // config broadcast; waiting for every live rollout's ack
 	phaseRunning                       // units out
+	phaseDraining                      // every unit done; waiting for the learner to train on their groups (paced runs)
 	phaseFinished                      // run over (done or failed)
 )
 
@@ -94,6 +117,48 @@ type unitState struct {
 	holder   string
 	deadline time.Time
 	issues   int
+	groups   int64 // groups counted in flow.issued for this unit (0 while queued)
+}
+
+// flowControl paces dispatch by the learner, as AReaL's bounded staleness
+// does: a unit goes out only while the groups issued and not yet retired by
+// the learner, plus its own, fit in window = (maxLag+1)·batch. The learner
+// consumes groups in batches of B in the order they arrive, so a unit's
+// groups then land in a batch at most maxLag updates after the version it
+// was issued at (WorkUnit.PolicyVersion), which the rollout plays at least.
+// Counting groups, not seconds, needs no estimate of the learner's speed:
+// a slower learner retires groups later and dispatch waits accordingly.
+type flowControl struct {
+	maxLag int64 // η; < 0: no pacing
+	batch  int64 // B
+	// issued counts the groups of units leased or done (a unit put back in
+	// the queue stops counting); retired, pending and version are the
+	// learner's, as last heard.
+	issued, retired, pending, version int64
+	inflight                          int64     // groups of leased units
+	heardAt                           time.Time // when the learner's counters last moved
+	heldSince                         time.Time // queued units wait for the learner since (zero: not waiting)
+	drainSince                        time.Time // the stage drains since (phaseDraining)
+}
+
+// drained reports whether the learner holds nothing outstanding but its
+// pending part batch: every group sent so far reached it, and every full
+// batch was trained.
+func (f *flowControl) drained() bool { return f.outstanding() <= f.pending }
+
+func (f *flowControl) on() bool           { return f.maxLag >= 0 }
+func (f *flowControl) window() int64      { return (f.maxLag + 1) * f.batch }
+func (f *flowControl) outstanding() int64 { return f.issued - f.retired }
+
+// admits reports whether a unit of g groups may go out now. Below one
+// batch outstanding it always may: the learner cannot make a batch of what
+// is outstanding, so holding back would stall the run.
+func (f *flowControl) admits(g int64) bool {
+	if !f.on() {
+		return true
+	}
+	o := f.outstanding()
+	return o+g <= f.window() || o < f.batch
 }
 
 type coordinator struct {
@@ -120,16 +185,26 @@ type coordinator struct {
 	doneIDs   map[string]int // every unit done in this run → its stage
 	cur       StageDone      // counters of the running stage
 
+	flow flowControl
+
 	out []coordOut
 	// headers gives each stage's trace headers (SystemConfig.StageHeaders).
 	headers func(runID string, stage int) map[string]string
 }
 
-func newCoordinator(clock Clock, lease time.Duration, m *coordMetrics) *coordinator {
-	return &coordinator{
+// newCoordinator returns the coordinator logic. maxLag < 0 turns pacing by
+// the learner off; otherwise batch is the learner's batch B (see
+// flowControl).
+func newCoordinator(clock Clock, lease time.Duration, maxLag int64, batch int, m *coordMetrics) *coordinator {
+	c := &coordinator{
 		clock: clock, lease: lease, metrics: m,
 		workers: map[string]*workerState{}, index: map[string]int{}, doneIDs: map[string]int{},
+		flow: flowControl{maxLag: maxLag, batch: int64(max(batch, 1))},
 	}
+	if c.flow.on() {
+		m.window.Store(uint64(c.flow.window()))
+	}
+	return c
 }
 
 func (c *coordinator) emit(to coordDest, worker string, msg any) {
@@ -139,6 +214,7 @@ func (c *coordinator) emit(to coordDest, worker string, msg any) {
 func (c *coordinator) flush() []coordOut {
 	if c.metrics != nil {
 		c.metrics.queued.Store(uint64(len(c.queue) - c.queueHead))
+		c.metrics.outstanding.Store(uint64(max(c.flow.outstanding(), 0)))
 	}
 	out := c.out
 	c.out = nil
@@ -167,6 +243,7 @@ func (c *coordinator) start(r StartRun) ([]coordOut, error) {
 	c.plan = r
 	c.phase = phaseAwaitConfig
 	c.stage = r.FirstStage
+	c.flow.heardAt = c.clock.Now()
 	return c.configUpdate(r.Config)
 }
 
@@ -284,25 +361,40 @@ func unitSeed(seed uint64, stage, unit int) uint64 {
 	return z ^ z>>31
 }
 
-// dispatch leases queued units to eligible rollouts, round robin.
+// dispatch leases queued units to eligible rollouts, round robin, while
+// the learner's window admits them.
 func (c *coordinator) dispatch() {
 	if c.phase != phaseRunning {
+		c.endWait()
 		return
 	}
 	now := c.clock.Now()
 	for {
 		i, ok := c.peekQueued()
 		if !ok {
+			c.endWait()
+			return
+		}
+		g := unitGroups(&c.units[i].unit)
+		if !c.flow.admits(g) {
+			if c.flow.heldSince.IsZero() && c.anyEligible() {
+				c.flow.heldSince = now
+			}
 			return
 		}
 		w := c.nextEligible()
 		if w == nil {
+			c.endWait()
 			return
 		}
+		c.endWait()
 		c.queueHead++
 		u := &c.units[i]
 		u.status, u.holder, u.deadline = unitLeased, w.key, now.Add(c.lease)
 		u.issues++
+		u.groups = g
+		c.flow.issued += g
+		c.flow.inflight += g
 		w.credits--
 		w.leases++
 		c.cur.Issued++
@@ -310,8 +402,52 @@ func (c *coordinator) dispatch() {
 		wu := u.unit
 		wu.Attempt = u.issues - 1
 		wu.LeaseDeadlineUnixMs = u.deadline.UnixMilli()
+		wu.PolicyVersion = c.flow.version
 		c.emit(toWorker, w.key, &wu)
 	}
+}
+
+// unitGroups is the most groups a unit can produce: one per instance.
+func unitGroups(u *WorkUnit) int64 { return int64(max(u.Hi-u.Lo, 0)) }
+
+// endWait closes an interval of waiting for the learner.
+func (c *coordinator) endWait() {
+	f := &c.flow
+	if f.heldSince.IsZero() {
+		return
+	}
+	now := c.clock.Now()
+	d := now.Sub(f.heldSince)
+	c.metrics.learnerWaitNs.Add(int64(d))
+	c.cur.LearnerWaitMs += d.Milliseconds()
+	c.emit(toWaitHook, "", learnerWait{stage: c.stage, from: f.heldSince, to: now})
+	f.heldSince = time.Time{}
+}
+
+// anyEligible reports whether some rollout could take a unit now.
+func (c *coordinator) anyEligible() bool {
+	for _, k := range c.order {
+		if w := c.workers[k]; w.credits > 0 && !w.suspect && w.acked == c.cfg.Version {
+			return true
+		}
+	}
+	return false
+}
+
+// learnerProgress takes the learner's counters (version, groups retired,
+// groups waiting for a batch) and dispatches what the window now admits.
+func (c *coordinator) learnerProgress(s learnerState) []coordOut {
+	f := &c.flow
+	if s.retired != f.retired || s.version != f.version || s.pending != f.pending {
+		f.heardAt = c.clock.Now()
+	}
+	f.retired, f.pending = s.retired, s.pending
+	f.version = max(f.version, s.version)
+	if c.phase == phaseDraining && f.drained() {
+		c.finishStage()
+	}
+	c.dispatch()
+	return c.flush()
 }
 
 func (c *coordinator) peekQueued() (int, bool) {
@@ -339,8 +475,13 @@ func (c *coordinator) nextEligible() *workerState {
 
 func (c *coordinator) requeue(i int) {
 	u := &c.units[i]
-	if h, ok := c.workers[u.holder]; ok && u.status == unitLeased {
-		h.leases--
+	if u.status == unitLeased {
+		if h, ok := c.workers[u.holder]; ok {
+			h.leases--
+		}
+		c.flow.issued -= u.groups
+		c.flow.inflight -= u.groups
+		u.groups = 0
 	}
 	u.status, u.holder = unitQueued, ""
 	c.queue = append(c.queue, i)
@@ -372,17 +513,38 @@ func (c *coordinator) unitDone(key string, d UnitDone) []coordOut {
 		if h, ok := c.workers[u.holder]; ok {
 			h.leases--
 		}
+		c.flow.inflight -= u.groups
 	}
+	// The unit's groups count until the learner retires them: as many as
+	// the rollout sent (a unit put back in the queue counted none).
+	c.flow.issued += int64(d.GroupCount) - u.groups
+	u.groups = int64(d.GroupCount)
 	u.status, u.holder = unitDone, ""
 	c.doneIDs[d.UnitID] = c.stage
 	c.cur.Completed++
 	c.metrics.completed.Add(1)
 	if c.cur.Completed == c.cur.Units {
-		c.finishStage()
+		c.endStage()
 	} else {
 		c.dispatch()
 	}
 	return c.flush()
+}
+
+// endStage finishes the stage whose units are all done. With pacing, the
+// stage first drains: it ends once the learner has trained on every full
+// batch of the groups sent so far (what is outstanding is only the
+// learner's pending part batch), so the stage's evaluation and the
+// engineer see the policy the stage's data made, and every stage counts
+// the same updates however many rollouts ran it.
+func (c *coordinator) endStage() {
+	c.endWait()
+	if c.flow.on() && !c.flow.drained() {
+		c.phase = phaseDraining
+		c.flow.drainSince = c.clock.Now()
+		return
+	}
+	c.finishStage()
 }
 
 func (c *coordinator) finishStage() {
@@ -453,6 +615,12 @@ func (c *coordinator) tick() []coordOut {
 		c.maybeStartStage()
 		return c.flush()
 	}
+	if c.phase == phaseDraining {
+		if c.resync(now, c.flow.drainSince) && c.flow.drained() {
+			c.finishStage()
+		}
+		return c.flush()
+	}
 	if c.phase != phaseRunning {
 		return nil
 	}
@@ -466,8 +634,32 @@ func (c *coordinator) tick() []coordOut {
 		}
 		c.requeue(i)
 	}
+	c.resync(now, c.flow.heldSince)
 	c.dispatch()
 	return c.flush()
+}
+
+// resync writes off groups the learner never received. Groups of done
+// units can be lost on the way to the learner (a message that did not
+// decode, a node that died between its UnitGroups and its UnitDone); they
+// would hold the window, or a draining stage, forever. When the
+// coordinator has waited for the learner since since for a whole lease and
+// the learner's counters have not moved meanwhile, everything outstanding
+// beyond the leased units and the learner's pending groups is taken as
+// lost. It reports whether it wrote anything off.
+func (c *coordinator) resync(now, since time.Time) bool {
+	f := &c.flow
+	if !f.on() || since.IsZero() || now.Sub(since) < c.lease || now.Sub(f.heardAt) < c.lease {
+		return false
+	}
+	want := f.retired + f.pending + f.inflight
+	if f.issued <= want {
+		return false
+	}
+	f.issued = want
+	f.heardAt = now
+	c.metrics.resyncs.Add(1)
+	return true
 }
 
 // proposalFailed ends the run when the engineer could not propose the
@@ -486,12 +678,24 @@ func (c *coordinator) proposalFailed(p ProposalFailed) []coordOut {
 // before it was handled (in-process only). Answer: CoordinatorStats.
 type coordSync struct{}
 
+// learnerProgressed is sent by the learner to the coordinator of its own
+// System when its counters moved (never crosses the wire); at most one is
+// in the coordinator's mailbox at a time. The coordinator reads the
+// counters themselves. Answer: none.
+type learnerProgressed struct{}
+
 // coordinatorActor performs what the coordinator logic returns.
 type coordinatorActor struct {
 	logic       *coordinator
 	subscribers []*actor.PID
 	workers     map[string]*actor.PID
 	logger      *slog.Logger
+	// learner holds the learner's counters; progressPending is set while a
+	// learnerProgressed is on its way.
+	learner         *learnerMetrics
+	progressPending *atomic.Bool
+	// onWait, when set, sees each interval units waited for the learner.
+	onWait func(stage int, from, to time.Time)
 }
 
 func pidKey(p *actor.PID) string { return p.Address + "/" + p.Id }
@@ -541,6 +745,9 @@ func (a *coordinatorActor) Receive(c actor.Context) {
 		out = a.logic.tick()
 	case *ProposalFailed:
 		out = a.logic.proposalFailed(*m)
+	case *learnerProgressed:
+		a.progressPending.Store(false) // before reading: a later move sends again
+		out = a.logic.learnerProgress(a.learner.state())
 	case *coordSync:
 		c.Respond(a.logic.metrics.snapshot())
 	case *Shutdown:
@@ -558,6 +765,10 @@ func (a *coordinatorActor) Receive(c actor.Context) {
 		case toSubscribers:
 			for _, s := range a.subscribers {
 				c.Send(s, o.msg)
+			}
+		case toWaitHook:
+			if w := o.msg.(learnerWait); a.onWait != nil {
+				a.onWait(w.stage, w.from, w.to)
 			}
 		}
 	}

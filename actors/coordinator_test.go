@@ -50,7 +50,7 @@ func (s coordSplit) nUnits() int {
 func TestCoordinatorStageLifecycle(t *testing.T) {
 	clk := NewManualClock(coordT0)
 	m := &coordMetrics{}
-	c := newCoordinator(clk, time.Minute, m)
+	c := newCoordinator(clk, time.Minute, -1, 1, m)
 	if out := c.requestWork("w1", RequestWork{Node: "n1", Credits: 2}); len(out) != 0 {
 		t.Fatalf("idle coordinator sent %v", out)
 	}
@@ -161,7 +161,7 @@ func TestCoordinatorStageLifecycle(t *testing.T) {
 func TestCoordinatorLeaseExpiryReissuesAndDeduplicates(t *testing.T) {
 	clk := NewManualClock(coordT0)
 	m := &coordMetrics{}
-	c := newCoordinator(clk, time.Minute, m)
+	c := newCoordinator(clk, time.Minute, -1, 1, m)
 	c.requestWork("slow", RequestWork{Node: "a", Credits: 1})
 	c.requestWork("fast", RequestWork{Node: "b", Credits: 1})
 	c.start(coordPlan(1, 3))
@@ -213,7 +213,7 @@ func TestCoordinatorLeaseExpiryReissuesAndDeduplicates(t *testing.T) {
 }
 
 func TestCoordinatorNodeLeftReissuesAtOnce(t *testing.T) {
-	c := newCoordinator(NewManualClock(coordT0), time.Hour, &coordMetrics{})
+	c := newCoordinator(NewManualClock(coordT0), time.Hour, -1, 1, &coordMetrics{})
 	c.requestWork("a1", RequestWork{Node: "a", Credits: 2})
 	c.requestWork("a2", RequestWork{Node: "a", Credits: 2})
 	c.requestWork("b1", RequestWork{Node: "b", Credits: 1})
@@ -247,7 +247,7 @@ func TestCoordinatorNodeLeftReissuesAtOnce(t *testing.T) {
 }
 
 func TestCoordinatorRejectedUnitNeedsConfig(t *testing.T) {
-	c := newCoordinator(NewManualClock(coordT0), time.Hour, &coordMetrics{})
+	c := newCoordinator(NewManualClock(coordT0), time.Hour, -1, 1, &coordMetrics{})
 	c.requestWork("w", RequestWork{Node: "n", Credits: 1})
 	c.start(coordPlan(1, 1))
 	s := coordOuts(c.ack("w", ConfigAck{Version: "v0"}))
@@ -267,7 +267,7 @@ func TestCoordinatorRejectedUnitNeedsConfig(t *testing.T) {
 
 func TestCoordinatorAckGate(t *testing.T) {
 	clk := NewManualClock(coordT0)
-	c := newCoordinator(clk, time.Minute, &coordMetrics{})
+	c := newCoordinator(clk, time.Minute, -1, 1, &coordMetrics{})
 	c.start(coordPlan(1, 2))
 	// No rollout yet: nothing can start.
 	s := coordOuts(c.requestWork("w1", RequestWork{Node: "n1", Credits: 1}))
@@ -290,7 +290,7 @@ func TestCoordinatorAckGate(t *testing.T) {
 }
 
 func TestCoordinatorBadPlanEndsRun(t *testing.T) {
-	c := newCoordinator(NewManualClock(coordT0), time.Hour, &coordMetrics{})
+	c := newCoordinator(NewManualClock(coordT0), time.Hour, -1, 1, &coordMetrics{})
 	for _, p := range []StartRun{
 		{RunID: "a", Stages: 0, Units: 1, InstancesPerUnit: 1, Config: ConfigUpdate{Version: "v"}},
 		{RunID: "b", Stages: 1, Units: 1, InstancesPerUnit: 0, Config: ConfigUpdate{Version: "v"}},
@@ -309,7 +309,7 @@ func TestCoordinatorBadPlanEndsRun(t *testing.T) {
 }
 
 func TestCoordinatorProposalFailedEndsRun(t *testing.T) {
-	c := newCoordinator(NewManualClock(coordT0), time.Hour, &coordMetrics{})
+	c := newCoordinator(NewManualClock(coordT0), time.Hour, -1, 1, &coordMetrics{})
 	c.requestWork("w", RequestWork{Node: "n", Credits: 1})
 	c.start(coordPlan(3, 1))
 	s := coordOuts(c.ack("w", ConfigAck{Version: "v0"}))
@@ -353,7 +353,7 @@ func coordRandomTrial(t *testing.T, seed uint64) {
 	clk := NewManualClock(coordT0)
 	m := &coordMetrics{}
 	lease := time.Minute
-	c := newCoordinator(clk, lease, m)
+	c := newCoordinator(clk, lease, -1, 1, m)
 	stages, units := 1+rng.IntN(3), 1+rng.IntN(20)
 	var workers []*coordSimWorker
 	byKey := map[string]*coordSimWorker{}

@@ -74,6 +74,18 @@
 // intended back-pressure: a slow Updater slows rollouts down and bounds
 // policy lag. TestSystemNoDeadlockUnderBackpressure exercises it.
 //
+// Dispatch paced by the learner (SystemConfig.MaxLag ≥ 0) bounds policy lag
+// before any work is done: the coordinator issues a unit only while the
+// groups issued and not yet retired by the learner, plus the unit's, fit
+// in (MaxLag+1)·LearnerBatch, and tells the rollout the learner's version
+// to play at least (WorkUnit.PolicyVersion). The learner reports its
+// counters with learnerProgressed (at most one on its way), and rollouts
+// with credits left wait meanwhile (CoordinatorStats.LearnerWait,
+// SystemConfig.OnLearnerWait). The learner's mailbox then never holds more
+// than the window's units. Simulate runs the same logic in simulated time
+// with R rollouts and injected unit, update and Redis times, to see where
+// a cluster saturates.
+//
 // # Concurrency
 //
 // Each actor handles one message at a time; the logic structs

@@ -43,7 +43,7 @@ func TestCoordinatorFirstStage(t *testing.T) {
 		return ConfigUpdate{Version: fmt.Sprintf("v%d", stage), Stage: stage, JSON: fmt.Appendf(nil, `{"s":%d}`, stage)}
 	}
 	// The reference: a run from stage 0.
-	ref := newCoordinator(NewManualClock(coordT0), time.Hour, &coordMetrics{})
+	ref := newCoordinator(NewManualClock(coordT0), time.Hour, -1, 1, &coordMetrics{})
 	ref.requestWork("w", RequestWork{Node: "n", Credits: 1})
 	plan := coordPlan(stages, units)
 	out, err := ref.start(plan)
@@ -61,7 +61,7 @@ func TestCoordinatorFirstStage(t *testing.T) {
 		}
 	}
 
-	c := newCoordinator(NewManualClock(coordT0), time.Hour, &coordMetrics{})
+	c := newCoordinator(NewManualClock(coordT0), time.Hour, -1, 1, &coordMetrics{})
 	c.requestWork("w", RequestWork{Node: "n", Credits: 1})
 	plan.FirstStage, plan.Config = 2, cfgOf(2)
 	out, err = c.start(plan)
@@ -119,7 +119,7 @@ func TestCoordinatorFirstStageBadPlans(t *testing.T) {
 		{RunID: "b", Stages: 3, Units: 1, InstancesPerUnit: 1, FirstStage: 3, Config: ConfigUpdate{Version: "v", Stage: 3}},
 		{RunID: "c", Stages: 3, Units: 1, InstancesPerUnit: 1, FirstStage: 1, Config: ConfigUpdate{Version: "v", Stage: 0}},
 	} {
-		c := newCoordinator(NewManualClock(coordT0), time.Hour, &coordMetrics{})
+		c := newCoordinator(NewManualClock(coordT0), time.Hour, -1, 1, &coordMetrics{})
 		out, err := c.start(p)
 		s := coordOuts(out)
 		if !errors.Is(err, ErrBadPlan) || len(s.events) != 1 || s.events[0].(*RunDone).Error == "" {

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 )
@@ -70,7 +71,7 @@ func lrnGroups(unit string, stage int, versions ...int64) *UnitGroups {
 
 func TestLearnerLogicBatchesAndStaleness(t *testing.T) {
 	m := &learnerMetrics{}
-	l := newLearner(3, 1, false, m)
+	l := newLearner(3, 1, 0, m)
 	if b := l.groups(lrnGroups("u1", 0, 0, 0)); len(b) != 0 {
 		t.Fatalf("batch before B groups: %v", b)
 	}
@@ -124,7 +125,7 @@ func TestLearnerLogicBatchesAndStaleness(t *testing.T) {
 
 func TestLearnerLogicKeepStale(t *testing.T) {
 	m := &learnerMetrics{}
-	l := newLearner(2, 0, true, m)
+	l := newLearner(2, 0, math.MaxInt64, m)
 	l.updated(1, 5, nil)
 	b := l.groups(lrnGroups("u", 0, 4, 5))
 	if m.stale.Load() != 1 || len(b) != 1 {
@@ -161,7 +162,7 @@ func TestEngineerLogic(t *testing.T) {
 // Each subscriber has at most one PolicyVersion in flight; versions that
 // move meanwhile are sent (the latest only) when it acks.
 func TestLearnerLogicPolicyWindow(t *testing.T) {
-	l := newLearner(1, 1, false, &learnerMetrics{})
+	l := newLearner(1, 1, 0, &learnerMetrics{})
 	if !l.subscribe("a") || l.subscribe("a") {
 		t.Fatal("subscribe: first must send the current version, second nothing")
 	}

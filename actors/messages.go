@@ -42,6 +42,11 @@ type WorkUnit struct {
 	Attempt             int               `msgpack:"attempt"` // 0 on first issue, +1 per re-issue
 	LeaseDeadlineUnixMs int64             `msgpack:"lease_deadline_unix_ms"`
 	TraceHeaders        map[string]string `msgpack:"trace_headers,omitempty"`
+	// PolicyVersion is the learner's policy version when the unit was
+	// issued: the rollout plays this version or a newer one (it loads it
+	// first when it holds an older one), so the staleness bound the
+	// coordinator dispatches by holds from the unit's first sample.
+	PolicyVersion int64 `msgpack:"policy_version,omitempty"`
 }
 
 // RequestWork is sent by a rollout actor to the coordinator (with Request, so
@@ -64,6 +69,10 @@ type UnitDone struct {
 	Result []byte    `msgpack:"result,omitempty"` // opaque encoded store.UnitResult
 	Groups []Group   `msgpack:"groups,omitempty"`
 	Stats  UnitStats `msgpack:"stats"`
+	// GroupCount is the number of groups the rollout sent to the learner
+	// for this unit (set by the rollout): the coordinator counts them
+	// against the learner's window until the learner retires them.
+	GroupCount int `msgpack:"group_count,omitempty"`
 }
 
 // UnitStats summarises one unit's run; filled by the Runner.
@@ -186,6 +195,10 @@ type StageDone struct {
 	Duplicates    int    `msgpack:"duplicates"` // UnitDone for an already-done unit, so far
 	Rejected      int    `msgpack:"rejected"`   // UnitRejected received
 	Last          bool   `msgpack:"last"`
+	// LearnerWaitMs is how long, during the stage, queued units waited for
+	// the learner while rollouts had credits (dispatch paced by the
+	// learner; see SystemConfig.MaxLag).
+	LearnerWaitMs int64 `msgpack:"learner_wait_ms,omitempty"`
 }
 
 // ProposalFailed is sent by the engineer to the coordinator when its Proposer

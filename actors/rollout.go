@@ -119,7 +119,7 @@ func (r *rollout) finished(u *WorkUnit, d UnitDone, err error) []rollOut {
 	if len(d.Groups) > 0 {
 		out = append(out, rollOut{toLearner, &UnitGroups{UnitID: u.UnitID, Node: r.node, Stage: u.Stage, Groups: d.Groups}})
 	}
-	d.UnitID, d.Node, d.Groups = u.UnitID, r.node, nil
+	d.UnitID, d.Node, d.GroupCount, d.Groups = u.UnitID, r.node, len(d.Groups), nil
 	return append(out,
 		rollOut{toCoordinator, &d},
 		rollOut{toCoordinator, &RequestWork{Node: r.node, Credits: 1}})
@@ -147,6 +147,7 @@ type rolloutActor struct {
 	coordinator *actor.PID
 	learner     *actor.PID
 	logger      *slog.Logger
+	onPolicy    func(version int64)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -171,6 +172,9 @@ func (a *rolloutActor) Receive(c actor.Context) {
 		out = a.logic.finished(m.unit, m.done, m.err)
 	case *PolicyVersion:
 		a.logic.policy(m.Version)
+		if a.onPolicy != nil {
+			a.onPolicy(m.Version)
+		}
 		if s := c.Sender(); s != nil {
 			// Request, not Respond: the learner needs to know who acks.
 			c.Request(s, &PolicyAck{Node: a.logic.node, Version: m.Version})
@@ -223,6 +227,11 @@ type RolloutConfig struct {
 	Coordinator, Learner *actor.PID
 	// MaxInFlight is the rollout's credit: the most units it runs at once.
 	MaxInFlight int
+	// OnPolicy, when set, is called with every policy version the learner
+	// announces to this rollout (PolicyVersion), on the actor's goroutine:
+	// it must not block. A rollout node starts loading the new weights
+	// there, so units start with them instead of loading them first.
+	OnPolicy func(version int64)
 }
 
 // RolloutHandle is a spawned rollout actor.
@@ -255,7 +264,7 @@ func (n *Node) SpawnRollout(cfg RolloutConfig, runner Runner) (*RolloutHandle, e
 	logger := n.logger.With("actor", cfg.Name)
 	pid, err := n.Root().SpawnNamed(n.Props(cfg.Name, rolloutMailboxSize(cfg.MaxInFlight), func() actor.Actor {
 		return &rolloutActor{logic: newRollout(n.name, cfg.MaxInFlight, h.metrics), runner: runner,
-			coordinator: cfg.Coordinator, learner: cfg.Learner, logger: logger}
+			coordinator: cfg.Coordinator, learner: cfg.Learner, logger: logger, onPolicy: cfg.OnPolicy}
 	}), cfg.Name)
 	if err != nil {
 		return nil, fmt.Errorf("actors: spawn %s: %w", cfg.Name, err)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"github.com/asynkron/protoactor-go/remote"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -67,9 +69,31 @@ type SystemConfig struct {
 	// StalenessK: groups whose PolicyVersion < current-K are stale.
 	// Default 1.
 	StalenessK int64
-	// KeepStale keeps stale groups (counted) instead of dropping them.
-	// Default false.
+	// KeepStale keeps stale groups (counted) instead of dropping them,
+	// however old. Default false.
 	KeepStale bool
+	// KeepLateK: stale groups at most KeepLateK versions old are kept
+	// (LearnerStats.LateKept) rather than dropped; the Updater's loss
+	// corrects them with its truncated importance weights. A value <=
+	// StalenessK keeps none. Default 0.
+	KeepLateK int64
+	// MaxLag paces dispatch by the learner (AReaL's bounded staleness η):
+	// the coordinator issues a unit only while the groups issued and not
+	// yet retired by the learner (used, or discarded), plus the unit's,
+	// fit in (MaxLag+1)·LearnerBatch. The learner takes groups in arrival
+	// order, B at a time, so a unit's groups reach an update at most
+	// MaxLag versions after the learner's version when it was issued,
+	// which the rollout plays at least (WorkUnit.PolicyVersion); only a
+	// unit overtaken by later ones can be older. Rollouts with credits
+	// left wait meanwhile (CoordinatorStats.LearnerWait). Keep MaxLag <=
+	// StalenessK. Negative: no pacing, every credit gets a unit at once.
+	// Default -1.
+	MaxLag int64
+	// OnLearnerWait, when set, is called by the coordinator with each
+	// interval in which queued units waited for the learner while rollouts
+	// had credits (a tracer records it as a span). It runs on the
+	// coordinator's goroutine and must not block.
+	OnLearnerWait func(stage int, from, to time.Time)
 	// MailboxSize bounds the coordinator, learner and engineer mailboxes
 	// (rounded up to a power of two); it must be at least
 	// 2*Rollouts*MaxInFlight + Rollouts + 16 so that the credit protocol
@@ -109,7 +133,7 @@ func DefaultSystemConfig() SystemConfig {
 		UnitsPerStage: 8, InstancesPerUnit: 16, Split: "train", Seed: 1,
 		InitialConfigVersion: "stage-0", InitialConfigJSON: []byte("{}"),
 		LeaseTimeout: 5 * time.Minute, TickInterval: time.Second,
-		LearnerBatch: 8, StalenessK: 1, MailboxSize: 1024,
+		LearnerBatch: 8, StalenessK: 1, MaxLag: -1, MailboxSize: 1024,
 		Clock: WallClock{}, SyncTimeout: 10 * time.Second,
 	}
 }
@@ -135,6 +159,7 @@ func (c SystemConfig) Validate() error {
 	check(c.TickInterval >= 0, "TickInterval", c.TickInterval, "must be >= 0 (0 disables the ticker)")
 	check(c.LearnerBatch >= 1, "LearnerBatch", c.LearnerBatch, "must be >= 1")
 	check(c.StalenessK >= 0, "StalenessK", c.StalenessK, "must be >= 0")
+	check(c.KeepLateK >= 0, "KeepLateK", c.KeepLateK, "must be >= 0")
 	check(c.MailboxSize >= minMailbox, "MailboxSize", c.MailboxSize,
 		fmt.Sprintf("must be >= 2*Rollouts*MaxInFlight+Rollouts+16 = %d", minMailbox))
 	check(c.Clock != nil, "Clock", c.Clock, "must not be nil")
@@ -167,6 +192,7 @@ type System struct {
 
 	events chan any // StageDone, RunDone from the observer
 
+	progressPending atomic.Bool // a learnerProgressed is on its way to the coordinator
 	coordMetrics    *coordMetrics
 	learnerMetrics  *learnerMetrics
 	engineerMetrics *engineerMetrics
@@ -255,16 +281,22 @@ func (s *System) spawn(runnerFor func(int) Runner, updater Updater, proposer Pro
 		return &engineerActor{logic: newEngineer(s.engineerMetrics), proposer: proposer, coordinator: coordPID,
 			logger: s.logger.With("actor", EngineerName)}
 	})
+	keepK := cfg.KeepLateK
+	if cfg.KeepStale {
+		keepK = math.MaxInt64
+	}
 	s.learner = spawn(LearnerName, cfg.MailboxSize, func() actor.Actor {
-		return &learnerActor{logic: newLearner(cfg.LearnerBatch, cfg.StalenessK, cfg.KeepStale, s.learnerMetrics),
-			update: updater, subs: map[string]*actor.PID{}, logger: s.logger.With("actor", LearnerName)}
+		return &learnerActor{logic: newLearner(cfg.LearnerBatch, cfg.StalenessK, keepK, s.learnerMetrics),
+			update: updater, subs: map[string]*actor.PID{}, logger: s.logger.With("actor", LearnerName),
+			progressed: s.progressed(coordPID)}
 	})
 	s.coordinator = spawn(CoordinatorName, cfg.MailboxSize, func() actor.Actor {
-		logic := newCoordinator(cfg.Clock, cfg.LeaseTimeout, s.coordMetrics)
+		logic := newCoordinator(cfg.Clock, cfg.LeaseTimeout, cfg.MaxLag, cfg.LearnerBatch, s.coordMetrics)
 		logic.headers = cfg.StageHeaders
 		return &coordinatorActor{logic: logic,
 			subscribers: []*actor.PID{s.learner, s.engineer, s.observer},
-			workers:     map[string]*actor.PID{}, logger: s.logger.With("actor", CoordinatorName)}
+			workers:     map[string]*actor.PID{}, logger: s.logger.With("actor", CoordinatorName),
+			learner: s.learnerMetrics, progressPending: &s.progressPending, onWait: cfg.OnLearnerWait}
 	})
 	for i := range cfg.Rollouts {
 		if err != nil {
@@ -278,6 +310,23 @@ func (s *System) spawn(runnerFor func(int) Runner, updater Updater, proposer Pro
 		}
 	}
 	return err
+}
+
+// progressed is the learner's notification of the coordinator when
+// dispatch is paced (nil otherwise: the coordinator does not need it). At
+// most one learnerProgressed is on its way at a time, so the learner never
+// fills the coordinator's mailbox; with pacing on, the learner's own
+// mailbox holds at most the window's units, so the two cannot block each
+// other.
+func (s *System) progressed(coord *actor.PID) func(actor.Context) {
+	if s.cfg.MaxLag < 0 {
+		return nil
+	}
+	return func(c actor.Context) {
+		if s.progressPending.CompareAndSwap(false, true) {
+			c.Send(coord, &learnerProgressed{})
+		}
+	}
 }
 
 // Node returns the node the system runs on.

@@ -457,7 +457,7 @@ func TestLearnerActorPolicyWindow(t *testing.T) {
 	up := &sysUpdater{}
 	m := &learnerMetrics{}
 	learner, err := n.Root().SpawnNamed(n.Props(LearnerName, 64, func() actor.Actor {
-		return &learnerActor{logic: newLearner(1, 1<<40, false, m), update: up, subs: map[string]*actor.PID{},
+		return &learnerActor{logic: newLearner(1, 1<<40, 0, m), update: up, subs: map[string]*actor.PID{},
 			logger: testLogger(t)}
 	}), LearnerName)
 	if err != nil {

@@ -8,6 +8,9 @@
 #   deploy/local-cluster.sh N [--stages S] [--policy scripted|gridnet] [--out DIR]
 #                             [--instances I] [--seed X] [-- more t2t node flags for node 1]
 #
+# e.g. -- --max-lag -1 to turn off dispatch paced by the learner, or
+# -- --keep-late 4 to drop every group more than K = 4 versions old.
+#
 # Environment: T2T_BIN (a built t2t binary; default: go build into DIR),
 # REDIS_SERVER (default: redis-server on PATH), T2T_CAPACITY (rollout
 # actors per rollout node, default 2).
@@ -16,7 +19,7 @@
 set -euo pipefail
 
 usage() {
-	sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -133,9 +136,9 @@ ROLES=coordinator,learner,engineer
 [[ $N -eq 1 ]] && ROLES=coordinator,learner,engineer,rollout
 RUN_FLAGS=(--policy "$POLICY" --stages "$STAGES" --seed "$SEED" --run-id "$RUN_ID")
 [[ -n $INSTANCES ]] && RUN_FLAGS+=(--instances "$INSTANCES")
-if [[ $POLICY == gridnet ]]; then
-	RUN_FLAGS+=(--val-per-size 5 --eval-per-size 2)
-else
+# gridnet is evaluated on t2t train's default validation set and benchmark
+# suite, so that a cluster's rates compare with a one-process run's.
+if [[ $POLICY != gridnet ]]; then
 	RUN_FLAGS+=(--val-per-size 2 --eval-per-size 1)
 fi
 
@@ -164,7 +167,9 @@ CODE=$?
 set -e
 forget "$COORD"
 echo "local-cluster: node-1 exited with status $CODE"
-tail -n "$((STAGES + 4))" "$OUT/node-1.log"
+# The progress table with each stage's learner flow, and the run's last
+# lines (groups used and discarded, time dispatch waited for the learner).
+grep -E '^(stage \|| +init \||[ 0-9]+ \||      flow: |flow: |WARNING: |t2t node: run )' "$OUT/node-1.log" || tail -n "$((STAGES + 4))" "$OUT/node-1.log"
 
 # Stop the rollout nodes (SIGTERM: they leave the cluster and flush their
 # spans), then Redis.

@@ -24,12 +24,18 @@ const (
 // about the peak the program needed (benchmarks); allocation is a little slower.
 const OptNoPreallocate = "nopreallocate"
 
-// goBackendConfig configures the pure-Go backend. parallelism=-1 gives every parallel task its
-// own goroutine: with a bounded pool the backend was seen to deadlock on 2 CPUs when several
-// matmuls were ready at once (GOMLX.md, pitfall 3). ops_sequential runs the ops of a graph one
-// after another (each op may still split its work): v0.26.0's parallel op scheduler decides
-// buffer reuse from counters it reads without a lock, which the race detector reports, and on
-// 2 cores it was not measurably faster.
+// goBackendConfig configures the pure-Go backend. parallelism=-1 is GoMLX's "unlimited": every
+// parallel piece of an op (a DotGeneral's batch examples and output blocks, a long unary op's
+// chunks) gets its own goroutine, so the Go scheduler spreads the op over all GOMAXPROCS cores
+// (a 4-layer GRPO step ran at 160–167 % CPU on 2 cores, 1.65× faster than with GOMAXPROCS=1; a
+// bounded pool, "parallelism=2", was no faster). A small DotGeneral (output ≤ 16 blocks of
+// 32×32 per batch example) without batch axes runs on one goroutine: qwen3 splits its skinny
+// decode products into batches for that reason. ops_sequential runs the ops of a graph one
+// after another (each op still splits its work). v0.26.0's parallel op scheduler runs each op on
+// a worker of the bounded pool, and an op there waits for free workers for its own pieces: once
+// every worker holds a waiting op it deadlocks (GOMLX.md, pitfall 3; with "parallelism=2" and
+// parallel ops, TestGoBackendManyReadyMatmuls hangs). It also decides buffer reuse from
+// counters it reads without a lock, which the race detector reports.
 const goBackendConfig = "parallelism=-1,ops_sequential"
 
 // NewBackend returns a compute backend for device and registers the package's fast matmul

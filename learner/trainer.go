@@ -464,8 +464,8 @@ type window struct{ len, off int }
 // layout returns where b's model inputs and its per-position targets go in the padded tensors.
 // Inputs fill the length bucket, right-padded, or left-padded for a Tail batch (the tail stays
 // at the row's end). Targets share the inputs' window, except for a Tail batch of a model with
-// TailLogits: then only the last tail positions, tail = the next power of two ≥ Tail (≥ 8, ≤
-// the bucket).
+// TailLogits: then only the last tail positions, tail = PadLen(Tail) (8, 16, 32, then a
+// multiple of 32 up to 512, …; at most the bucket).
 func (tr *Trainer) layout(b *SeqBatch) (inputs, targets window) {
 	tp := tr.cfg.bucketLen(b.T)
 	if b.Tail == 0 {
@@ -475,11 +475,7 @@ func (tr *Trainer) layout(b *SeqBatch) (inputs, targets window) {
 	if tr.spec.TailLogits == nil {
 		return inputs, inputs
 	}
-	w := 8
-	for w < b.Tail {
-		w *= 2
-	}
-	w = min(w, tp)
+	w := min(PadLen(b.Tail), tp)
 	return inputs, window{w, w - b.T}
 }
 

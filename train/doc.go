@@ -21,10 +21,23 @@
 // (Cluster.RemoteOnly), and publishes the run's RunSpec and every policy
 // version to a PolicyStore in Redis (see policystore.go for the keys). A
 // rollout node runs a RemoteRunner: on a run's first unit it reads the
-// spec and builds the policy; before each unit it pulls the newest
-// published weights when the learner's version moved past the one it
-// holds (a unit plays one version from start to end), and it measures the
-// policy lag (learner version - version used) per unit.
+// spec and builds the policy; it loads each version the learner announces
+// in the background, plays at least the version a unit was issued at, and
+// plays a unit DefaultChunk instances at a time, taking up a newer version
+// at the next chunk (each group carries the version it was played with);
+// it measures the policy lag (learner version - version used) per unit.
+//
+// Flow (flow.go): dispatch is paced by the learner (Options.MaxLag, the
+// actors' bounded staleness): a unit goes out only while its groups can
+// reach an update within MaxLag versions, so rollouts wait for the learner
+// rather than make groups it drops; late groups are kept to KeepLateK. Each
+// stage reports what became of the groups that reached the learner (used,
+// kept late, discarded by reason) and how long dispatch waited
+// (StageReport.Flow); the run's FlowRecord goes to Options.OnFlow and to
+// Redis (P:run:{R}:flow) for t2t status, and Run warns when it discarded
+// more than DiscardWarnShare. clusterbench.go measures this machine's
+// costs (wire, Redis RecordUnit) and runs actors.Simulate over R rollouts
+// (t2t bench cluster).
 //
 // Run state: Run records the run's store.RunState in Redis at every phase
 // change (starting; training and evaluating per stage; done, interrupted

@@ -100,6 +100,9 @@ type RemoteStats struct {
 	PolicyLoads  int64 // policy versions loaded from the store
 	PolicyLagSum int64 // sum over units of learner version - version used
 	PolicyLagMax int64
+	// Refreshes counts units that played a newer version in a later chunk
+	// than in their first (the policy moved while they played).
+	Refreshes int64 `json:",omitempty"`
 }
 
 // UnitLog is what a rollout node reports about one unit it ran.
@@ -114,27 +117,40 @@ type UnitLog struct {
 
 // RemoteRunner is the actors.Runner of a rollout node. On the first unit
 // of a run it reads the run's RunSpec from the PolicyStore and builds the
-// policy; before each unit it loads the newest published policy when the
-// learner's version moved past the one it holds; then it runs the unit as
-// an in-process run does (generate the instances from the unit's config
-// and the stage seed, play, record the outcome in Redis, return the
-// groups). It is safe for concurrent use.
+// policy. It keeps the policy at the learner's newest version: it loads a
+// version in the background as soon as the learner announces it (Prefetch,
+// between units), makes sure a unit plays at least the version the
+// coordinator issued it at (WorkUnit.PolicyVersion), and plays a unit
+// Chunk instances at a time, taking up a version published meanwhile at
+// the next chunk. Otherwise it runs the unit as an in-process run does
+// (generate the instances from the unit's config and the stage seed, play,
+// record the outcome in Redis, return the groups). It is safe for
+// concurrent use.
 type RemoteRunner struct {
 	st     *store.Store
 	ps     *PolicyStore
 	device string
 	logger *slog.Logger
 	onUnit func(UnitLog)
+	chunk  atomic.Int64
 
 	learnerVersion atomic.Pointer[func() int64]
 
 	mu  sync.Mutex // guards cur
 	cur *remoteRun
 
+	prefetching                          atomic.Bool
 	units, failed, loads, lagSum, lagMax atomic.Int64
+	refreshes                            atomic.Int64
 
 	tracer trace.Tracer // nil: no spans
 }
+
+// DefaultChunk is the number of instances a rollout node plays between two
+// looks for a newer policy version. Splitting a 16-instance gridnet unit in
+// two cost 11% more sampling time than playing it whole (12 vs 16 episode
+// batches per step; 4 chunks cost 17%).
+const DefaultChunk = 8
 
 // SetTracer makes the runner trace its work units (children of the stage
 // span whose context the unit carries); call it before the first unit.
@@ -158,8 +174,14 @@ func NewRemoteRunner(st *store.Store, ps *PolicyStore, device string, logger *sl
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &RemoteRunner{st: st, ps: ps, device: device, logger: logger, onUnit: onUnit}
+	rr := &RemoteRunner{st: st, ps: ps, device: device, logger: logger, onUnit: onUnit}
+	rr.chunk.Store(DefaultChunk)
+	return rr
 }
+
+// SetChunk sets the instances played between two looks for a newer policy
+// version (DefaultChunk; 0 plays every unit whole).
+func (rr *RemoteRunner) SetChunk(n int) { rr.chunk.Store(int64(max(n, 0))) }
 
 // SetLearnerVersion tells the runner how to read the learner's newest
 // version as this node heard it (the rollout actors' PolicyVersion, see
@@ -170,7 +192,7 @@ func (rr *RemoteRunner) SetLearnerVersion(f func() int64) { rr.learnerVersion.St
 // Stats returns the runner's counters.
 func (rr *RemoteRunner) Stats() RemoteStats {
 	return RemoteStats{Units: rr.units.Load(), Failed: rr.failed.Load(), PolicyLoads: rr.loads.Load(),
-		PolicyLagSum: rr.lagSum.Load(), PolicyLagMax: rr.lagMax.Load()}
+		PolicyLagSum: rr.lagSum.Load(), PolicyLagMax: rr.lagMax.Load(), Refreshes: rr.refreshes.Load()}
 }
 
 // Forget drops the cached run, so the next unit reads its run's spec and
@@ -213,17 +235,17 @@ func (rr *RemoteRunner) runFor(ctx context.Context, runID string) (*remoteRun, e
 	return r, nil
 }
 
-// sync loads the newest policy when the learner moved past what r holds
-// (or always when the learner's version is not known here).
-func (rr *RemoteRunner) sync(ctx context.Context, r *remoteRun) error {
-	lv := rr.learner()
-	if lv >= 0 && lv <= r.have.Load() {
+// sync loads the newest policy when r holds less than want, the version
+// the learner is known to have reached (or always when want < 0: the
+// learner's version is not known here).
+func (rr *RemoteRunner) sync(ctx context.Context, r *remoteRun, want int64) error {
+	if want >= 0 && want <= r.have.Load() {
 		return nil
 	}
 	r.loadMu.Lock()
 	defer r.loadMu.Unlock()
 	have := r.have.Load()
-	if lv >= 0 && lv <= have {
+	if want >= 0 && want <= have {
 		return nil // loaded by another unit meanwhile
 	}
 	// Checking latest first keeps units playing while nothing changed.
@@ -244,6 +266,28 @@ func (rr *RemoteRunner) sync(ctx context.Context, r *remoteRun) error {
 	return nil
 }
 
+// Prefetch starts loading version v in the background when the runner
+// serves a run and holds an older one (at most one load at a time; a
+// version announced meanwhile is taken by the next unit or chunk). It
+// does not block: the rollout actors call it when the learner announces
+// a version (actors.RolloutConfig.OnPolicy).
+func (rr *RemoteRunner) Prefetch(v int64) {
+	rr.mu.Lock()
+	r := rr.cur
+	rr.mu.Unlock()
+	if r == nil || v <= r.have.Load() || !rr.prefetching.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer rr.prefetching.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+		defer cancel()
+		if err := rr.sync(ctx, r, v); err != nil {
+			rr.logger.Warn("rollout: policy prefetch failed", "run", r.spec.RunID, "version", v, "error", err)
+		}
+	}()
+}
+
 // RunUnit implements actors.Runner.
 func (rr *RemoteRunner) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, error) {
 	d, err := rr.runUnit(ctx, u)
@@ -260,18 +304,36 @@ func (rr *RemoteRunner) runUnit(ctx context.Context, u actors.WorkUnit) (actors.
 	if err != nil {
 		return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
 	}
-	if err := rr.sync(ctx, r); err != nil {
-		return actors.UnitDone{}, fmt.Errorf("unit %s: policy: %w", u.UnitID, err)
-	}
 	var res store.UnitResult
+	used, last := int64(-1), int64(-1)
 	one := &run{opt: Options{RunID: r.spec.RunID, Seed: r.spec.Seed, GroupSize: r.spec.GroupSize,
-		OnUnit: func(x store.UnitResult) { res = x }}, pol: r.pol, st: rr.st, traces: newStageTraces(rr.tracer, r.spec.RunID)}
-	r.use.RLock()
-	used := r.pol.Version()
+		OnUnit: func(x store.UnitResult) { res = x }}, pol: r.pol, st: rr.st, traces: newStageTraces(rr.tracer, r.spec.RunID),
+		chunk: int(rr.chunk.Load()),
+		acquire: func(ctx context.Context) (int64, func(), error) {
+			want := rr.learner() // < 0: not known here, ask the store
+			if want >= 0 {
+				want = max(want, u.PolicyVersion)
+			}
+			if err := rr.sync(ctx, r, want); err != nil {
+				return 0, nil, err
+			}
+			r.use.RLock()
+			v := r.pol.Version()
+			if used < 0 {
+				used = v
+			}
+			last = v
+			return v, r.use.RUnlock, nil
+		}}
 	d, err := one.RunUnit(ctx, u)
-	r.use.RUnlock()
 	if err != nil {
 		return d, err
+	}
+	if used < 0 { // no instance to play
+		used = r.have.Load()
+	}
+	if last > used {
+		rr.refreshes.Add(1)
 	}
 	lv := rr.learner()
 	if lv < 0 {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
@@ -326,4 +328,92 @@ func BenchmarkPolicyPublishLoad(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestRemoteRunnerTakesUpVersions: a rollout node's runner plays at least
+// the version a unit was issued at, takes up a version published while a
+// unit plays at its next chunk (each group carries the version it was
+// played with), and loads an announced version in the background
+// (Prefetch) so that the next unit starts with it.
+func TestRemoteRunnerTakesUpVersions(t *testing.T) {
+	seed := testSeed(t)
+	ctx := context.Background()
+	st := openStore(t)
+	ps := openPolicyStore(t, st)
+	if err := ps.PutSpec(ctx, RunSpec{RunID: "up", Seed: seed, GroupSize: 2, Policy: "scripted"}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(v int64) {
+		t.Helper()
+		if err := ps.Publish(ctx, "up", v, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(1)
+	cfgJSON, _ := json.Marshal(smallConfig())
+	unit := func(i int, issuedAt int64) actors.WorkUnit {
+		return actors.WorkUnit{UnitID: fmt.Sprintf("up/s0/u%d", i), RunID: "up", ConfigVersion: "c0", ConfigJSON: cfgJSON,
+			Seed: seed + uint64(i), Lo: 8 * i, Hi: 8 * (i + 1), PolicyVersion: issuedAt}
+	}
+	rr := NewRemoteRunner(st, ps, "cpu", nil, nil)
+	rr.SetChunk(4)
+	// The learner is heard at 1; version 2 is published as the second
+	// chunk asks for the policy.
+	calls := 0
+	rr.SetLearnerVersion(func() int64 {
+		calls++
+		if calls == 2 {
+			publish(2)
+			return 2
+		}
+		return min(int64(calls), 2)
+	})
+	d, err := rr.RunUnit(ctx, unit(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []int64
+	for _, g := range d.Groups {
+		versions = append(versions, g.PolicyVersion)
+	}
+	if !slices.Equal(versions, []int64{1, 1, 1, 1, 2, 2, 2, 2}) {
+		t.Fatalf("groups played versions %v, want the first chunk at 1 and the second at 2", versions)
+	}
+	if s := rr.Stats(); s.Refreshes != 1 || s.PolicyLoads != 2 {
+		t.Fatalf("stats %+v, want one unit refreshed mid-unit and 2 loads", s)
+	}
+	// A unit issued at version 3, which this node has not heard of: it
+	// loads 3 before playing.
+	rr.SetLearnerVersion(func() int64 { return 2 })
+	publish(3)
+	if d, err = rr.RunUnit(ctx, unit(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if d.Groups[0].PolicyVersion != 3 {
+		t.Fatalf("unit issued at 3 played %d", d.Groups[0].PolicyVersion)
+	}
+	// An announced version loads in the background.
+	publish(4)
+	rr.Prefetch(4)
+	deadline := time.Now().Add(10 * time.Second)
+	for rr.Stats().PolicyLoads < 4 { // Redis is a network edge: poll it
+		if time.Now().After(deadline) {
+			t.Fatalf("version 4 not prefetched: %+v", rr.Stats())
+		}
+		waitTick(5 * time.Millisecond)
+	}
+	rr.Prefetch(4) // held already: nothing to do
+	if d, err = rr.RunUnit(ctx, unit(2, 0)); err != nil || d.Groups[0].PolicyVersion != 4 {
+		t.Fatalf("unit after the prefetch: %v, version %d", err, d.Groups[0].PolicyVersion)
+	}
+	if s := rr.Stats(); s.PolicyLoads != 4 {
+		t.Fatalf("%d loads, want 4", s.PolicyLoads)
+	}
+}
+
+// waitTick blocks for d: the poll interval at a network edge.
+func waitTick(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	<-t.C
 }

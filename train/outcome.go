@@ -56,3 +56,16 @@ func unitResult(runID string, stage int, split, unitID string, ro *learner.Rollo
 	}
 	return r
 }
+
+// mergeResult adds src's counts (a later chunk of the same unit) to dst,
+// keeping at most maxExamplesPerUnit examples.
+func mergeResult(dst *store.UnitResult, src store.UnitResult) {
+	for k, c := range src.Buckets {
+		dst.Buckets[k] = dst.Buckets[k].Add(c)
+	}
+	for _, e := range src.Examples {
+		if len(dst.Examples) < maxExamplesPerUnit {
+			dst.Examples = append(dst.Examples, e)
+		}
+	}
+}

@@ -65,8 +65,26 @@ type Options struct {
 	// StalenessK drops groups more than K policy versions old. Default 4
 	// (in one process rollouts lag the learner by its queue, a few updates).
 	StalenessK int64
-	// KeepStale keeps stale groups (importance weights correct them).
+	// KeepStale keeps stale groups however old (importance weights correct
+	// them).
 	KeepStale bool
+	// MaxLag paces dispatch by the learner (actors.SystemConfig.MaxLag):
+	// the coordinator issues a unit only while its groups can reach an
+	// update within MaxLag policy versions of the learner's version at
+	// issue, and rollouts with free slots wait meanwhile. Default 2;
+	// negative turns pacing off (every free slot gets a unit at once). It
+	// must not exceed StalenessK.
+	MaxLag int64
+	// KeepLateK keeps groups more than StalenessK but at most KeepLateK
+	// versions old (a unit overtaken by later ones), their loss corrected
+	// by the truncated importance weights, instead of dropping them.
+	// Default 2·StalenessK; a value below StalenessK keeps none.
+	KeepLateK int64
+	// OnFlow, when set, sees the run's flow record (groups used, kept late
+	// and discarded, per stage and in all, and the time dispatch waited for
+	// the learner) each time it changes, as it is written to Redis. It is
+	// called from the run's goroutines and must not block.
+	OnFlow func(FlowRecord)
 	// Strategy designs each next stage. Default: learnability.
 	Strategy engineer.Strategy
 	// ValPerSize and EvalPerSize size the validation set (2 agents, sizes
@@ -143,6 +161,12 @@ func (o *Options) defaults() {
 	if o.StalenessK == 0 {
 		o.StalenessK = 4
 	}
+	if o.MaxLag == 0 {
+		o.MaxLag = min(DefaultMaxLag, o.StalenessK)
+	}
+	if o.KeepLateK == 0 {
+		o.KeepLateK = 2 * o.StalenessK
+	}
 	if o.ValPerSize == 0 {
 		o.ValPerSize = 20
 	}
@@ -182,6 +206,8 @@ func (o *Options) Validate() error {
 		return &OptionError{"learner-batch", o.LearnerBatch, "must be in [1,4096]"}
 	case o.StalenessK < 0:
 		return &OptionError{"staleness", o.StalenessK, "must be >= 0"}
+	case o.MaxLag > o.StalenessK:
+		return &OptionError{"max-lag", o.MaxLag, fmt.Sprintf("must be <= the staleness bound %d (pacing beyond it dispatches work the learner drops), or negative (no pacing)", o.StalenessK)}
 	case o.ValPerSize < 1 || o.ValPerSize > 1000 || o.EvalPerSize < 1 || o.EvalPerSize > 1000:
 		return &OptionError{"val/eval per size", fmt.Sprintf("%d/%d", o.ValPerSize, o.EvalPerSize), "must be in [1,1000]"}
 	case o.Config.Instances < 1:
@@ -233,6 +259,9 @@ type StageReport struct {
 	Duration time.Duration
 	// Rationale is the engineer's reason for the next stage's config.
 	Rationale string
+	// Flow is what became of the groups that reached the learner during
+	// the stage, and how long dispatch waited for the learner.
+	Flow FlowStats
 }
 
 // Result is the whole run.
@@ -258,6 +287,19 @@ type run struct {
 
 	// gate orders a deterministic run's sampling (nil otherwise).
 	gate *detGate
+	// chunk, when > 0, plays a unit this many instances at a time, calling
+	// acquire (when set) before each chunk for the policy version to play
+	// and a func to call after playing (RemoteRunner).
+	chunk   int
+	acquire func(ctx context.Context) (version int64, release func(), err error)
+
+	// abort ends the run with a cause (a lost compute engine: every later
+	// unit and update would fail the same way).
+	abort context.CancelCauseFunc
+
+	// flow tracks the groups the learner used, kept late and discarded,
+	// per stage (flow.go).
+	flow flowTracker
 
 	mu         sync.Mutex
 	stageStart time.Time
@@ -265,9 +307,6 @@ type run struct {
 	res        *Result
 	configs    map[int]env.Config
 	traces     *stageTraces
-	// abort ends the run with a cause (a lost compute engine: every later
-	// unit and update would fail the same way).
-	abort context.CancelCauseFunc
 }
 
 // lost ends the run when err says the policy's compute engine is gone
@@ -289,6 +328,12 @@ func stageSeed(seed uint64, stage int) uint64 {
 
 // RunUnit implements actors.Runner: generate the unit's instances, play
 // them, record the outcomes in Redis and return the groups.
+//
+// A run with chunk > 0 (a rollout node's, see RemoteRunner) plays the
+// instances chunk at a time and asks acquire for the policy before each
+// chunk, so a policy version published while the unit plays is taken up
+// at the next chunk; each group carries the version it was played with.
+// Chunk c > 0 samples with its own seed derived from the unit's.
 func (r *run) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, error) {
 	t0 := time.Now()
 	ctx, span := r.traces.start(telemetry.Extract(ctx, u.TraceHeaders), telemetry.SpanWorkUnit,
@@ -312,46 +357,44 @@ func (r *run) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, 
 			return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
 		}
 	}
-	version := r.pol.Version()
-	_, ss := r.traces.start(ctx, telemetry.SpanSample, attribute.Int64(telemetry.AttrPolicyVersion, version))
-	ro, err := r.pol.Play(ins, r.opt.GroupSize, 1, u.Seed)
-	ss.SetAttributes(attribute.Int(telemetry.AttrSamples, len(ins)*r.opt.GroupSize))
-	ss.End()
-	if err != nil {
-		r.lost(err)
-		return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
+	chunk := len(ins)
+	if r.chunk > 0 {
+		chunk = r.chunk
 	}
-	res := unitResult(r.opt.RunID, u.Stage, "train", u.UnitID, ro, version, u.ConfigVersion)
+	done := actors.UnitDone{UnitID: u.UnitID}
+	var res store.UnitResult
+	for c, first := 0, 0; first < len(ins); c, first = c+1, first+chunk {
+		part := ins[first:min(first+chunk, len(ins))]
+		version, release := r.pol.Version(), func() {}
+		if r.acquire != nil {
+			if version, release, err = r.acquire(ctx); err != nil {
+				return actors.UnitDone{}, fmt.Errorf("unit %s: policy: %w", u.UnitID, err)
+			}
+		}
+		_, ss := r.traces.start(ctx, telemetry.SpanSample, attribute.Int64(telemetry.AttrPolicyVersion, version))
+		ro, err := r.pol.Play(part, r.opt.GroupSize, 1, chunkSeed(u.Seed, c))
+		release()
+		ss.SetAttributes(attribute.Int(telemetry.AttrSamples, len(part)*r.opt.GroupSize))
+		ss.End()
+		if err != nil {
+			r.lost(err)
+			return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
+		}
+		pr := unitResult(r.opt.RunID, u.Stage, "train", u.UnitID, ro, version, u.ConfigVersion)
+		if c == 0 {
+			res = pr
+		} else {
+			mergeResult(&res, pr)
+		}
+		if err := appendGroups(&done, part, ro, r.opt.GroupSize, version, u.ConfigVersion); err != nil {
+			return actors.UnitDone{}, err
+		}
+	}
 	if _, err := r.st.RecordUnit(ctx, res); err != nil {
 		return actors.UnitDone{}, fmt.Errorf("unit %s: record: %w", u.UnitID, err)
 	}
 	if r.opt.OnUnit != nil {
 		r.opt.OnUnit(res)
-	}
-	done := actors.UnitDone{UnitID: u.UnitID}
-	g := r.opt.GroupSize
-	for i, in := range ins {
-		inJSON, err := json.Marshal(in)
-		if err != nil {
-			return actors.UnitDone{}, err
-		}
-		grp := actors.Group{InstanceID: in.ID, Seed: in.Seed, PolicyVersion: version, ConfigVersion: u.ConfigVersion, Instance: inJSON}
-		for e := i * g; e < (i+1)*g; e++ {
-			ep := &ro.Episodes[e]
-			grp.Samples = append(grp.Samples, actors.Sample{
-				Tokens: append([]int32(nil), ro.Actions[ep.Lo:ep.Hi]...), LogProbs: append([]float32(nil), ro.LogProbs[ep.Lo:ep.Hi]...),
-				Reward: float32(ep.Reward), Valid: ep.Report.Valid, Optimal: ep.Report.Optimal,
-			})
-			done.Stats.Samples++
-			done.Stats.RewardSum += ep.Reward
-			if ep.Report.Valid {
-				done.Stats.Valid++
-			}
-			if ep.Report.Optimal {
-				done.Stats.Optimal++
-			}
-		}
-		done.Groups = append(done.Groups, grp)
 	}
 	done.Stats.Instances = len(ins)
 	done.Stats.Millis = time.Since(t0).Milliseconds()
@@ -359,6 +402,53 @@ func (r *run) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, 
 		r.gate.sent(u.UnitID, len(done.Groups))
 	}
 	return done, nil
+}
+
+// chunkSeed is the sampling seed of chunk c of a unit: the unit's own for
+// chunk 0 (a unit played whole samples as it always did).
+func chunkSeed(seed uint64, c int) uint64 {
+	if c == 0 {
+		return seed
+	}
+	return unitSeedMix(seed, uint64(c))
+}
+
+// unitSeedMix mixes k into seed (splitmix64 finaliser).
+func unitSeedMix(seed, k uint64) uint64 {
+	z := seed ^ k*0x9e3779b97f4a7c15
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// appendGroups adds one group per instance of ins, played in ro at policy
+// version, to d and counts its episodes in d.Stats.
+func appendGroups(d *actors.UnitDone, ins []*env.Instance, ro *learner.Rollout, g int, version int64, configVersion string) error {
+	for i, in := range ins {
+		inJSON, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		grp := actors.Group{InstanceID: in.ID, Seed: in.Seed, PolicyVersion: version, ConfigVersion: configVersion, Instance: inJSON}
+		for e := i * g; e < (i+1)*g; e++ {
+			ep := &ro.Episodes[e]
+			grp.Samples = append(grp.Samples, actors.Sample{
+				Tokens: append([]int32(nil), ro.Actions[ep.Lo:ep.Hi]...), LogProbs: append([]float32(nil), ro.LogProbs[ep.Lo:ep.Hi]...),
+				Reward: float32(ep.Reward), Valid: ep.Report.Valid, Optimal: ep.Report.Optimal,
+			})
+			d.Stats.Samples++
+			d.Stats.RewardSum += ep.Reward
+			if ep.Report.Valid {
+				d.Stats.Valid++
+			}
+			if ep.Report.Optimal {
+				d.Stats.Optimal++
+			}
+		}
+		d.Groups = append(d.Groups, grp)
+	}
+	return nil
 }
 
 // Update implements actors.Updater.
@@ -469,6 +559,7 @@ func (r *run) finishStage(ctx context.Context, stage int) (*StageReport, error) 
 		Updates: ls.Updates, MeanLoss: ls.MeanLoss, ZeroShare: ls.ZeroShare, Learn: ls, Duration: time.Since(r.stageStart)}
 	r.learn = learnAcc{}
 	r.mu.Unlock()
+	rep.Flow = r.flow.stageDone(stage)
 	agg, err := r.st.Aggregates(ctx, r.opt.RunID, stage, "train")
 	if err != nil {
 		return nil, err
@@ -490,6 +581,7 @@ func (r *run) finishStage(ctx context.Context, stage int) (*StageReport, error) 
 	r.mu.Unlock()
 	printStage(r.opt.Out, &rep)
 	printLearn(r.opt.Out, &rep.Learn)
+	printFlow(r.opt.Out, &rep.Flow)
 	return &r.res.Stages[len(r.res.Stages)-1], nil
 }
 
@@ -739,6 +831,11 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	defer cancel(nil)
 	r := &run{opt: opt, pol: pol, st: st, start: time.Now(), res: &Result{RunID: opt.RunID}, configs: map[int]env.Config{0: opt.Config},
 		traces: newStageTraces(opt.Tracer, opt.RunID), abort: cancel}
+	ps, closeFlow := flowStore(ctx, opt, st.URL())
+	defer closeFlow()
+	r.flow.ps, r.flow.on = ps, opt.OnFlow
+	r.flow.rec = FlowRecord{RunID: opt.RunID, MaxLag: opt.MaxLag, StalenessK: opt.StalenessK, KeepLateK: opt.KeepLateK, KeepStale: opt.KeepStale}
+	r.flow.warn = func(err error) { opt.Logger.Warn("train: flow record not written", "error", err) }
 	var err error
 	valSpec := env.ValidationSpec(opt.SuiteSeed, opt.ValPerSize)
 	if r.val, err = env.GenerateSuite(&valSpec, 0, valSpec.Len()); err != nil {
@@ -798,7 +895,9 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	sc.UnitsPerStage, sc.InstancesPerUnit, sc.Seed = units, opt.InstancesPerUnit, opt.Seed
 	sc.FirstStage, sc.InitialConfigVersion, sc.InitialConfigJSON = first, firstCfg.Hash(), cfgJSON
 	sc.LearnerBatch, sc.StalenessK, sc.KeepStale = opt.LearnerBatch, opt.StalenessK, opt.KeepStale
+	sc.MaxLag, sc.KeepLateK = opt.MaxLag, opt.KeepLateK
 	sc.StageHeaders = r.traces.headers
+	sc.OnLearnerWait = r.traces.learnerWait
 	if err := opt.Cluster.prepare(ctx, &sc, opt, pol); err != nil {
 		return nil, err
 	}
@@ -809,6 +908,7 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 		return nil, err
 	}
 	defer sys.Close()
+	r.flow.attach(sys)
 	if opt.Cluster.Started != nil {
 		if err := opt.Cluster.Started(sys); err != nil {
 			return nil, err
@@ -826,5 +926,8 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	tr.evaluating(opt.Stages - 1)
 	_, err = r.finishStage(ctx, opt.Stages-1)
 	r.traces.end(opt.Stages - 1)
+	if err == nil {
+		printFlowTotal(opt.Out, r.res.Flow())
+	}
 	return r.res, err
 }

@@ -134,6 +134,7 @@ func (t *stateTracker) flush() {
 	if err := t.r.st.PutRunState(ctx, s); err != nil {
 		t.r.opt.Logger.Warn("train: run state not recorded", "stage", s.Stage, "phase", s.Phase, "error", err)
 	}
+	t.r.flow.publish(ctx)
 }
 
 // stop records the final state (done, interrupted or failed) and waits

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -78,4 +79,13 @@ func (s *stageTraces) start(ctx context.Context, name string, attrs ...attribute
 		return noopTracer.Start(ctx, name)
 	}
 	return s.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// learnerWait implements actors.SystemConfig.OnLearnerWait: a span, under
+// the stage's, over an interval in which queued units waited for the
+// learner while rollouts had free slots.
+func (s *stageTraces) learnerWait(stage int, from, to time.Time) {
+	_, sp := s.tracer.Start(s.ctx(stage), telemetry.SpanLearnerWait, trace.WithTimestamp(from),
+		trace.WithAttributes(attribute.Int(telemetry.AttrStage, stage)))
+	sp.End(trace.WithTimestamp(to))
 }

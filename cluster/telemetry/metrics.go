@@ -13,10 +13,12 @@ import (
 
 // Registry is a small set of named counters and gauges rendered in the
 // Prometheus text exposition format (version 0.0.4) by Handler. Every sample
-// carries the registry's constant labels. Safe for concurrent use; updating
-// a metric is one atomic operation.
+// carries the registry's constant labels; a CounterVec's samples add one
+// label of their own. Safe for concurrent use; updating a metric is one
+// atomic operation.
 type Registry struct {
-	labels string // rendered constant labels, "" or `{k="v",...}`
+	labels     string // rendered constant labels, "" or `{k="v",...}`
+	labelNames map[string]bool
 
 	mu      sync.Mutex
 	metrics map[string]metric
@@ -98,7 +100,89 @@ func NewRegistry(constLabels map[string]string) (*Registry, error) {
 		}
 		b.WriteByte('}')
 	}
-	return &Registry{labels: b.String(), metrics: map[string]metric{}}, nil
+	names := map[string]bool{}
+	for _, k := range keys {
+		names[k] = true
+	}
+	return &Registry{labels: b.String(), labelNames: names, metrics: map[string]metric{}}, nil
+}
+
+// CounterVec is a family of counters under one metric name that differ in
+// the value of one label, e.g. t2t_learner_discarded_groups_total with
+// reason="stale" and reason="duplicate".
+type CounterVec struct {
+	h, label string
+	mu       sync.Mutex
+	series   map[string]*Counter
+}
+
+// With returns the counter of the label value v, creating it (at 0) if new.
+func (v *CounterVec) With(value string) *Counter {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	c, ok := v.series[value]
+	if !ok {
+		c = &Counter{}
+		v.series[value] = c
+	}
+	return c
+}
+
+func (v *CounterVec) kind() string { return "counter" }
+func (v *CounterVec) help() string { return v.h }
+
+// value is the sum over the series (the family's total).
+func (v *CounterVec) value() float64 {
+	var n float64
+	for _, s := range v.snapshot() {
+		n += s.v
+	}
+	return n
+}
+
+type vecSample struct {
+	label string
+	v     float64
+}
+
+func (v *CounterVec) snapshot() []vecSample {
+	v.mu.Lock()
+	out := make([]vecSample, 0, len(v.series))
+	for k, c := range v.series {
+		out = append(out, vecSample{k, c.value()})
+	}
+	v.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].label < out[j].label })
+	return out
+}
+
+// CounterVec returns the counter family registered under name, registering
+// it with help text help and the label label if it is new. It fails with
+// ErrMetricName for an invalid metric or label name (or a label that is
+// one of the registry's constant labels) and ErrMetricKind if name is
+// registered as something else.
+func (r *Registry) CounterVec(name, help, label string) (*CounterVec, error) {
+	if !validName(label) || strings.Contains(label, ":") || strings.HasPrefix(label, "__") || r.labelNames[label] {
+		return nil, &MetricError{Name: label, Err: ErrMetricName}
+	}
+	m, err := r.register(name, func() metric { return &CounterVec{h: help, label: label, series: map[string]*Counter{}} })
+	if err != nil {
+		return nil, err
+	}
+	v, ok := m.(*CounterVec)
+	if !ok || v.label != label {
+		return nil, &MetricError{Name: name, Err: ErrMetricKind}
+	}
+	return v, nil
+}
+
+// withLabel renders the constant labels plus name="value".
+func (r *Registry) withLabel(name, value string) string {
+	l := name + `="` + escapeLabel(value) + `"`
+	if r.labels == "" {
+		return "{" + l + "}"
+	}
+	return r.labels[:len(r.labels)-1] + "," + l + "}"
 }
 
 // Counter returns the counter registered under name, registering it with
@@ -172,6 +256,16 @@ func (r *Registry) WriteText(b *bytes.Buffer) {
 		b.WriteByte(' ')
 		b.WriteString(m.kind())
 		b.WriteByte('\n')
+		if v, ok := m.(*CounterVec); ok {
+			for _, s := range v.snapshot() {
+				b.WriteString(n)
+				b.WriteString(r.withLabel(v.label, s.label))
+				b.WriteByte(' ')
+				b.WriteString(formatValue(s.v))
+				b.WriteByte('\n')
+			}
+			continue
+		}
 		b.WriteString(n)
 		b.WriteString(r.labels)
 		b.WriteByte(' ')

@@ -172,3 +172,49 @@ func TestTelemetryMetricsHandler(t *testing.T) {
 		}
 	}
 }
+
+func TestRegistryCounterVec(t *testing.T) {
+	reg, err := telemetry.NewRegistry(map[string]string{"node": "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := reg.CounterVec("t2t_dropped_total", "Dropped.", "reason")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.With("stale").Add(3)
+	v.With(`du"p`).Inc()
+	if again, err := reg.CounterVec("t2t_dropped_total", "", "reason"); err != nil || again != v {
+		t.Fatalf("second registration: %v", err)
+	}
+	for _, bad := range []struct{ name, label string }{
+		{"t2t_dropped_total", "other"}, // another label
+		{"t2t_x_total", "node"},        // a constant label
+		{"t2t_y_total", "__r"},
+		{"t2t_z_total", "a:b"},
+	} {
+		if _, err := reg.CounterVec(bad.name, "", bad.label); err == nil {
+			t.Errorf("CounterVec(%q, %q) accepted", bad.name, bad.label)
+		}
+	}
+	if _, err := reg.Gauge("t2t_dropped_total", ""); !errors.Is(err, telemetry.ErrMetricKind) {
+		t.Errorf("gauge over a vec: %v", err)
+	}
+	srv := httptest.NewServer(reg.Handler())
+	defer srv.Close()
+	body, _ := metGet(t, srv.URL)
+	want := "# HELP t2t_dropped_total Dropped.\n# TYPE t2t_dropped_total counter\n" +
+		`t2t_dropped_total{node="a",reason="du\"p"} 1` + "\n" +
+		`t2t_dropped_total{node="a",reason="stale"} 3` + "\n"
+	if body != want {
+		t.Errorf("body:\n%s\nwant:\n%s", body, want)
+	}
+	bare, _ := telemetry.NewRegistry(nil)
+	w, _ := bare.CounterVec("n_total", "", "r")
+	w.With("x").Inc()
+	srv2 := httptest.NewServer(bare.Handler())
+	defer srv2.Close()
+	if body, _ := metGet(t, srv2.URL); !strings.Contains(body, `n_total{r="x"} 1`) {
+		t.Errorf("without constant labels: %s", body)
+	}
+}

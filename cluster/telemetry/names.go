@@ -12,6 +12,9 @@ package telemetry
 //	│           ├── sample      policy sampling (inference) for the instance
 //	│           └── verify      the 8-check verifier and reward
 //	├── learner.update          learner node, one GRPO update
+//	├── learner.wait            coordinator: queued units waited for the learner
+//	│                           while rollouts had free slots (dispatch paced by
+//	│                           the learner's staleness window)
 //	├── engineer.propose        engineer node, proposing the next stage's config
 //	└── eval                    evaluation on a benchmark suite
 //
@@ -25,6 +28,7 @@ const (
 	SpanSample          = "sample"
 	SpanVerify          = "verify"
 	SpanLearnerUpdate   = "learner.update"
+	SpanLearnerWait     = "learner.wait"
 	SpanEngineerPropose = "engineer.propose"
 	SpanEval            = "eval"
 )
@@ -32,7 +36,7 @@ const (
 // SpanNames lists the span names above, in the order of the nesting diagram.
 func SpanNames() []string {
 	return []string{SpanStage, SpanWorkUnit, SpanInstance, SpanSample, SpanVerify,
-		SpanLearnerUpdate, SpanEngineerPropose, SpanEval}
+		SpanLearnerUpdate, SpanLearnerWait, SpanEngineerPropose, SpanEval}
 }
 
 // Attribute keys set on spans (and, for AttrNode, on the resource of every

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -14,18 +16,18 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
+	"github.com/t2t-lab/t2t/learner/torch"
 )
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	return subcommands("bench", []command{
 		{"grpo", "time GRPO steps of a Qwen3 model (random weights of a preset shape, or a checkpoint): tokens/s, FLOPs, MFU, memory", benchGRPO},
-		{"decode", "time batched KV-cache decoding (qwen3.Generate): prefill, decode tokens/s, memory", benchDecode},
+		{"decode", "time batched KV-cache decoding (gomlx or torch engine): prefill, decode tokens/s, memory", benchDecode},
+		{"cluster", "simulate a coordinator, a learner and R = 1…1,024 rollout actors: episodes/s fed to the learner, discards, where it saturates", benchCluster},
 	}, args, stdout, stderr)
 }
 
@@ -34,6 +36,9 @@ type benchModelFlags struct {
 	preset, model, device string
 	seed                  uint64
 	json, force           bool
+	eng                   *engineFlags
+	// Shape overrides of the preset (0: the preset's).
+	layers, hidden, intermediate, heads, kvHeads, vocab int
 }
 
 func (f *benchModelFlags) register(fs interface {
@@ -43,10 +48,21 @@ func (f *benchModelFlags) register(fs interface {
 }) {
 	fs.StringVar(&f.preset, "preset", qwen3.PresetTiny, "random-weight model of a preset shape: tiny, 0.6b-shape or 4b-shape (built in memory, nothing written)")
 	fs.StringVar(&f.model, "model", "", "a checkpoint directory instead of --preset")
-	fs.StringVar(&f.device, "device", learner.DeviceCPU, "compute device: cpu, or xla:/abs/path/pjrt_plugin.so[,nopreallocate][,tf32] (cgo builds)")
+	fs.StringVar(&f.device, "device", learner.DeviceCPU, "compute device: gomlx engine: cpu, or xla:/abs/path/pjrt_plugin.so[,nopreallocate][,tf32] (cgo builds); torch engine: cpu, cuda or cuda:N")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random weights and the synthetic batch")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&f.force, "force", false, "run on the CPU even when the memory estimate exceeds the machine's available memory")
+}
+
+// registerEngine adds the engine and shape flags.
+func (f *benchModelFlags) registerEngine(fs *flag.FlagSet) {
+	f.eng = addEngineFlags(fs)
+	fs.IntVar(&f.layers, "layers", 0, "--preset: decoder layers (0: the preset's)")
+	fs.IntVar(&f.hidden, "hidden", 0, "--preset: hidden size (0: the preset's)")
+	fs.IntVar(&f.intermediate, "intermediate", 0, "--preset: MLP intermediate size (0: the preset's)")
+	fs.IntVar(&f.heads, "heads", 0, "--preset: query heads; head_dim = hidden / heads (0: the preset's)")
+	fs.IntVar(&f.kvHeads, "kv-heads", 0, "--preset: key-value heads (0: the preset's, or --heads/2 with --heads)")
+	fs.IntVar(&f.vocab, "vocab", 0, "--preset: vocabulary size (0: the preset's)")
 }
 
 // config returns the model configuration the flags name (reading only config.json for --model).
@@ -61,6 +77,36 @@ func (f *benchModelFlags) config() (qwen3.Config, error) {
 	c, err := qwen3.Preset(f.preset)
 	if err != nil {
 		return c, badInput("--preset: %v", err)
+	}
+	if min(f.layers, f.hidden, f.intermediate, f.heads, f.kvHeads, f.vocab) < 0 {
+		return c, badInput("--layers, --hidden, --intermediate, --heads, --kv-heads and --vocab must be ≥ 0")
+	}
+	if f.heads > 0 {
+		c.NumAttentionHeads, c.NumKeyValueHeads = f.heads, max(1, f.heads/2)
+	}
+	if f.kvHeads > 0 {
+		c.NumKeyValueHeads = f.kvHeads
+	}
+	if f.hidden > 0 {
+		c.HiddenSize = f.hidden
+	}
+	if f.hidden > 0 || f.heads > 0 {
+		if c.HiddenSize%c.NumAttentionHeads != 0 {
+			return c, badInput("--hidden %d is not a multiple of %d heads", c.HiddenSize, c.NumAttentionHeads)
+		}
+		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
+	}
+	if f.layers > 0 {
+		c.NumHiddenLayers = f.layers
+	}
+	if f.intermediate > 0 {
+		c.IntermediateSize = f.intermediate
+	}
+	if f.vocab > 0 {
+		c.VocabSize = f.vocab
+	}
+	if err := c.Validate(); err != nil {
+		return c, badInput("%v", err)
 	}
 	return c, nil
 }
@@ -86,26 +132,38 @@ func (f *benchModelFlags) checkHostMemory(need int64) error {
 	return nil
 }
 
-// build loads or builds the model on the device. It returns the backend for Finalize.
-func (f *benchModelFlags) build(cfg qwen3.Config) (*qwen3.Model, backends.Backend, error) {
-	be, err := learner.NewBackend(f.device)
+// build loads or builds the model on the chosen engine and device.
+func (f *benchModelFlags) build(cfg qwen3.Config, stderr io.Writer) (engine.Model, error) {
+	spec, err := f.eng.spec(f.device, stderr)
 	if err != nil {
-		return nil, nil, badInput("--device: %v", err)
+		return nil, err
 	}
-	var m *qwen3.Model
+	var m engine.Model
 	if f.model != "" {
-		m, err = qwen3.Load(be, f.model)
-		if err != nil {
-			err = badInput("--model: %v", err)
-		}
+		m, err = textpolicy.OpenModel(context.Background(), spec, f.model)
 	} else {
-		m, err = qwen3.NewRandom(be, cfg, f.seed)
+		m, err = textpolicy.NewRandomModel(context.Background(), spec, cfg, f.seed)
 	}
 	if err != nil {
-		be.Finalize()
-		return nil, nil, err
+		return nil, engineErr("--model/--preset", err)
 	}
-	return m, be, nil
+	return m, nil
+}
+
+// backendName describes where the math runs, for the report.
+func backendName(m engine.Model) string {
+	return m.Engine() + ": " + m.Device()
+}
+
+// probeLogits are the logits of a fixed short sequence: compared before and after the timed
+// steps, they show that the steps changed the weights, on any engine.
+func probeLogits(m engine.Model) ([]float32, error) {
+	v := int32(m.Config().VocabSize)
+	out, err := m.Logits([][]int32{{1 % v, 2 % v, 3 % v, 4 % v}})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
 }
 
 // TrainFLOPsPerToken is the model FLOPs of one trained token of a sequence of seqLen tokens:
@@ -153,6 +211,9 @@ type memoryReport struct {
 	GoHeapPeak int64 `json:"go_heap_peak_bytes"`
 	// Device says what is known about accelerator memory.
 	Device string `json:"device_memory"`
+	// WorkerPeakRSS and CUDAMaxAllocated are the torch worker's (0 on the gomlx engine).
+	WorkerPeakRSS    int64 `json:"worker_peak_rss_bytes,omitempty"`
+	CUDAMaxAllocated int64 `json:"cuda_max_allocated_bytes,omitempty"`
 }
 
 // memSampler tracks the Go heap's high-water mark between calls.
@@ -164,14 +225,29 @@ func (s *memSampler) sample() {
 	s.heapPeak = max(s.heapPeak, ms.HeapInuse)
 }
 
-func (s *memSampler) report(be backends.Backend) memoryReport {
+func (s *memSampler) report(m engine.Model) memoryReport {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	r := memoryReport{HostPeakRSS: procStatusBytes("VmHWM"), GoSys: int64(ms.Sys), GoHeapPeak: int64(max(s.heapPeak, ms.HeapInuse))}
-	if learner.IsXLA(be) {
-		r.Device = "not exposed: go-xla v0.1.4 wraps no PJRT_Device_MemoryStats; sample nvidia-smi --query-gpu=memory.used (with ,nopreallocate the pool grows to about the peak)"
-	} else {
-		r.Device = "none (CPU backend: tensors are in the Go heap)"
+	switch m := m.(type) {
+	case *torch.Model:
+		st, err := m.Stats()
+		if err != nil {
+			r.Device = "worker stats failed: " + err.Error()
+			break
+		}
+		r.WorkerPeakRSS, r.CUDAMaxAllocated = st.PeakRSSBytes, st.CUDAMaxAllocated
+		if strings.HasPrefix(m.Device(), "cuda") {
+			r.Device = fmt.Sprintf("torch.cuda.max_memory_allocated %.3f GiB", float64(st.CUDAMaxAllocated)/(1<<30))
+		} else {
+			r.Device = fmt.Sprintf("none (torch on the CPU: the worker's peak RSS is %.3f GiB)", float64(st.PeakRSSBytes)/(1<<30))
+		}
+	case *engine.GoMLXModel:
+		if learner.IsXLA(m.Qwen3().Backend()) {
+			r.Device = "not exposed: go-xla v0.1.4 wraps no PJRT_Device_MemoryStats; sample nvidia-smi --query-gpu=memory.used (with ,nopreallocate the pool grows to about the peak)"
+		} else {
+			r.Device = "none (CPU backend: tensors are in the Go heap)"
+		}
 	}
 	return r
 }
@@ -238,17 +314,17 @@ type grpoReport struct {
 	MFU          float64 `json:"mfu,omitempty"`
 	Loss         float64 `json:"loss"`
 	GradNorm     float64 `json:"grad_norm"`
-	// ParamDelta is the largest |change| of one small trainable tensor over the timed steps
-	// (ParamTensor): non-zero means the steps were applied.
-	ParamDelta  float64      `json:"param_max_abs_change"`
-	ParamTensor string       `json:"param_tensor"`
-	Memory      memoryReport `json:"memory"`
+	// ParamDelta is the largest |change| of the logits of a fixed probe sequence over the timed
+	// steps: non-zero means the steps were applied.
+	ParamDelta float64      `json:"probe_logit_max_abs_change"`
+	Memory     memoryReport `json:"memory"`
 }
 
 func benchGRPO(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t bench grpo", "t2t bench grpo [--preset P | --model DIR] [--device D] --batch B --prompt-len P --completion-len C [flags]", stderr)
 	var mf benchModelFlags
 	mf.register(fs)
+	mf.registerEngine(fs)
 	batch := fs.Int("batch", 8, "sequences per GRPO step")
 	promptLen := fs.Int("prompt-len", 64, "prompt tokens per sequence")
 	compLen := fs.Int("completion-len", 64, "completion (trained) tokens per sequence")
@@ -307,12 +383,12 @@ func benchGRPO(args []string, stdout, stderr io.Writer) error {
 	}
 
 	t0 := time.Now()
-	m, be, err := mf.build(cfg)
+	m, err := mf.build(cfg, stderr)
 	if err != nil {
 		return err
 	}
-	defer be.Finalize()
-	rep.Backend = be.String()
+	defer m.Close()
+	rep.Backend = backendName(m)
 	cfg = m.Config()
 	var loraParams int64
 	if *loraRank > 0 {
@@ -325,31 +401,29 @@ func benchGRPO(args []string, stdout, stderr io.Writer) error {
 		}
 		loraParams = cfg.LoRAParams(lc)
 	}
-	tr, err := m.NewTrainer(gcfg)
-	if err != nil {
-		return err
+	if err := m.SetTrainConfig(gcfg); err != nil {
+		return badInput("%v", err)
 	}
 	rep.BuildSec = time.Since(t0).Seconds()
-	probe, err := smallTrainable(m.Context())
-	if err != nil {
-		return err
+	rep.Trainable = cfg.NumParams()
+	if loraParams > 0 {
+		rep.Trainable = loraParams
 	}
-	rep.ParamTensor = probe.ScopeAndName()
-	rep.Trainable = trainableParams(m.Context())
 
 	sb, err := syntheticGRPOBatch(cfg.VocabSize, *batch, *promptLen, *compLen, mf.seed)
 	if err != nil {
 		return err
 	}
-	rep.PaddedShape = [2]int{min(pow2(mb), *micro), bucketLen(gcfg.LengthBuckets, sb.T)}
+	padRows, padT := gcfg.PaddedShape(mb, sb.T)
+	rep.PaddedShape = [2]int{padRows, padT}
 	var mem memSampler
 	t0 = time.Now()
-	if _, err := tr.GRPOStep(sb); err != nil {
+	if _, err := m.Step(engine.StepGRPO, sb); err != nil {
 		return fmt.Errorf("warm-up step: %w", err)
 	}
 	rep.WarmupSec = time.Since(t0).Seconds()
 	mem.sample()
-	before, err := varValues(probe)
+	before, err := probeLogits(m)
 	if err != nil {
 		return err
 	}
@@ -357,7 +431,7 @@ func benchGRPO(args []string, stdout, stderr io.Writer) error {
 	rep.StepMinSec = math.Inf(1)
 	for range *steps {
 		t := time.Now()
-		st, err := tr.GRPOStep(sb)
+		st, err := m.Step(engine.StepGRPO, sb)
 		if err != nil {
 			return fmt.Errorf("step: %w", err)
 		}
@@ -367,7 +441,7 @@ func benchGRPO(args []string, stdout, stderr io.Writer) error {
 		rep.Loss, rep.GradNorm = st.Loss, st.GradNorm
 		mem.sample()
 	}
-	after, err := varValues(probe)
+	after, err := probeLogits(m)
 	if err != nil {
 		return err
 	}
@@ -383,7 +457,7 @@ func benchGRPO(args []string, stdout, stderr io.Writer) error {
 	if *peak > 0 {
 		rep.MFU = rep.AchievedTF / *peak
 	}
-	rep.Memory = mem.report(be)
+	rep.Memory = mem.report(m)
 	if math.IsNaN(rep.Loss) || math.IsInf(rep.Loss, 0) {
 		return fmt.Errorf("the GRPO loss is %v", rep.Loss)
 	}
@@ -408,7 +482,7 @@ func benchGRPO(args []string, stdout, stderr io.Writer) error {
 	}
 	rows = append(rows,
 		[2]string{"loss / grad norm", fmt.Sprintf("%.6g / %.6g", rep.Loss, rep.GradNorm)},
-		[2]string{"weights moved", fmt.Sprintf("max |Δ| %.3g in %s", rep.ParamDelta, rep.ParamTensor)},
+		[2]string{"weights moved", fmt.Sprintf("max |Δlogit| %.3g on a probe sequence", rep.ParamDelta)},
 	)
 	rows = append(rows, memRows(rep.Memory, rep.EstimateB)...)
 	return printRows(stdout, "t2t bench grpo", rows)
@@ -436,54 +510,6 @@ func syntheticGRPOBatch(vocab, batch, promptLen, compLen int, seed uint64) (*lea
 		samples[i] = qwen3.Sample{Prompt: ids(promptLen), Completion: ids(compLen), LogProbs: lp, Advantage: float32(rng.NormFloat64())}
 	}
 	return qwen3.NewSeqBatch(samples)
-}
-
-// smallTrainable returns the first trainable variable of at most a million values (to read
-// before and after the steps).
-func smallTrainable(ctx *context.Context) (*context.Variable, error) {
-	for v := range ctx.IterVariables() {
-		if v.Trainable && v.Shape().Size() <= 1<<20 {
-			return v, nil
-		}
-	}
-	return nil, fmt.Errorf("bench: no small trainable variable to watch")
-}
-
-func trainableParams(ctx *context.Context) int64 {
-	var n int64
-	for v := range ctx.IterVariables() {
-		if v.Trainable {
-			n += int64(v.Shape().Size())
-		}
-	}
-	return n
-}
-
-func varValues(v *context.Variable) ([]float32, error) {
-	t, err := v.Value()
-	if err != nil {
-		return nil, err
-	}
-	return tensors.CopyFlatData[float32](t)
-}
-
-// bucketLen mirrors learner.GRPOConfig's length bucketing, for the report.
-func bucketLen(buckets []int, t int) int {
-	for _, b := range buckets {
-		if t <= b {
-			return b
-		}
-	}
-	last := buckets[len(buckets)-1]
-	return (t + last - 1) / last * last
-}
-
-func pow2(n int) int {
-	p := 1
-	for p < n {
-		p *= 2
-	}
-	return p
 }
 
 // decodeReport is the result of t2t bench decode (its --json output).
@@ -514,6 +540,7 @@ func benchDecode(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t bench decode", "t2t bench decode [--preset P | --model DIR] [--device D] --batch B --prompt-len P --new-tokens T [flags]", stderr)
 	var mf benchModelFlags
 	mf.register(fs)
+	mf.registerEngine(fs)
 	batch := fs.Int("batch", 4, "sequences decoded together")
 	promptLen := fs.Int("prompt-len", 64, "prompt tokens per sequence (random ids)")
 	newTokens := fs.Int("new-tokens", 64, "tokens generated per sequence (no stop token: every row runs to the end); ≥ 2")
@@ -547,12 +574,12 @@ func benchDecode(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t0 := time.Now()
-	m, be, err := mf.build(cfg)
+	m, err := mf.build(cfg, stderr)
 	if err != nil {
 		return err
 	}
-	defer be.Finalize()
-	rep.Backend = be.String()
+	defer m.Close()
+	rep.Backend = backendName(m)
 	cfg = m.Config()
 	rep.BuildSec = time.Since(t0).Seconds()
 
@@ -566,12 +593,13 @@ func benchDecode(args []string, stdout, stderr io.Writer) error {
 	}
 	// No stop tokens: every row decodes all new tokens, whatever it samples.
 	sc := qwen3.SampleConfig{MaxNewTokens: *newTokens, Temperature: *temp}
-	// Warm-up: the fewest new tokens that fall in the same cache bucket compile the same graphs.
+	// Warm-up: the fewest new tokens that run the same shapes (prefill and decode) compile every
+	// graph the timed generation runs.
 	warm := sc
-	warm.MaxNewTokens = min(*newTokens, warmupTokens(*promptLen, *newTokens))
+	warm.MaxNewTokens = warmupTokens(*batch, *promptLen, *newTokens)
 	var mem memSampler
 	t0 = time.Now()
-	if _, err := m.Generate(prompts, warm, rng); err != nil {
+	if _, err := m.GenerateStream(prompts, warm, 0, rng, nil); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	rep.WarmupSec = time.Since(t0).Seconds()
@@ -602,7 +630,7 @@ func benchDecode(args []string, stdout, stderr io.Writer) error {
 	rep.DecodeTokPS = float64(*batch) * steps / rep.DecodeSec
 	rep.PerTokenMS = 1000 * rep.DecodeSec / steps
 	rep.PrefillTokPS = float64(*batch**promptLen) / rep.PrefillSec
-	rep.Memory = mem.report(be)
+	rep.Memory = mem.report(m)
 	if mf.json {
 		return json.NewEncoder(stdout).Encode(rep)
 	}
@@ -619,13 +647,20 @@ func benchDecode(args []string, stdout, stderr io.Writer) error {
 	return printRows(stdout, "t2t bench decode", rows)
 }
 
-// warmupTokens is the fewest new tokens whose generation uses the same prompt and cache
-// buckets as promptLen + newTokens (qwen3.Generate: prompt padded to a power of two ≥ 8, cache
-// to a power of two ≥ 16 of padded prompt + new tokens).
-func warmupTokens(promptLen, newTokens int) int {
-	p := max(8, pow2(promptLen))
-	s := max(16, pow2(p+newTokens))
-	return max(1, s/2-p+1)
+// warmupTokens is the fewest new tokens (at least 2, so that a decode step runs; at most
+// newTokens ≥ 2) whose generation of batch prompts of promptLen tokens runs the same padded
+// shapes (qwen3.GenerateShape) as one of newTokens, so it compiles the same prefill and decode
+// graphs.
+func warmupTokens(batch, promptLen, newTokens int) int {
+	_, _, s := qwen3.GenerateShape(batch, promptLen, newTokens)
+	w := 2
+	for w < newTokens {
+		if _, _, ws := qwen3.GenerateShape(batch, promptLen, w); ws == s {
+			break
+		}
+		w++
+	}
+	return w
 }
 
 func memRows(m memoryReport, estimate int64) [][2]string {

@@ -4,21 +4,36 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/train"
 )
 
 // dashboard is the live web page of a run, served by the coordinator's
 // --http: /ui is a self-contained page (inline CSS and script, no external
 // assets) that polls /api/status, which returns the run's state from Redis
 // (collectStatus: stage, phase, versions, per-stage rates, configs and the
-// engineer's rationale, checkpoints) plus the cluster's nodes.
+// engineer's rationale, checkpoints, the learner's flow: groups used, kept
+// late and discarded by reason, time dispatch waited for the learner) plus
+// the cluster's nodes.
 type dashboard struct {
 	st    *store.Store
 	run   string
 	nodes func() []cluster.NodeMeta // nil on a one-process run
+	// ps reads the run's flow record from Redis (nil: not there); flow,
+	// fed by train.Options.OnFlow in this process, is fresher.
+	ps   *train.PolicyStore
+	flow atomic.Pointer[train.FlowRecord]
+}
+
+// onFlow is train.Options.OnFlow for the run this page shows.
+func (d *dashboard) onFlow(f train.FlowRecord) {
+	if f.RunID == d.run {
+		d.flow.Store(&f)
+	}
 }
 
 // dashboardStatus is /api/status.
@@ -44,12 +59,15 @@ func (d *dashboard) register(mux *http.ServeMux) {
 func (d *dashboard) status(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	rep, err := collectStatus(ctx, d.st, d.run)
+	rep, err := collectStatus(ctx, d.st, d.ps, d.run)
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
 		return
+	}
+	if f := d.flow.Load(); f != nil {
+		rep.setFlow(f)
 	}
 	out := dashboardStatus{statusReport: rep, NowUnix: time.Now().UnixMilli(), Nodes: []dashboardNode{}}
 	if d.nodes != nil {
@@ -77,15 +95,16 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.4em}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
 th{background:#f3f3f3}td.l{text-align:left;max-width:40em}
-#err{color:#b00}.k{color:#666}
+#err{color:#b00}.k{color:#666}#warn{color:#b00;font-weight:bold}
 </style></head><body>
 <h1>t2t run <span id="run">…</span></h1>
 <div id="err"></div>
 <p id="state" class="k">loading…</p>
+<p id="flow" class="k"></p><p id="warn"></p>
 <h2>Learning curves (validation and 3/4/5-agent benchmark, valid %)</h2>
 <svg id="curves" width="640" height="260" viewBox="0 0 640 260" role="img" aria-label="learning curves"></svg>
 <h2>Stages</h2>
-<table id="stages"><thead><tr><th>stage</th><th>units</th><th>train valid %</th><th>val valid / opt %</th><th>3 agents</th><th>4 agents</th><th>5 agents</th><th>config</th><th class="l">engineer</th></tr></thead><tbody></tbody></table>
+<table id="stages"><thead><tr><th>stage</th><th>units</th><th>train valid %</th><th>val valid / opt %</th><th>3 agents</th><th>4 agents</th><th>5 agents</th><th>updates</th><th>discarded groups</th><th>waited for learner</th><th>config</th><th class="l">engineer</th></tr></thead><tbody></tbody></table>
 <h2>Latest config change</h2><pre id="diff">-</pre>
 <h2>Nodes</h2>
 <table id="nodes"><thead><tr><th>name</th><th>roles</th><th>address</th><th>capacity</th></tr></thead><tbody></tbody></table>
@@ -106,15 +125,25 @@ function curves(stages){
     el('text',{x:L+10+i*120,y:H-8,fill:se[2],'font-size':11},se[0]);
   });
 }
+function secs(ns){return ((ns||0)/1e9).toFixed(1)+' s'}
+function discards(f){if(!f)return '-';var n=f.discarded_stale+f.discarded_late_stage+f.discarded_duplicate;if(!n)return '0';
+  var why=[];if(f.discarded_stale)why.push('stale '+f.discarded_stale);if(f.discarded_late_stage)why.push('late stage '+f.discarded_late_stage);
+  if(f.discarded_duplicate)why.push('duplicate '+f.discarded_duplicate);return n+' ('+(100*n/Math.max(f.arrived,1)).toFixed(1)+'%: '+why.join(', ')+')'}
+function flowLine(fr){var t=fr.total,n=t.discarded_stale+t.discarded_late_stage+t.discarded_duplicate;
+  return 'learner: '+t.arrived+' groups arrived, '+t.used+' used ('+t.late_kept+' kept late), '+discards(t)+' discarded; '+t.updates+' updates; dispatch waited '+secs(t.learner_wait_ns)+' for the learner (max lag '+(fr.max_lag<0?'off':fr.max_lag)+', K '+fr.staleness_k+')'}
 function render(d){
   document.getElementById('run').textContent=d.run;document.getElementById('err').textContent='';
   var s=d.state||{};
   document.getElementById('state').textContent='stage '+s.stage+' · phase '+s.phase+' · policy version '+s.policy_version+' · config '+(s.config_version||'-');
+  var fr=d.flow;document.getElementById('flow').textContent=fr?flowLine(fr):'';
+  var share=fr&&fr.total.arrived?(fr.total.discarded_stale+fr.total.discarded_late_stage+fr.total.discarded_duplicate)/fr.total.arrived:0;
+  document.getElementById('warn').textContent=share>0.05?'Warning: '+(100*share).toFixed(1)+'% of the groups were discarded (more than 5%): rollout work is wasted.':'';
   var tb=document.querySelector('#stages tbody');tb.innerHTML='';
   (d.stages||[]).forEach(function(st){
     var tr=document.createElement('tr');var e=st.eval_paper||{};
     [st.stage,st.units,pct(st.train.valid),pct(st.val.valid)+' / '+pct(st.val.optimal)].forEach(function(v){tr.appendChild(cell(v))});
     [3,4,5].forEach(function(k){tr.appendChild(cell(e[k]?pct(e[k].valid)+' / '+pct(e[k].optimal):'-'))});
+    tr.appendChild(cell(st.flow?st.flow.updates:'-'));tr.appendChild(cell(discards(st.flow)));tr.appendChild(cell(st.flow?secs(st.flow.learner_wait_ns):'-'));
     tr.appendChild(cell(st.config_version));tr.appendChild(cell((st.proposer||'')+(st.rationale?': '+st.rationale:''),'l'));tb.appendChild(tr);
   });
   curves(d.stages||[]);

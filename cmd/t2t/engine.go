@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/torch"
@@ -65,6 +66,9 @@ func (f *engineFlags) openLM(ctx context.Context, device, dir string, stderr io.
 // engineErr maps an engine error: torch missing or its worker failing is an environment error,
 // the rest (a bad checkpoint or device) is bad input.
 func engineErr(flagName string, err error) error {
+	if errors.Is(err, learner.ErrBadDevice) || errors.Is(err, learner.ErrNoXLA) {
+		return badInput("--device: %v", err)
+	}
 	if errors.Is(err, torch.ErrNoTorch) || errors.Is(err, torch.ErrWorkerDied) || errors.Is(err, torch.ErrVersion) || errors.Is(err, torch.ErrProtocol) {
 		return err
 	}

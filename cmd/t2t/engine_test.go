@@ -211,3 +211,32 @@ func TestTrainTorchWorkerKilledResumes(t *testing.T) {
 		t.Fatalf("resumed run's stages:\n%s", out)
 	}
 }
+
+// TestBenchTorchEngine runs t2t bench grpo and decode on the torch engine with a preset shape
+// override: the steps move the weights, and the worker's memory is reported.
+func TestBenchTorchEngine(t *testing.T) {
+	requireTorch(t)
+	code, out, e := t2t(t, "bench", "grpo", "--engine", "torch", "--preset", "tiny", "--layers", "3", "--hidden", "96", "--heads", "6",
+		"--batch", "4", "--prompt-len", "16", "--completion-len", "16", "--steps", "2", "--micro-batch", "2", "--lora-rank", "2", "--json")
+	if code != 0 {
+		t.Fatalf("bench grpo: exit %d: %s", code, e)
+	}
+	var g grpoReport
+	if err := json.Unmarshal([]byte(out), &g); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.HasPrefix(g.Backend, "torch: cpu") || !(g.ParamDelta > 0) || !(g.StepSec > 0) || g.Memory.WorkerPeakRSS <= 0 || g.LoRARank != 2 {
+		t.Fatalf("bench grpo --engine torch: %s", out)
+	}
+	code, out, e = t2t(t, "bench", "decode", "--engine", "torch", "--preset", "tiny", "--batch", "3", "--prompt-len", "10", "--new-tokens", "12", "--json")
+	if code != 0 {
+		t.Fatalf("bench decode: exit %d: %s", code, e)
+	}
+	var d decodeReport
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if d.Generated != 36 || !(d.DecodeTokPS > 0) || !strings.HasPrefix(d.Backend, "torch: cpu") {
+		t.Fatalf("bench decode --engine torch: %s", out)
+	}
+}

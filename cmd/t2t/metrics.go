@@ -23,6 +23,20 @@ const (
 	metricPolicyVersion  = "t2t_policy_version"
 	metricLearnerStale   = "t2t_learner_stale_groups_total"
 	metricLearnerPending = "t2t_learner_pending_groups"
+	// Flow (dispatch paced by the learner; train.FlowStats).
+	metricDiscarded     = "t2t_learner_discarded_groups_total" // label reason: stale, late_stage, duplicate
+	metricLateKept      = "t2t_learner_late_kept_groups_total"
+	metricDiscardShare  = "t2t_learner_discarded_share"
+	metricLearnerWait   = "t2t_learner_wait_seconds"
+	metricOutstanding   = "t2t_dispatch_outstanding_groups"
+	metricDispatchLimit = "t2t_dispatch_window_groups"
+)
+
+// Reasons of metricDiscarded.
+const (
+	discardStale     = "stale"
+	discardLateStage = "late_stage"
+	discardDuplicate = "duplicate"
 )
 
 // nodeMetrics is a node's /metrics: telemetry's standard metrics and a few
@@ -40,12 +54,18 @@ const (
 //     policy loads.
 //
 // t2t_work_queue_depth is the coordinator's queue of units waiting for a
-// rollout.
+// rollout. The flow metrics (coordinator nodes) say what became of the
+// groups that reached the learner (discarded by reason, kept late), how
+// long queued units waited for the learner while rollouts had free slots,
+// and how full the dispatch window is.
 type nodeMetrics struct {
 	m                                        *telemetry.Metrics
 	rolloutUnits, rolloutFailed, policyLoads *telemetry.Counter
-	learnerStale                             *telemetry.Counter
+	learnerStale, lateKept                   *telemetry.Counter
+	discarded                                *telemetry.CounterVec
 	policyVersion, learnerPending            *telemetry.Gauge
+	discardShare, learnerWait                *telemetry.Gauge
+	outstanding, window                      *telemetry.Gauge
 
 	sys    atomic.Pointer[actors.System]
 	runner atomic.Pointer[train.RemoteRunner]
@@ -53,6 +73,7 @@ type nodeMetrics struct {
 
 	mu                                  sync.Mutex // guards the fields below (one scrape at a time)
 	completed, reissued, updates, stale uint64
+	lastFlow                            actors.LearnerStats
 	failed, loads                       int64
 	rateAt                              time.Time
 	rateEpisodes                        uint64
@@ -73,7 +94,8 @@ func newNodeMetrics(node string) (*nodeMetrics, error) {
 		{&nm.rolloutUnits, metricRolloutUnits, "Work units this node's rollouts ran."},
 		{&nm.rolloutFailed, metricRolloutFailed, "Work units this node's rollouts failed (the coordinator re-issues them)."},
 		{&nm.policyLoads, metricPolicyLoads, "Policy versions this rollout node loaded from Redis."},
-		{&nm.learnerStale, metricLearnerStale, "Groups the learner found stale (older than the staleness bound)."},
+		{&nm.learnerStale, metricLearnerStale, "Groups the learner found stale (older than the staleness bound K), kept or not."},
+		{&nm.lateKept, metricLateKept, "Stale groups the learner kept (at most the keep bound old), corrected by truncated importance weights."},
 	} {
 		if *c.dst, err = r.Counter(c.name, c.help); err != nil {
 			return nil, err
@@ -85,10 +107,20 @@ func newNodeMetrics(node string) (*nodeMetrics, error) {
 	}{
 		{&nm.policyVersion, metricPolicyVersion, "Policy version: the learner's (coordinator) or the one the latest unit played (rollout node)."},
 		{&nm.learnerPending, metricLearnerPending, "Groups waiting for the learner's next batch."},
+		{&nm.discardShare, metricDiscardShare, "Share of the groups that reached the learner which it discarded (any reason)."},
+		{&nm.learnerWait, metricLearnerWait, "Seconds queued work units waited for the learner while rollouts had free slots (cumulative)."},
+		{&nm.outstanding, metricOutstanding, "Groups issued to rollouts and not yet used or discarded by the learner."},
+		{&nm.window, metricDispatchLimit, "Most groups the coordinator lets be outstanding: (max lag + 1) x learner batch; 0 when dispatch is not paced."},
 	} {
 		if *g.dst, err = r.Gauge(g.name, g.help); err != nil {
 			return nil, err
 		}
+	}
+	if nm.discarded, err = r.CounterVec(metricDiscarded, "Groups the learner discarded, by reason: stale (older than the keep bound), late_stage (their stage was over), duplicate (a re-issued unit's second copy).", "reason"); err != nil {
+		return nil, err
+	}
+	for _, reason := range []string{discardStale, discardLateStage, discardDuplicate} {
+		nm.discarded.With(reason) // every reason shows, at 0 until it happens
 	}
 	return nm, nil
 }
@@ -148,6 +180,15 @@ func (nm *nodeMetrics) sync() {
 		up(nm.m.LeaseReissues, &nm.reissued, st.Coordinator.Reissued)
 		up(nm.m.LearnerUpdates, &nm.updates, st.Learner.Updates)
 		up(nm.learnerStale, &nm.stale, st.Learner.Stale)
+		l, last := st.Learner, &nm.lastFlow
+		up(nm.lateKept, &last.LateKept, l.LateKept)
+		up(nm.discarded.With(discardStale), &last.DiscardedStale, l.DiscardedStale)
+		up(nm.discarded.With(discardLateStage), &last.DiscardedLateStage, l.DiscardedLateStage)
+		up(nm.discarded.With(discardDuplicate), &last.DiscardedDuplicate, l.DiscardedDuplicate)
+		nm.discardShare.Set(l.DiscardShare())
+		nm.learnerWait.Set(st.Coordinator.LearnerWait.Seconds())
+		nm.outstanding.Set(float64(st.Coordinator.Outstanding))
+		nm.window.Set(float64(st.Coordinator.Window))
 		nm.learnerPending.Set(float64(st.Learner.Pending))
 		nm.m.QueueDepth.Set(float64(st.Coordinator.Queued))
 		nm.policyVersion.Set(float64(st.Learner.Version))
@@ -220,6 +261,9 @@ func serveTrainHTTP(addr, node string, opt *train.Options, dash *dashboard, out 
 		}
 	}
 	opt.OnUnit = nm.localUnit
+	if dash != nil {
+		opt.OnFlow = dash.onFlow
+	}
 	opt.Cluster.Started = func(sys *actors.System) error {
 		nm.attach(sys)
 		health.set(true, "running")

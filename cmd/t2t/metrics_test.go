@@ -24,7 +24,8 @@ import (
 )
 
 // metricsParse reads a Prometheus text page into name → value, checking
-// that every sample carries the node label want.
+// that every sample carries the node label want. A sample with another
+// label too is stored as name{label="value"}.
 func metricsParse(t *testing.T, body, node string) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
@@ -37,7 +38,11 @@ func metricsParse(t *testing.T, body, node string) map[string]float64 {
 			t.Fatalf("sample without labels: %q", l)
 		}
 		labels, val, ok := strings.Cut(rest, "} ")
-		if !ok || labels != fmt.Sprintf("node=%q", node) {
+		nodeLabel := fmt.Sprintf("node=%q", node)
+		if extra, more := strings.CutPrefix(labels, nodeLabel+","); more {
+			name, labels = name+"{"+extra+"}", nodeLabel
+		}
+		if !ok || labels != nodeLabel {
 			t.Fatalf("sample %q: labels %q, want node=%q", l, labels, node)
 		}
 		v, err := strconv.ParseFloat(val, 64)
@@ -154,14 +159,20 @@ func TestTrainMetricsHTTP(t *testing.T) {
 	end := metricsScrape(t, base+"/metrics", "test-node")
 	rep := res.Actors
 	for name, want := range map[string]float64{
-		telemetry.MetricStage:          stages - 1,
-		telemetry.MetricWorkUnits:      float64(rep.Coordinator.Completed),
-		telemetry.MetricLeaseReissues:  float64(rep.Coordinator.Reissued),
-		telemetry.MetricLearnerUpdates: float64(rep.Learner.Updates),
-		telemetry.MetricEpisodes:       stages * instances * group,
-		metricRolloutUnits:             float64(stages * units),
-		metricPolicyVersion:            float64(res.Stages[stages-1].Policy),
-		metricLearnerStale:             float64(rep.Learner.Stale),
+		telemetry.MetricStage:                     stages - 1,
+		telemetry.MetricWorkUnits:                 float64(rep.Coordinator.Completed),
+		telemetry.MetricLeaseReissues:             float64(rep.Coordinator.Reissued),
+		telemetry.MetricLearnerUpdates:            float64(rep.Learner.Updates),
+		telemetry.MetricEpisodes:                  stages * instances * group,
+		metricRolloutUnits:                        float64(stages * units),
+		metricPolicyVersion:                       float64(res.Stages[stages-1].Policy),
+		metricLearnerStale:                        float64(rep.Learner.Stale),
+		metricLateKept:                            float64(rep.Learner.LateKept),
+		metricDiscarded + `{reason="stale"}`:      float64(rep.Learner.DiscardedStale),
+		metricDiscarded + `{reason="late_stage"}`: float64(rep.Learner.DiscardedLateStage),
+		metricDiscarded + `{reason="duplicate"}`:  float64(rep.Learner.DiscardedDuplicate),
+		metricDiscardShare:                        rep.Learner.DiscardShare(),
+		metricDispatchLimit:                       float64(rep.Coordinator.Window),
 	} {
 		if end[name] != want {
 			t.Errorf("%s = %v after the run, want %v", name, end[name], want)
@@ -169,6 +180,9 @@ func TestTrainMetricsHTTP(t *testing.T) {
 	}
 	if rep.Coordinator.Completed != uint64(stages*units) || rep.Learner.Updates == 0 {
 		t.Fatalf("the run did not do what it should: %+v", rep)
+	}
+	if _, ok := end[metricLearnerWait]; !ok || rep.Coordinator.Window == 0 {
+		t.Errorf("no %s, or dispatch not paced (window %d)", metricLearnerWait, rep.Coordinator.Window)
 	}
 	if code, body := httpStatus(t, base+"/readyz"); code != 503 || !strings.Contains(body, train.PhaseDone) {
 		t.Fatalf("/readyz after the run: %d %s", code, body)
@@ -225,6 +239,11 @@ func dashboardCheck(t *testing.T, base string, stages int) {
 	dom := stdout.String()
 	if !strings.Contains(dom, "<polyline") || strings.Count(dom, "<tr>") < stages+2 || !strings.Contains(dom, "phase "+train.PhaseDone) {
 		t.Fatalf("the live page did not render the run:\n%.3000s", dom)
+	}
+	// The learner's flow: the run's line and each stage's updates and
+	// discarded groups.
+	if !strings.Contains(dom, "groups arrived") || !strings.Contains(dom, "for the learner (max lag 2, K 4)") || !strings.Contains(dom, `<p id="warn"></p>`) {
+		t.Fatalf("the live page did not render the flow:\n%.3000s", dom)
 	}
 }
 

@@ -137,6 +137,9 @@ type nodeSummary struct {
 	// Rollout (rollout nodes): the runner's and rollout actors' counters.
 	Rollout  *train.RemoteStats    `json:"rollout,omitempty"`
 	Rollouts []actors.RolloutStats `json:"rollouts,omitempty"`
+	// Flow (coordinator nodes): what became of the groups that reached
+	// the learner over the run (per stage: Run.Stages[i].Flow).
+	Flow *train.FlowStats `json:"flow,omitempty"`
 }
 
 // unitLine is one line of --unit-log.
@@ -184,6 +187,12 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	joinTimeout := fs.Duration("join-timeout", 30*time.Second, "give up joining the cluster after this long")
 	lease := fs.Duration("lease", 2*time.Minute, "coordinator: re-issue a unit whose rollout stays silent this long (dead nodes are re-issued as soon as membership reports them)")
 	name := fs.String("name", "", "human name of this node (default: the host name)")
+	staleness := fs.Int64("staleness", 4, "coordinator: the learner's staleness bound K: groups more than K policy versions old are late")
+	maxLag := fs.Int64("max-lag", train.DefaultMaxLag, "coordinator: pace dispatch by the learner so that a unit's groups reach an update within this many\n"+
+		"policy versions of the version it was issued at (1..--staleness); rollouts with free slots wait for the learner meanwhile; -1: no pacing")
+	keepLate := fs.Int64("keep-late", 0, "coordinator: keep late groups up to this many versions old (truncated importance weights correct them)\n"+
+		"instead of dropping them; 0: twice --staleness; --staleness or less: drop every late group")
+	chunk := fs.Int("chunk", train.DefaultChunk, "rollout role: instances played between two looks for a newer policy version (0: a unit plays whole)")
 	summary := fs.String("summary", "", "write a JSON summary of the node's work to this file when it stops")
 	unitLog := fs.String("unit-log", "", "rollout role: append one JSON line per unit run on this node to this file")
 	if err := parseFlags(fs, args); err != nil {
@@ -204,6 +213,16 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	}
 	if *joinTimeout <= 0 || *lease <= 0 {
 		return badInput("--join-timeout and --lease must be > 0")
+	}
+	switch {
+	case *staleness < 1:
+		return badInput("--staleness %d: want >= 1", *staleness)
+	case *maxLag == 0 || *maxLag < -1 || *maxLag > *staleness:
+		return badInput("--max-lag %d: want 1..--staleness (%d), or -1 for no pacing", *maxLag, *staleness)
+	case *keepLate < 0:
+		return badInput("--keep-late %d: want >= 0", *keepLate)
+	case *chunk < 0:
+		return badInput("--chunk %d: want >= 0", *chunk)
 	}
 	ccfg, err := gossipConfig(*gossip, *advertise, *join, *profile, *joinTimeout)
 	if err != nil {
@@ -253,6 +272,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		id: cluster.NewNodeID(), capacity: *capacity, maxInFlight: *maxInFlight,
 		listenHost: listenHost, listenPort: listenPort, listen: *listen, lease: *lease,
 		summaryPath: *summary, unitLogPath: *unitLog, tf: tf, device: *tf.device, serveAddr: *serveAddr,
+		staleness: *staleness, maxLag: *maxLag, keepLate: *keepLate, chunk: *chunk,
 	}
 	if tlsFiles := (cluster.TLSFiles{Cert: *tlsCert, Key: *tlsKey, CA: *tlsCA}); tlsFiles.Enabled() {
 		if n.remoteOpts, err = cluster.RemoteTLSOptions(tlsFiles); err != nil {
@@ -276,18 +296,22 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		if runID == "" {
 			runID = fmt.Sprintf("run-%d", *tf.seed)
 		}
-		(&dashboard{st: st, run: runID, nodes: func() []cluster.NodeMeta {
+		n.dash = &dashboard{st: st, run: runID, nodes: func() []cluster.NodeMeta {
 			if m := n.members.Load(); m != nil {
 				return m.Members()
 			}
 			return nil
-		}}).register(mux)
+		}}
+		n.dash.register(mux)
 	}
 	if *tf.redisURL != "" {
 		if n.ps, err = train.OpenPolicyStore(ctx, *tf.redisURL, ""); err != nil {
 			return err
 		}
 		defer n.ps.Close()
+		if n.dash != nil {
+			n.dash.ps = n.ps
+		}
 	}
 	if nr.run {
 		return n.coordinate(ctx)
@@ -374,6 +398,11 @@ type nodeRun struct {
 	device      string
 	st          *store.Store
 	ps          *train.PolicyStore
+	dash        *dashboard // the coordinator's live page
+	// Flow control (coordinator) and policy refresh (rollout): --staleness,
+	// --max-lag, --keep-late, --chunk.
+	staleness, maxLag, keepLate int64
+	chunk                       int
 }
 
 func (n *nodeRun) meta(address string) cluster.NodeMeta {
@@ -411,6 +440,10 @@ func (n *nodeRun) coordinate(ctx context.Context) error {
 	opt := n.tf.options(s, n.out)
 	opt.Tracer = n.tracer
 	opt.OnState = n.metrics.state
+	opt.StalenessK, opt.MaxLag, opt.KeepLateK = n.staleness, n.maxLag, n.keepLate
+	if n.dash != nil {
+		opt.OnFlow = n.dash.onFlow
+	}
 	if n.roles.rollout {
 		opt.Rollouts = n.capacity
 		logUnit, closeLog, err := n.openUnitLog()
@@ -481,8 +514,16 @@ func (n *nodeRun) coordinate(ctx context.Context) error {
 			reissued += uint64(sd.Reissued)
 		}
 		dups = res.Actors.Coordinator.Duplicates
-		fmt.Fprintf(n.out, "t2t node: run %s: %d stages done, %d units per stage, %d re-issued, %d duplicate results, learner %d groups used, %d stale\n",
-			res.RunID, len(res.Actors.Stages), sum.UnitsPerStage, reissued, dups, res.Actors.Learner.Used, res.Actors.Learner.Stale)
+		f := res.Flow()
+		sum.Flow = &f
+		l := res.Actors.Learner
+		line := fmt.Sprintf("t2t node: run %s: %d stages done, %d units per stage, %d re-issued, %d duplicate results, learner %d updates, %d groups used (%d kept late), %d discarded (%.1f%%: stale %d, late stage %d, duplicate %d), dispatch waited %s for the learner",
+			res.RunID, len(res.Actors.Stages), sum.UnitsPerStage, reissued, dups, l.Updates, l.Used, l.LateKept, f.Discarded(), 100*f.DiscardShare(),
+			f.DiscardedStale, f.DiscardedLateStage, f.DiscardedDuplicate, f.LearnerWait.Round(100*time.Millisecond))
+		if f.Warn() {
+			line += "; WARNING: " + train.DiscardWarning(f)
+		}
+		fmt.Fprintln(n.out, line)
 	}
 	if err := n.writeSummary(sum); err != nil {
 		return errors.Join(runErr, err)
@@ -559,6 +600,7 @@ func (n *nodeRun) serveRollouts(ctx context.Context) error {
 		logUnit(u)
 	})
 	runner.SetTracer(n.tracer)
+	runner.SetChunk(n.chunk)
 	n.metrics.attachRunner(runner)
 	var (
 		cur      atomic.Pointer[serving]
@@ -617,7 +659,7 @@ loop:
 		coordPID, learnerPID := actor.NewPID(c.Address, actors.CoordinatorName), actor.NewPID(c.Address, actors.LearnerName)
 		for k := range n.capacity {
 			h, err := node.SpawnRollout(actors.RolloutConfig{Name: fmt.Sprintf("rollout-%d-%d", gen, k),
-				Coordinator: coordPID, Learner: learnerPID, MaxInFlight: n.maxInFlight}, runner)
+				Coordinator: coordPID, Learner: learnerPID, MaxInFlight: n.maxInFlight, OnPolicy: runner.Prefetch}, runner)
 			if err != nil {
 				stopping(s)
 				m.Shutdown()
@@ -642,8 +684,8 @@ loop:
 	for _, h := range all {
 		sum.Rollouts = append(sum.Rollouts, h.Stats())
 	}
-	fmt.Fprintf(n.out, "t2t node: stopped: %d units run (%d failed), %d policy loads, policy lag mean %.2f max %d\n",
-		stats.Units, stats.Failed, stats.PolicyLoads, meanLag(stats), stats.PolicyLagMax)
+	fmt.Fprintf(n.out, "t2t node: stopped: %d units run (%d failed), %d policy loads, policy lag mean %.2f max %d, %d units took up a newer version mid-unit\n",
+		stats.Units, stats.Failed, stats.PolicyLoads, meanLag(stats), stats.PolicyLagMax, stats.Refreshes)
 	if leaveErr != nil {
 		n.logger.Warn("leave cluster", "error", leaveErr)
 	}

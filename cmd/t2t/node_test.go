@@ -709,3 +709,84 @@ func TestNodeOneNodeWithoutRedis(t *testing.T) {
 		t.Fatalf("summary %v %s", err, raw)
 	}
 }
+
+// TestNodeScalingPaced runs a small gridnet run on a coordinator node and
+// 1, 2 and 3 rollout nodes (real processes, the default flow control:
+// dispatch paced by the learner, --max-lag 2, K 4). With more rollout
+// slots than the learner can keep up with, the learner must still discard
+// at most 5% of the groups, and make as many updates as the groups make
+// batches (within 10%), at every N: adding rollout nodes feeds the learner,
+// not the bin. The full-size measurement (the default stage shape) is run
+// by hand: README, "Scaling out".
+func TestNodeScalingPaced(t *testing.T) {
+	seed := *nodeSeed
+	if seed == 0 {
+		seed = 13
+	}
+	t.Logf("seed %d (replay with -nodeseed %d)", seed, seed)
+	redisURL := nodeRedis(t)
+	const stages, instances, perUnit, batch = 2, 96, 8, 8
+	for _, n := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("rollout-nodes-%d", n), func(t *testing.T) {
+			dir := t.TempDir()
+			runID := fmt.Sprintf("scale-%d-%d", seed, n)
+			common := []string{"--gossip", "127.0.0.1:0", "--gossip-profile", "local", "--listen", "127.0.0.1:0", "--redis", redisURL}
+			a := startNode(t, "A", append([]string{"node", "--roles", "coordinator,learner,engineer",
+				"--policy", "gridnet", "--hidden", "16", "--stages", strconv.Itoa(stages), "--instances", strconv.Itoa(instances),
+				"--instances-per-unit", strconv.Itoa(perUnit), "--group", "4", "--learner-batch", strconv.Itoa(batch),
+				"--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed",
+				"--run-id", runID, "--seed", strconv.FormatUint(seed, 10), "--summary", filepath.Join(dir, "a.json")}, common...)...)
+			gossipA := nodeField(t, a.line("t2t node: joined ", 120*time.Second), "gossip")
+			var rollouts []*nodeProc
+			for i := range n {
+				rollouts = append(rollouts, startNode(t, fmt.Sprintf("R%d", i), append([]string{"node", "--roles", "rollout",
+					"--join", gossipA, "--capacity", "2", "--summary", filepath.Join(dir, fmt.Sprintf("r%d.json", i))}, common...)...))
+			}
+			if code := a.wait(180 * time.Second); code != 0 {
+				t.Fatalf("A exited with %d", code)
+			}
+			last := a.line("t2t node: run "+runID+": ", time.Second)
+			for _, p := range rollouts {
+				if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, p := range rollouts {
+				if code := p.wait(30 * time.Second); code != 0 {
+					t.Fatalf("%s exited with %d", p.name, code)
+				}
+			}
+			var sum nodeSummary
+			raw, err := os.ReadFile(filepath.Join(dir, "a.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(raw, &sum); err != nil {
+				t.Fatal(err)
+			}
+			if sum.Error != "" || sum.Run == nil || sum.Flow == nil || len(sum.Run.Stages) != stages {
+				t.Fatalf("A summary: %s", raw)
+			}
+			f, l := *sum.Flow, sum.Run.Actors.Learner
+			t.Logf("N=%d: %s; learner %+v; coordinator %+v", n, f, l, sum.Run.Actors.Coordinator)
+			if f.Arrived < stages*instances {
+				t.Errorf("%d groups reached the learner, want at least %d", f.Arrived, stages*instances)
+			}
+			if share := f.DiscardShare(); share > 0.05 {
+				t.Errorf("discarded %.1f%% of the groups (%s), want at most 5%%", 100*share, f)
+			}
+			if f.Warn() != strings.Contains(last, "WARNING") {
+				t.Errorf("last line %q and a discard share of %.1f%%", last, 100*f.DiscardShare())
+			}
+			ideal := float64(stages * instances / batch)
+			if got := float64(l.Updates); math.Abs(got-ideal) > 0.1*ideal {
+				t.Errorf("%v updates, want %v ± 10%% (every group in a batch)", got, ideal)
+			}
+			for _, st := range sum.Run.Stages {
+				if st.Flow.Arrived == 0 {
+					t.Errorf("stage %d: no flow recorded: %+v", st.Stage, st.Flow)
+				}
+			}
+		})
+	}
+}

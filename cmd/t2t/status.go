@@ -13,6 +13,7 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/train"
 )
 
 const statusUsage = `t2t status --redis redis://host:port/db [--run ID] [--json]
@@ -20,8 +21,10 @@ const statusUsage = `t2t status --redis redis://host:port/db [--run ID] [--json]
 Prints the live state of a run from Redis: its stage, phase, policy and
 config version; the config history and the latest config change; per stage
 the valid/optimal rates of the training episodes, the validation set and
-the 3/4/5-agent benchmark suite; and the checkpoints. Without --run, the
-most recently updated run.`
+the 3/4/5-agent benchmark suite, the learner's updates and the groups it
+discarded (stale, late stage, duplicate); the run's flow (groups used,
+kept late, discarded, time dispatch waited for the learner); and the
+checkpoints. Without --run, the most recently updated run.`
 
 // statusRates are valid and optimal shares over some episodes.
 type statusRates struct {
@@ -47,6 +50,9 @@ type statusStage struct {
 	Train         statusRates         `json:"train"`
 	Val           statusRates         `json:"val"`
 	Eval          map[int]statusRates `json:"eval_paper,omitempty"` // by agent count
+	// Flow is the stage's learner flow (updates, groups used, kept late,
+	// discarded by reason), once the stage is done.
+	Flow *train.FlowStats `json:"flow,omitempty"`
 }
 
 // statusReport is what t2t status prints (--json prints it as is).
@@ -61,6 +67,9 @@ type statusReport struct {
 	DiffStages  [2]int                   `json:"diff_stages"`
 	Stages      []statusStage            `json:"stages"`
 	Checkpoints []store.CheckpointRecord `json:"checkpoints"`
+	// Flow is the run's flow record (train.FlowRecord), when the run
+	// wrote one.
+	Flow *train.FlowRecord `json:"flow,omitempty"`
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
@@ -85,7 +94,12 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("redis: %w", err)
 	}
 	defer st.Close()
-	rep, err := collectStatus(ctx, st, *runID)
+	ps, err := train.OpenPolicyStore(ctx, *redisURL, "")
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	defer ps.Close()
+	rep, err := collectStatus(ctx, st, ps, *runID)
 	if err != nil {
 		return err
 	}
@@ -98,9 +112,9 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	return writeStatus(stdout, rep, time.Now())
 }
 
-// collectStatus reads run's status from st (the most recently updated run
-// when run is empty).
-func collectStatus(ctx context.Context, st *store.Store, run string) (*statusReport, error) {
+// collectStatus reads run's status from st and its flow record from ps
+// (nil: none) (the most recently updated run when run is empty).
+func collectStatus(ctx context.Context, st *store.Store, ps *train.PolicyStore, run string) (*statusReport, error) {
 	runs, err := st.Runs(ctx)
 	if err != nil {
 		return nil, err
@@ -181,7 +195,30 @@ func collectStatus(ctx context.Context, st *store.Store, run string) (*statusRep
 	if rep.Checkpoints, err = st.Checkpoints(ctx, rep.Run); err != nil {
 		return nil, err
 	}
+	if ps != nil {
+		f, ok, err := ps.Flow(ctx, rep.Run)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			rep.setFlow(&f)
+		}
+	}
 	return rep, nil
+}
+
+// setFlow attaches a flow record to the report and its stages.
+func (rep *statusReport) setFlow(f *train.FlowRecord) {
+	rep.Flow = f
+	for i := range rep.Stages {
+		rep.Stages[i].Flow = nil
+		for _, sf := range f.Stages {
+			if sf.Stage == rep.Stages[i].Stage {
+				fs := sf.FlowStats
+				rep.Stages[i].Flow = &fs
+			}
+		}
+	}
 }
 
 func statusPct(r statusRates) string {
@@ -226,13 +263,21 @@ func writeStatus(w io.Writer, rep *statusReport, now time.Time) error {
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\tconfig\tproposer\tunits\ttrain episodes\ttrain v/o %\tval v/o %\t3 agents v/o %\t4 agents v/o %\t5 agents v/o %\t")
+	fmt.Fprintln(tw, "stage\tconfig\tproposer\tunits\ttrain episodes\ttrain v/o %\tval v/o %\t3 agents v/o %\t4 agents v/o %\t5 agents v/o %\tupdates\tdiscarded groups\t")
 	for _, s := range rep.Stages {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", s.Stage, s.ConfigVersion, s.Proposer, s.Units, s.Train.Episodes,
-			statusPct(s.Train), statusPct(s.Val), statusPct(s.Eval[3]), statusPct(s.Eval[4]), statusPct(s.Eval[5]))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Stage, s.ConfigVersion, s.Proposer, s.Units, s.Train.Episodes,
+			statusPct(s.Train), statusPct(s.Val), statusPct(s.Eval[3]), statusPct(s.Eval[4]), statusPct(s.Eval[5]),
+			statusUpdates(s.Flow), statusDiscards(s.Flow))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if f := rep.Flow; f != nil {
+		fmt.Fprintf(&b, "\nflow (max lag %s, staleness K %d, late groups kept up to %s): %s\n",
+			statusLag(f.MaxLag), f.StalenessK, statusKeep(f), f.Total)
+		if f.Total.Warn() {
+			fmt.Fprintf(&b, "WARNING: %s\n", train.DiscardWarning(f.Total))
+		}
 	}
 	if len(rep.Checkpoints) == 0 {
 		b.WriteString("\ncheckpoints: none\n")
@@ -244,4 +289,49 @@ func writeStatus(w io.Writer, rep *statusReport, now time.Time) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func statusUpdates(f *train.FlowStats) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprint(f.Updates)
+}
+
+// statusDiscards is "3 (0.6%: stale 3)": the stage's discarded groups,
+// their share and the reasons that occurred.
+func statusDiscards(f *train.FlowStats) string {
+	if f == nil {
+		return "-"
+	}
+	if f.Discarded() == 0 {
+		return "0"
+	}
+	var why []string
+	for _, r := range []struct {
+		name string
+		n    uint64
+	}{{"stale", f.DiscardedStale}, {"late stage", f.DiscardedLateStage}, {"duplicate", f.DiscardedDuplicate}} {
+		if r.n > 0 {
+			why = append(why, fmt.Sprintf("%s %d", r.name, r.n))
+		}
+	}
+	return fmt.Sprintf("%d (%.1f%%: %s)", f.Discarded(), 100*f.DiscardShare(), strings.Join(why, ", "))
+}
+
+func statusLag(v int64) string {
+	if v < 0 {
+		return "off"
+	}
+	return fmt.Sprint(v)
+}
+
+func statusKeep(f *train.FlowRecord) string {
+	switch {
+	case f.KeepStale:
+		return "any age"
+	case f.KeepLateK <= f.StalenessK:
+		return "none"
+	}
+	return fmt.Sprintf("%d versions", f.KeepLateK)
 }

@@ -108,6 +108,14 @@ func TestStatusOfRun(t *testing.T) {
 	if len(rep.Checkpoints) != 2 || rep.Checkpoints[0].Version != 4 || rep.Checkpoints[1].Version != 9 {
 		t.Fatalf("checkpoints %+v", rep.Checkpoints)
 	}
+	if f := rep.Flow; f == nil || f.Total != res.Flow() || len(f.Stages) != stages {
+		t.Fatalf("flow %+v, the run's %+v", rep.Flow, res.Flow())
+	}
+	for i, s := range rep.Stages {
+		if s.Flow == nil || *s.Flow != res.Stages[i].Flow {
+			t.Errorf("stage %d flow %+v, the run's %+v", i, s.Flow, res.Stages[i].Flow)
+		}
+	}
 
 	code, out, errOut = t2t(t, "status", "--redis", url, "--run", "status")
 	if code != 0 {
@@ -118,6 +126,7 @@ func TestStatusOfRun(t *testing.T) {
 		fmt.Sprintf("state: stage %d done, policy version %d, config %s", stages-1, rep.State.PolicyVersion, rep.State.ConfigVersion),
 		fmt.Sprintf("latest config change, stage %d → %d", stages-2, stages-1),
 		"version 9  after stage 2",
+		"flow (max lag 2, staleness K 4, late groups kept up to 8 versions): " + res.Flow().String(),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q:\n%s", want, out)

@@ -335,7 +335,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "run %s done in %s; Redis %s\n", res.RunID, time.Since(start).Round(time.Second), st.URL())
+	f := res.Flow()
+	line := fmt.Sprintf("run %s done in %s; Redis %s; %s", res.RunID, time.Since(start).Round(time.Second), st.URL(), f)
+	if f.Warn() {
+		line += "; WARNING: " + train.DiscardWarning(f)
+	}
+	fmt.Fprintln(stdout, line)
 	return nil
 }
 

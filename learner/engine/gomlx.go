@@ -42,7 +42,7 @@ func (g *GoMLXModel) Qwen3() *qwen3.Model { return g.m }
 func (g *GoMLXModel) Engine() string { return GoMLX }
 
 // Device implements Model.
-func (g *GoMLXModel) Device() string { return g.m.Backend().Name() + " (GoMLX)" }
+func (g *GoMLXModel) Device() string { return g.m.Backend().Name() }
 
 // Config implements Model.
 func (g *GoMLXModel) Config() qwen3.Config { return g.m.Config() }

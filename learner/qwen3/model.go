@@ -67,6 +67,7 @@ type Model struct {
 	rot      *tensors.Tensor // [D, D]: x·rot = rotate_half(x)
 	invFreq  *tensors.Tensor // [D]: RoPE inverse frequencies, both halves
 	dynSlice bool            // the backend has DynamicUpdateSlice
+	noSplit  bool            // dotT never splits skinny products (tests compare both ways)
 
 	logitsExec, prefillExec, decodeExec *context.Exec
 }
@@ -230,12 +231,10 @@ func (m *Model) Context() *context.Context { return m.ctx }
 // linear applies the module's weight [out, in] (and its LoRA adapter) to x [..., in].
 func (m *Model) linear(x *graph.Node, l, mod int) *graph.Node {
 	g := x.Graph()
-	last := x.Rank() - 1
-	y := graph.DotGeneral(x, []int{last}, nil, m.layers[l][mod].ValueGraph(g), []int{1}, nil)
+	y := m.dotT(x, m.layers[l][mod].ValueGraph(g))
 	if m.lora != nil {
 		if ad, ok := m.lora.adapters[loraKey{l, mod}]; ok {
-			xa := graph.DotGeneral(x, []int{last}, nil, ad.a.ValueGraph(g), []int{1}, nil)
-			xab := graph.DotGeneral(xa, []int{last}, nil, ad.b.ValueGraph(g), []int{1}, nil)
+			xab := m.dotT(m.dotT(x, ad.a.ValueGraph(g)), ad.b.ValueGraph(g))
 			y = graph.Add(y, graph.MulScalar(xab, m.lora.scale))
 		}
 	}
@@ -314,13 +313,14 @@ func (m *Model) embedTokens(tokens *graph.Node) *graph.Node {
 	return graph.Gather(m.embed.ValueGraph(tokens.Graph()), idx)
 }
 
-// head maps hidden states [B, T, H] to logits [B, T, V].
+// head maps hidden states [B, T, H] to logits [B, T, V] (at decode, B·T = the batch: a skinny
+// product that dotT splits over the vocabulary on the pure-Go backend).
 func (m *Model) head(x *graph.Node) *graph.Node {
 	w := m.embed
 	if m.lmHead != nil {
 		w = m.lmHead
 	}
-	return graph.DotGeneral(x, []int{2}, nil, w.ValueGraph(x.Graph()), []int{1}, nil)
+	return m.dotT(x, w.ValueGraph(x.Graph()))
 }
 
 // seqMask returns the RoPE positions [B, T] (float32) and the attention bias [B, T, T] of
@@ -410,7 +410,7 @@ func (m *Model) newExec(fn func(ctx *context.Context, in []*graph.Node) []*graph
 
 // Logits runs the full forward pass (no cache) on each sequence and returns its logits,
 // len(seq)·VocabSize values per sequence (row t = the distribution of token t+1). Sequences
-// are right-padded to a power-of-two length and batched.
+// are right-padded to learner.PadLen of the longest and batched (a power-of-two batch).
 func (m *Model) Logits(seqs [][]int32) ([][]float32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -436,7 +436,7 @@ func (m *Model) Logits(seqs [][]int32) ([][]float32, error) {
 		}
 		m.logitsExec = e
 	}
-	b, t := pow2(len(seqs)), pow2(tmax)
+	b, t := pow2(len(seqs)), learner.PadLen(tmax)
 	tok := make([]int32, b*t)
 	valid := make([]int32, b*t)
 	for i, s := range seqs {

@@ -70,9 +70,8 @@ func (m *Model) GenerateStream(prompts [][]int32, sc SampleConfig, topLogProbs i
 	if err := m.buildGenExecs(); err != nil {
 		return nil, err
 	}
-	n, b := len(prompts), pow2(len(prompts))
-	p := max(minPromptBucket, pow2(maxP))
-	s := max(minCacheBucket, pow2(p+sc.MaxNewTokens))
+	n := len(prompts)
+	b, p, s := GenerateShape(n, maxP, sc.MaxNewTokens)
 	tok := make([]int32, b*p)
 	valid := make([]int32, b*p)
 	pad := make([]int32, b)

@@ -33,7 +33,8 @@ type Options struct {
 	Reward env.RewardConfig
 	// GRPO configures updates (the learner's GRPO loss, AdamW, clipping, micro-batches).
 	// Default (when LR is 0): learner.DefaultGRPOConfig() with LR 1e-6, MicroBatch 8 and
-	// LengthBuckets 64, 128, …, 4096.
+	// LengthBuckets learner.PadLens(8192) (8, 16, 32, 64, 96, …, 512, 576, …: less than 12.5 %
+	// padding above 512).
 	GRPO learner.GRPOConfig
 	// GenBatch is the most completions sampled by one Generate call. Default 8.
 	GenBatch int
@@ -60,7 +61,7 @@ func (o *Options) defaults() {
 		g := learner.DefaultGRPOConfig()
 		g.LR = 1e-6
 		g.MicroBatch = 8
-		g.LengthBuckets = []int{64, 128, 256, 512, 1024, 2048, 4096}
+		g.LengthBuckets = learner.PadLens(8192)
 		o.GRPO = g
 	}
 	if o.GenBatch == 0 {

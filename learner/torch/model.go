@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -66,9 +67,21 @@ func NewRandom(ctx context.Context, spec engine.Spec, cfg qwen3.Config, seed uin
 	if err != nil {
 		return nil, err
 	}
+	// Integers stay integers on the wire (json.Unmarshal would make every number a float64).
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
 	var fields map[string]any
-	if err := json.Unmarshal(js, &fields); err != nil {
+	if err := dec.Decode(&fields); err != nil {
 		return nil, err
+	}
+	for k, v := range fields {
+		if n, ok := v.(json.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				fields[k] = i
+			} else if f, err := n.Float64(); err == nil {
+				fields[k] = f
+			}
+		}
 	}
 	req := map[string]any{"config": fields, "seed": seed, "device": m.device, "autocast": spec.Autocast}
 	if err := m.wk.call("init", req, nil, nil); err != nil {
