@@ -23,10 +23,13 @@ const (
 	EngineerProposal
 	Evaluation
 	Waiting // nothing attributed to the stage was running
+	// LearnerWait: no rollout work ran and units waited for the learner's credits (learner.wait
+	// spans): rollout capacity held back because the learner could not use more groups yet.
+	LearnerWait
 	NumCategories
 )
 
-var categoryNames = [NumCategories]string{"generation", "verify", "learner", "engineer", "eval", "waiting"}
+var categoryNames = [NumCategories]string{"generation", "verify", "learner", "engineer", "eval", "waiting", "waiting for the learner"}
 
 func (c Category) String() string {
 	if c < 0 || c >= NumCategories {
@@ -114,6 +117,7 @@ const (
 	classSample   class = iota // sample → Generation
 	classVerify                // verify → Verification
 	classRollout               // instance, executing work_unit → Generation
+	classLearnerWait           // learner.wait → LearnerWait
 	classLearner               // learner.update
 	classEngineer              // engineer.propose
 	classEval                  // eval
@@ -121,7 +125,7 @@ const (
 	classNone class = -1
 )
 
-var classCategory = [numClasses]Category{Generation, Verification, Generation, LearnerUpdate, EngineerProposal, Evaluation}
+var classCategory = [numClasses]Category{Generation, Verification, Generation, LearnerWait, LearnerUpdate, EngineerProposal, Evaluation}
 
 // isExecutingUnit reports whether s is a work unit as run by a rollout node
 // (not the coordinator's producer/client span for the same unit).
@@ -141,6 +145,8 @@ func classOf(s *Span) class {
 		if isExecutingUnit(s) {
 			return classRollout
 		}
+	case telemetry.SpanLearnerWait:
+		return classLearnerWait
 	case telemetry.SpanLearnerUpdate:
 		return classLearner
 	case telemetry.SpanEngineerPropose:
@@ -161,9 +167,11 @@ func classOf(s *Span) class {
 //     that overlap it; (c) spans with neither, that overlap it. Each is
 //     clipped to the stage's window. A sweep over time then gives every
 //     instant of the stage to the highest-priority activity running:
-//     sample > verify > instance/work_unit > learner.update >
+//     sample > verify > instance/work_unit > learner.wait > learner.update >
 //     engineer.propose > eval, mapped to Generation, Verification,
-//     Generation, LearnerUpdate, EngineerProposal and Evaluation; instants
+//     Generation, LearnerWait ("waiting for the learner": units held back
+//     for the learner's credits), LearnerUpdate, EngineerProposal and
+//     Evaluation; instants
 //     with none running are Waiting. Rollout work comes first because it is
 //     the stage's throughput path: a learner update, proposal or evaluation
 //     counts only for the time no rollout work hides it, which is what

@@ -28,5 +28,6 @@ func ExampleAnalyze() {
 	// engineer 0s
 	// eval 0s
 	// waiting 30ms
+	// waiting for the learner 0s
 	// r1 utilisation 40%
 }

@@ -166,7 +166,7 @@ type trStageCase struct {
 }
 
 var trClassNames = [numClasses]string{telemetry.SpanSample, telemetry.SpanVerify, telemetry.SpanInstance,
-	telemetry.SpanLearnerUpdate, telemetry.SpanEngineerPropose, telemetry.SpanEval}
+	telemetry.SpanLearnerWait, telemetry.SpanLearnerUpdate, telemetry.SpanEngineerPropose, telemetry.SpanEval}
 
 func trRandomStages(r *rand.Rand) trStageCase {
 	var b trBuilder
