@@ -114,13 +114,13 @@ type Straggler struct {
 type class int8
 
 const (
-	classSample   class = iota // sample → Generation
-	classVerify                // verify → Verification
-	classRollout               // instance, executing work_unit → Generation
-	classLearnerWait           // learner.wait → LearnerWait
-	classLearner               // learner.update
-	classEngineer              // engineer.propose
-	classEval                  // eval
+	classSample      class = iota // sample → Generation
+	classVerify                   // verify → Verification
+	classRollout                  // instance, executing work_unit → Generation
+	classLearnerWait              // learner.wait → LearnerWait
+	classLearner                  // learner.update
+	classEngineer                 // engineer.propose
+	classEval                     // eval
 	numClasses
 	classNone class = -1
 )
