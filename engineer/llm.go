@@ -424,7 +424,7 @@ type endpointChat struct {
 func (e *endpointChat) Chat(ctx context.Context, msgs []ChatMessage, temperature float64, maxTokens int) (ChatAnswer, error) {
 	wire := make([]chatMessage, len(msgs))
 	for i, m := range msgs {
-		wire[i] = chatMessage{Role: m.Role, Content: m.Content}
+		wire[i] = chatMessage(m)
 	}
 	raw, used, err := e.call(ctx, wire, temperature, maxTokens)
 	return ChatAnswer{Content: raw, Tokens: used, Engineer: e.o.Model + " at " + e.o.BaseURL}, err
