@@ -431,25 +431,25 @@ func (e *endpointChat) Chat(ctx context.Context, msgs []ChatMessage, temperature
 }
 
 // call makes one chat-completions request and returns the answer text and
-// the tokens it used (0 when the call failed).
+// the tokens the server's usage reports (0 when it reports none or the call
+// failed; Propose then counts ApproxTokens).
 func (e *endpointChat) call(ctx context.Context, msgs []chatMessage, temperature float64, maxTokens int) (string, int, error) {
-	l := e
-	body, err := json.Marshal(chatRequest{Model: l.o.Model, Messages: msgs, Temperature: temperature, MaxTokens: maxTokens})
+	body, err := json.Marshal(chatRequest{Model: e.o.Model, Messages: msgs, Temperature: temperature, MaxTokens: maxTokens})
 	if err != nil {
 		return "", 0, fmt.Errorf("%w: encode request: %w", ErrHTTP, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, e.o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodPost, strings.TrimRight(l.o.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(cctx, http.MethodPost, strings.TrimRight(e.o.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return "", 0, fmt.Errorf("%w: %w", ErrHTTP, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	if l.o.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+l.o.APIKey)
+	if e.o.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+e.o.APIKey)
 	}
-	resp, err := l.client.Do(req)
+	resp, err := e.client.Do(req)
 	if err != nil {
 		return "", 0, fmt.Errorf("%w: %w", ErrHTTP, err)
 	}
@@ -481,12 +481,6 @@ func (e *endpointChat) call(ctx context.Context, msgs []chatMessage, temperature
 		if used == 0 {
 			used = cr.Usage.PromptTokens + cr.Usage.CompletionTokens
 		}
-	}
-	if used == 0 {
-		for _, m := range msgs {
-			used += ApproxTokens(m.Content)
-		}
-		used += ApproxTokens(content)
 	}
 	return content, used, nil
 }

@@ -60,11 +60,39 @@ type Checkpoint struct {
 	Optimizer []STTensor // optimizer.safetensors
 }
 
-// WriteCheckpoint writes ck into dir atomically: files go to a temporary sibling directory
-// (fsynced, manifest last) that is then renamed to dir. An existing dir is replaced: it is
-// first renamed aside and removed after the new one is in place. ck.Manifest.Format and Files
-// are filled in.
+// WriteCheckpoint writes ck into dir atomically (ReplaceDir: files fsynced, manifest last). An
+// existing dir is replaced. ck.Manifest.Format and Files are filled in.
 func WriteCheckpoint(dir string, ck *Checkpoint) error {
+	return ReplaceDir(dir, func(tmp string) error {
+		ck.Manifest.Format = CheckpointFormat
+		ck.Manifest.Files = map[string]string{}
+		for _, f := range []struct {
+			name string
+			ts   []STTensor
+		}{{CheckpointWeightsFile, ck.Weights}, {CheckpointOptimizerFile, ck.Optimizer}} {
+			p := filepath.Join(tmp, f.name)
+			if err := WriteSafetensorsFile(p, f.ts, map[string]string{"format": "pt"}); err != nil {
+				return fmt.Errorf("learner: write %s: %w", f.name, err)
+			}
+			sum, err := FileSHA256(p)
+			if err != nil {
+				return err
+			}
+			ck.Manifest.Files[f.name] = sum
+		}
+		js, err := json.MarshalIndent(ck.Manifest, "", "  ")
+		if err != nil {
+			return err
+		}
+		return WriteFileSynced(filepath.Join(tmp, CheckpointManifestFile), js)
+	})
+}
+
+// ReplaceDir writes a directory atomically: fill writes the files into a temporary sibling of
+// dir (each file fsynced by fill), which is then fsynced and renamed to dir. An existing dir is
+// first renamed aside, restored if the rename fails, and removed once the new one is in place.
+// On error nothing of the new directory is left.
+func ReplaceDir(dir string, fill func(tmp string) error) error {
 	dir = filepath.Clean(dir)
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -80,30 +108,10 @@ func WriteCheckpoint(dir string, ck *Checkpoint) error {
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	ck.Manifest.Format = CheckpointFormat
-	ck.Manifest.Files = map[string]string{}
-	for _, f := range []struct {
-		name string
-		ts   []STTensor
-	}{{CheckpointWeightsFile, ck.Weights}, {CheckpointOptimizerFile, ck.Optimizer}} {
-		p := filepath.Join(tmp, f.name)
-		if err := WriteSafetensorsFile(p, f.ts, map[string]string{"format": "pt"}); err != nil {
-			return fmt.Errorf("learner: write %s: %w", f.name, err)
-		}
-		sum, err := lrnFileSHA256(p)
-		if err != nil {
-			return err
-		}
-		ck.Manifest.Files[f.name] = sum
-	}
-	js, err := json.MarshalIndent(ck.Manifest, "", "  ")
-	if err != nil {
+	if err := fill(tmp); err != nil {
 		return err
 	}
-	if err := lrnWriteSynced(filepath.Join(tmp, CheckpointManifestFile), js); err != nil {
-		return err
-	}
-	if err := lrnSyncDir(tmp); err != nil {
+	if err := syncDir(tmp); err != nil {
 		return err
 	}
 	var old string
@@ -123,7 +131,7 @@ func WriteCheckpoint(dir string, ck *Checkpoint) error {
 	if old != "" {
 		_ = os.RemoveAll(old)
 	}
-	return lrnSyncDir(parent)
+	return syncDir(parent)
 }
 
 // ReadCheckpoint reads the checkpoint in dir. Missing or unreadable files, bad JSON, checksum
@@ -149,7 +157,7 @@ func ReadCheckpoint(dir string) (*Checkpoint, error) {
 			return nil, corrupt("manifest lists no checksum for %s", name)
 		}
 		p := filepath.Join(dir, name)
-		got, err := lrnFileSHA256(p)
+		got, err := FileSHA256(p)
 		if err != nil {
 			return nil, corrupt("%s: %v", name, err)
 		}
@@ -169,7 +177,8 @@ func ReadCheckpoint(dir string) (*Checkpoint, error) {
 	return ck, nil
 }
 
-func lrnFileSHA256(path string) (string, error) {
+// FileSHA256 returns the SHA-256 of a file's content, as lowercase hex.
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -182,7 +191,8 @@ func lrnFileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func lrnWriteSynced(path string, data []byte) error {
+// WriteFileSynced writes data to path and fsyncs it.
+func WriteFileSynced(path string, data []byte) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -198,7 +208,7 @@ func lrnWriteSynced(path string, data []byte) error {
 	return f.Close()
 }
 
-func lrnSyncDir(dir string) error {
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -141,7 +141,7 @@ func (r *run) resume(ctx context.Context) (int, error) {
 	if after < 0 || after >= r.opt.Stages {
 		return 0, fmt.Errorf("%w: run %s's latest checkpoint is after stage %d; the run has %d stages", ErrResume, id, after, r.opt.Stages)
 	}
-	sum, err := fileSHA256(filepath.Join(rec.Path, learner.CheckpointManifestFile))
+	sum, err := learner.FileSHA256(filepath.Join(rec.Path, learner.CheckpointManifestFile))
 	if err != nil {
 		return 0, fmt.Errorf("%w: checkpoint after stage %d: %w", ErrResume, after, err)
 	}

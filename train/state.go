@@ -2,12 +2,8 @@ package train
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -211,23 +207,10 @@ func (t *stateTracker) evaluating(stage int) {
 // putCheckpoint indexes the checkpoint saved in dir, with the SHA-256 of
 // its manifest (which lists the SHA-256 of every file of the checkpoint).
 func (r *run) putCheckpoint(ctx context.Context, dir string, rec store.CheckpointRecord) error {
-	sum, err := fileSHA256(filepath.Join(dir, learner.CheckpointManifestFile))
+	sum, err := learner.FileSHA256(filepath.Join(dir, learner.CheckpointManifestFile))
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
 	rec.SHA256 = sum
 	return r.st.PutCheckpoint(ctx, r.opt.RunID, rec)
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

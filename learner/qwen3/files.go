@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/t2t-lab/t2t/learner"
@@ -45,9 +44,7 @@ func (m *Model) LoadWeights(dir string) error {
 	if m.lora != nil {
 		return fmt.Errorf("qwen3: LoadWeights: %w: LoRA adapters are attached", learner.ErrInvalidConfig)
 	}
-	a, b := m.cfg, cfg
-	a.TorchDType, b.TorchDType, a.MaxPositionEmbeddings, b.MaxPositionEmbeddings, a.raw, b.raw = "", "", 0, 0, nil, nil
-	if !reflect.DeepEqual(a, b) {
+	if !m.cfg.SameArchitecture(cfg) {
 		return &learner.ConfigError{Field: "config.json", Value: dir, Reason: "describes another architecture than the model's"}
 	}
 	weights, err := readWeights(dir, m.cfg)

@@ -462,14 +462,7 @@ func (m *Model) Logits(seqs [][]int32) ([][]float32, error) {
 	return out, err
 }
 
-func (m *Model) checkTokens(s []int32) error {
-	for _, id := range s {
-		if id < 0 || int(id) >= m.cfg.VocabSize {
-			return fmt.Errorf("%w: token %d outside [0, %d)", learner.ErrBadBatch, id, m.cfg.VocabSize)
-		}
-	}
-	return nil
-}
+func (m *Model) checkTokens(s []int32) error { return m.cfg.CheckTokens(s) }
 
 func finalize(ts []*tensors.Tensor) {
 	for _, t := range ts {

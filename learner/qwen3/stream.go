@@ -1,7 +1,6 @@
 package qwen3
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-	"github.com/t2t-lab/t2t/learner"
 )
 
 // TokenLogProb is a token id and its log-probability.
@@ -40,30 +38,12 @@ type TokenEvent struct {
 // token in TokenEvent.Top. With a callback that never returns true, the result equals
 // Generate's for the same arguments and rng state.
 func (m *Model) GenerateStream(prompts [][]int32, sc SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(TokenEvent) bool) (*Generation, error) {
-	if err := sc.Validate(); err != nil {
+	if err := m.cfg.CheckGenerate(prompts, sc, topLogProbs, rng != nil); err != nil {
 		return nil, err
 	}
-	if topLogProbs < 0 {
-		return nil, &learner.ConfigError{Field: "topLogProbs", Value: topLogProbs, Reason: "must be ≥ 0"}
-	}
-	if sc.Temperature > 0 && rng == nil {
-		return nil, fmt.Errorf("%w: Temperature %v needs an rng", learner.ErrBadBatch, sc.Temperature)
-	}
-	if len(prompts) == 0 {
-		return nil, fmt.Errorf("%w: no prompts", learner.ErrBadBatch)
-	}
 	maxP := 0
-	for i, p := range prompts {
-		if len(p) == 0 {
-			return nil, fmt.Errorf("%w: prompt %d is empty", learner.ErrBadBatch, i)
-		}
-		if err := m.checkTokens(p); err != nil {
-			return nil, fmt.Errorf("prompt %d: %w", i, err)
-		}
+	for _, p := range prompts {
 		maxP = max(maxP, len(p))
-	}
-	if maxP+sc.MaxNewTokens > m.cfg.MaxPositionEmbeddings {
-		return nil, fmt.Errorf("%w: prompt of %d + %d new tokens exceeds max_position_embeddings=%d", learner.ErrBadBatch, maxP, sc.MaxNewTokens, m.cfg.MaxPositionEmbeddings)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -1,11 +1,8 @@
 package textpolicy
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,64 +29,34 @@ type checkpointManifest struct {
 // SaveCheckpoint writes the policy into dir atomically: a Hugging Face directory (config,
 // float32 weights, tokenizer files; any engine and transformers load it) plus
 // learner.CheckpointManifestFile with the policy version, dataPosition (the caller's place in
-// its data, e.g. the next stage) and the length schedule, and the SHA-256 of every file. The
-// files go to a temporary sibling directory, fsynced, renamed over dir. The optimizer's moments
+// its data, e.g. the next stage) and the length schedule, and the SHA-256 of every file
+// (learner.ReplaceDir: a temporary sibling directory renamed over dir). The optimizer's moments
 // are not saved: a resumed run restarts AdamW's statistics.
 func (p *Policy) SaveCheckpoint(dir string, dataPosition int64) error {
-	dir = filepath.Clean(dir)
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	if err := p.Save(tmp); err != nil {
-		return err
-	}
-	man := checkpointManifest{Format: checkpointFormat, Model: "qwen3", Engine: p.lm.Model.Engine(),
-		Version: p.Version(), DataPosition: dataPosition, Schedule: p.Schedule(), Files: map[string]string{}}
-	entries, err := os.ReadDir(tmp)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
+	return learner.ReplaceDir(dir, func(tmp string) error {
+		if err := p.Save(tmp); err != nil { // each file written through a synced temporary
+			return err
 		}
-		sum, err := syncedSum(filepath.Join(tmp, e.Name()))
+		man := checkpointManifest{Format: checkpointFormat, Model: "qwen3", Engine: p.lm.Model.Engine(),
+			Version: p.Version(), DataPosition: dataPosition, Schedule: p.Schedule(), Files: map[string]string{}}
+		entries, err := os.ReadDir(tmp)
 		if err != nil {
 			return err
 		}
-		man.Files[e.Name()] = sum
-	}
-	js, err := json.MarshalIndent(man, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeSynced(filepath.Join(tmp, learner.CheckpointManifestFile), append(js, '\n')); err != nil {
-		return err
-	}
-	if err := syncDir(tmp); err != nil {
-		return err
-	}
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		old = dir + ".old"
-		_ = os.RemoveAll(old)
-		if err := os.Rename(dir, old); err != nil {
+		for _, e := range entries {
+			if e.IsDir() {
+				continue
+			}
+			if man.Files[e.Name()], err = learner.FileSHA256(filepath.Join(tmp, e.Name())); err != nil {
+				return err
+			}
+		}
+		js, err := json.MarshalIndent(man, "", "  ")
+		if err != nil {
 			return err
 		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return err
-	}
-	if old != "" {
-		_ = os.RemoveAll(old)
-	}
-	return syncDir(parent)
+		return learner.WriteFileSynced(filepath.Join(tmp, learner.CheckpointManifestFile), append(js, '\n'))
+	})
 }
 
 // LoadCheckpoint restores a SaveCheckpoint directory: every file is checked against the
@@ -112,7 +79,7 @@ func (p *Policy) LoadCheckpoint(dir string) (int64, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		sum, err := syncedSum(filepath.Join(dir, n))
+		sum, err := learner.FileSHA256(filepath.Join(dir, n))
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s: %w", learner.ErrCorruptCheckpoint, dir, err)
 		}
@@ -126,46 +93,4 @@ func (p *Policy) LoadCheckpoint(dir string) (int64, error) {
 	p.version.Store(man.Version)
 	p.SetSchedule(man.Schedule)
 	return man.DataPosition, nil
-}
-
-// syncedSum returns a file's SHA-256 after fsyncing it.
-func syncedSum(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

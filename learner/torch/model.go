@@ -150,25 +150,8 @@ type genReply struct {
 // produced for that row after it are dropped, so the result is the same as the gomlx engine's
 // for the same tokens.
 func (m *Model) GenerateStream(prompts [][]int32, sc qwen3.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(qwen3.TokenEvent) bool) (*qwen3.Generation, error) {
-	if err := sc.Validate(); err != nil {
+	if err := m.cfg.CheckGenerate(prompts, sc, topLogProbs, rng != nil); err != nil {
 		return nil, err
-	}
-	if topLogProbs < 0 {
-		return nil, &learner.ConfigError{Field: "topLogProbs", Value: topLogProbs, Reason: "must be ≥ 0"}
-	}
-	if sc.Temperature > 0 && rng == nil {
-		return nil, fmt.Errorf("%w: Temperature %v needs an rng", learner.ErrBadBatch, sc.Temperature)
-	}
-	if len(prompts) == 0 {
-		return nil, fmt.Errorf("%w: no prompts", learner.ErrBadBatch)
-	}
-	for i, p := range prompts {
-		if len(p) == 0 {
-			return nil, fmt.Errorf("%w: prompt %d is empty", learner.ErrBadBatch, i)
-		}
-		if err := m.checkTokens(p); err != nil {
-			return nil, fmt.Errorf("prompt %d: %w", i, err)
-		}
 	}
 	var seed uint64
 	if rng != nil {
@@ -290,15 +273,6 @@ func num(v any) float64 {
 	return 0
 }
 
-func (m *Model) checkTokens(s []int32) error {
-	for _, id := range s {
-		if id < 0 || int(id) >= m.cfg.VocabSize {
-			return fmt.Errorf("%w: token %d outside [0, %d)", learner.ErrBadBatch, id, m.cfg.VocabSize)
-		}
-	}
-	return nil
-}
-
 // Logits implements engine.Model.
 func (m *Model) Logits(seqs [][]int32) ([][]float32, error) {
 	if len(seqs) == 0 {
@@ -308,7 +282,7 @@ func (m *Model) Logits(seqs [][]int32) ([][]float32, error) {
 		if len(s) == 0 {
 			return nil, fmt.Errorf("%w: sequence %d is empty", learner.ErrBadBatch, i)
 		}
-		if err := m.checkTokens(s); err != nil {
+		if err := m.cfg.CheckTokens(s); err != nil {
 			return nil, fmt.Errorf("sequence %d: %w", i, err)
 		}
 	}
@@ -343,7 +317,7 @@ func (m *Model) batchMap(b *learner.SeqBatch) (map[string]any, error) {
 	if len(b.Inputs) != 2 || len(b.Inputs[0].I32) != n || len(b.Inputs[1].I32) != n {
 		return nil, fmt.Errorf("%w: want 2 int32 inputs (token ids, validity) of %d values", learner.ErrBadBatch, n)
 	}
-	if err := m.checkTokens(b.Inputs[0].I32); err != nil {
+	if err := m.cfg.CheckTokens(b.Inputs[0].I32); err != nil {
 		return nil, err
 	}
 	mask := b.Mask
@@ -506,10 +480,7 @@ func (m *Model) Reload(dir string) error {
 	if err != nil {
 		return err
 	}
-	a, b := m.cfg, cfg
-	a.TorchDType, b.TorchDType, a.MaxPositionEmbeddings, b.MaxPositionEmbeddings = "", "", 0, 0
-	if a.NumParams() != b.NumParams() || a.HiddenSize != b.HiddenSize || a.NumHiddenLayers != b.NumHiddenLayers || a.VocabSize != b.VocabSize ||
-		a.NumAttentionHeads != b.NumAttentionHeads || a.NumKeyValueHeads != b.NumKeyValueHeads || a.HeadDim != b.HeadDim || a.TieWordEmbeddings != b.TieWordEmbeddings {
+	if !m.cfg.SameArchitecture(cfg) {
 		return &learner.ConfigError{Field: "config.json", Value: dir, Reason: "describes another architecture than the model's"}
 	}
 	abs, err := filepath.Abs(dir)
