@@ -153,7 +153,9 @@ func StartWorker(ctx context.Context, opt WorkerOptions) (*Worker, error) {
 	}
 	if err != nil {
 		wk.kill()
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// A worker that exits before its hello: EOF, or the pipe already closed by the Wait
+		// that reaped it.
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed) {
 			return nil, wk.died("start")
 		}
 		return nil, err
