@@ -52,7 +52,7 @@ func BenchmarkPipeline(b *testing.B) {
 	start := time.Now()
 	up, pending := &benchUpdater{}, make([]Group, 0, 16)
 	for i := range b.N {
-		u := WorkUnit{UnitID: "u", Seed: unitSeed(1, 0, i), Lo: 4 * i, Hi: 4*i + 4, ConfigVersion: "stage-0"}
+		u := WorkUnit{UnitID: "u", Seed: UnitSeed(1, 0, i), Lo: 4 * i, Hi: 4*i + 4, ConfigVersion: "stage-0"}
 		d, _ := benchRunner{}.RunUnit(context.Background(), u)
 		pending = append(pending, d.Groups...)
 		for len(pending) >= 8 {
@@ -69,7 +69,7 @@ func BenchmarkPipeline(b *testing.B) {
 // BenchmarkSendLocal is the cost of one message from outside into an actor
 // of the node (bounded mailbox, monitor, wire middleware on a local target).
 func BenchmarkSendLocal(b *testing.B) {
-	n := NewNode("bench", NewRegistry(), nil)
+	n := NewHost("bench", NewRegistry(), nil)
 	defer n.Close()
 	done := make(chan struct{})
 	count, want := 0, b.N
@@ -97,7 +97,7 @@ func BenchmarkSendLocal(b *testing.B) {
 
 // BenchmarkRequestReplyLocal is one request and its answer through a future.
 func BenchmarkRequestReplyLocal(b *testing.B) {
-	n := NewNode("bench", NewRegistry(), nil)
+	n := NewHost("bench", NewRegistry(), nil)
 	defer n.Close()
 	pid, err := n.Root().SpawnNamed(n.Props("echo", 64, func() actor.Actor {
 		return actorFunc(func(c actor.Context) {

@@ -79,7 +79,7 @@ func clusterCoordChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	os.Stdout.WriteString("COORD-ADDRESS " + s.Node().Address() + "\n")
+	os.Stdout.WriteString("COORD-ADDRESS " + s.Host().Address() + "\n")
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		cmd, arg, _ := strings.Cut(in.Text(), " ")
@@ -129,7 +129,7 @@ func (clusterBlockingRunner) RunUnit(ctx context.Context, u WorkUnit) (UnitDone,
 // runner never finishes a unit.
 func clusterRolloutChild(t *testing.T) {
 	coord, node := os.Getenv("T2T_COORD"), os.Getenv("T2T_NODE")
-	n := NewNode(node, wireRegistry(t), testLogger(t))
+	n := NewHost(node, wireRegistry(t), testLogger(t))
 	defer n.Close()
 	if err := n.StartRemote("127.0.0.1", 0); err != nil {
 		t.Fatal(err)

@@ -342,23 +342,13 @@ func (c *coordinator) buildUnits() {
 		c.units[i] = unitState{unit: WorkUnit{
 			UnitID: id, RunID: c.plan.RunID, Stage: c.stage, Split: c.plan.Split,
 			ConfigVersion: c.cfg.Version, ConfigJSON: c.cfg.JSON,
-			Seed: unitSeed(c.plan.Seed, c.stage, i), Lo: i * per, Hi: (i + 1) * per,
+			Seed: UnitSeed(c.plan.Seed, c.stage, i), Lo: i * per, Hi: (i + 1) * per,
 			TraceHeaders: hdr,
 		}}
 		c.index[id] = i
 		c.queue = append(c.queue, i)
 	}
 	c.cur = StageDone{RunID: c.plan.RunID, Stage: c.stage, ConfigVersion: c.cfg.Version, Units: n}
-}
-
-// unitSeed derives a unit's seed from the run seed, stage and unit index
-// (splitmix64 finaliser over a mixed key).
-func unitSeed(seed uint64, stage, unit int) uint64 {
-	z := seed ^ uint64(stage)<<40 ^ uint64(unit)*0x9e3779b97f4a7c15
-	z += 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
 }
 
 // dispatch leases queued units to eligible rollouts, round robin, while

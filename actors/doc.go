@@ -36,9 +36,9 @@
 //
 // # Nodes
 //
-// A System is the whole pipeline on one Node. With SystemConfig.Listen set
-// it also listens for other nodes: a rollout node builds its own Node
-// (NewNode, StartRemote) and calls Node.SpawnRollout with the coordinator's
+// A System is the whole pipeline on one Host. With SystemConfig.Listen set
+// it also listens for other nodes: a rollout node builds its own Host
+// (NewHost, StartRemote) and calls Host.SpawnRollout with the coordinator's
 // and learner's PIDs (actor.NewPID(address, CoordinatorName), LearnerName).
 // The coordinator learns rollouts from their first RequestWork; membership
 // reports departed nodes with NodeLeft (System.NodeLeft), and leases catch
@@ -46,7 +46,8 @@
 //
 // # Wire
 //
-// A Node owns an actor system, a Serializer built from an explicit Registry
+// A Host (one process's actor system; "node" is the membership's word,
+// cluster.Node) owns an actor system, a Serializer built from an explicit Registry
 // (RegisterMessages registers every t2t message; no init-time registries) and
 // optionally the protoactor remote transport (StartRemote). Messages between
 // nodes are msgpack with a version header, carried in a protobuf Any because
@@ -56,14 +57,14 @@
 // depth), so a hostile header cannot make the decoder allocate gigabytes.
 //
 // Start at most one remote per process: protoactor's remote.Start resets
-// grpc's global logger without synchronisation. Node.Close stops the
+// grpc's global logger without synchronisation. Host.Close stops the
 // listener abruptly (protoactor's graceful stop can wait 10 s) and is meant
 // for the end of a node's life.
 //
 // # Flow control
 //
 // Mailboxes are bounded (protoactor's Bounded ring buffer). A post that
-// finds one full is counted (NodeStats.MailboxFull), logged, and blocks its
+// finds one full is counted (HostStats.MailboxFull), logged, and blocks its
 // sender until there is room. Blocking can only deadlock in a cycle of full
 // mailboxes, and the protocol rules that out: what the coordinator and the
 // rollouts send each other is bounded by the credits (MailboxSize and the

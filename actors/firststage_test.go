@@ -76,7 +76,7 @@ func TestCoordinatorFirstStage(t *testing.T) {
 		for i, u := range got {
 			w := want[stage][i]
 			if u.UnitID != fmt.Sprintf("r/s%d/u%d", stage, i) || u.UnitID != w.UnitID || u.Seed != w.Seed ||
-				u.Seed != unitSeed(plan.Seed, stage, i) || u.Stage != stage || u.Lo != w.Lo || u.Hi != w.Hi ||
+				u.Seed != UnitSeed(plan.Seed, stage, i) || u.Stage != stage || u.Lo != w.Lo || u.Hi != w.Hi ||
 				u.ConfigVersion != fmt.Sprintf("v%d", stage) {
 				t.Errorf("stage %d unit %d: %+v, the run from stage 0 had %+v", stage, i, u, w)
 			}

@@ -97,6 +97,11 @@ type Group struct {
 	// Instance is the instance's JSON (env.Instance) when the learner needs
 	// it to rebuild the inputs (a step-wise policy replays its actions).
 	Instance []byte `msgpack:"instance,omitempty"`
+	// Local is the decoded instance (an *env.Instance) while the group
+	// stays in the process that played it, so the learner there need not
+	// decode Instance. It never travels: a group sent to another node
+	// carries Instance, and the receiver decodes that.
+	Local any `msgpack:"-" json:"-"`
 }
 
 // Sample is one sampled answer: its token (or action) ids, the per-token log

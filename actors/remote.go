@@ -16,7 +16,7 @@ import (
 //
 // protoactor-go's remote (this version) serializes every outgoing message with
 // serializer id 0, the protobuf serializer: the endpoint writer never reads
-// the serializer id a sender asks for. So a Node does not rely on remote's
+// the serializer id a sender asks for. So a Host does not rely on remote's
 // serializer table. Its sender middleware encodes a t2t message bound for
 // another address with the node's Serializer and ships it inside a protobuf
 // Any{TypeUrl: registered name, Value: header+msgpack}; its receiver
@@ -26,18 +26,18 @@ import (
 // is counted in the Serializer's stats, logged, and dropped; the node keeps
 // running.
 
-// NodeStats is what a node counted.
-type NodeStats struct {
+// HostStats is what a node counted.
+type HostStats struct {
 	Wire        WireStats
-	MailboxFull uint64 // posts that found an actor's mailbox full (see Node.Props)
+	MailboxFull uint64 // posts that found an actor's mailbox full (see Host.Props)
 	Dropped     uint64 // messages dropped at the wire (encode or decode failure)
 }
 
-// Node is one actor system with the t2t wire: a Serializer built from an
+// Host is one actor system with the t2t wire: a Serializer built from an
 // explicit Registry, wire middlewares on every actor it builds props for,
 // bounded monitored mailboxes, and optionally the protoactor remote
 // transport. Build it with NewNode; Close it when done.
-type Node struct {
+type Host struct {
 	name   string
 	system *actor.ActorSystem
 	root   *actor.RootContext
@@ -52,14 +52,14 @@ type Node struct {
 	dropped     atomic.Uint64
 }
 
-// NewNode builds a node named name (the membership node name, used in
+// NewHost builds a host named name (the membership node name, used in
 // RequestWork.Node and NodeLeft) whose wire speaks the types in reg. It
 // starts no listener; call StartRemote for that.
-func NewNode(name string, reg *Registry, logger *slog.Logger) *Node {
+func NewHost(name string, reg *Registry, logger *slog.Logger) *Host {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{name: name, ser: NewSerializer(reg), logger: logger.With("node", name)}
+	n := &Host{name: name, ser: NewSerializer(reg), logger: logger.With("node", name)}
 	plog := n.logger.With("lib", "protoactor")
 	n.system = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return plog }),
@@ -70,30 +70,30 @@ func NewNode(name string, reg *Registry, logger *slog.Logger) *Node {
 }
 
 // Name returns the node name.
-func (n *Node) Name() string { return n.name }
+func (n *Host) Name() string { return n.name }
 
 // System returns the protoactor actor system.
-func (n *Node) System() *actor.ActorSystem { return n.system }
+func (n *Host) System() *actor.ActorSystem { return n.system }
 
 // Root returns a root context whose sends go through the wire middleware.
 // Use it (not System().Root) to send t2t messages from outside actors.
-func (n *Node) Root() *actor.RootContext { return n.root }
+func (n *Host) Root() *actor.RootContext { return n.root }
 
 // Serializer returns the node's serializer.
-func (n *Node) Serializer() *Serializer { return n.ser }
+func (n *Host) Serializer() *Serializer { return n.ser }
 
 // Address returns the node's actor address ("nonhost" before StartRemote).
-func (n *Node) Address() string { return n.system.Address() }
+func (n *Host) Address() string { return n.system.Address() }
 
 // Stats returns the node's counters.
-func (n *Node) Stats() NodeStats {
-	return NodeStats{Wire: n.ser.Stats(), MailboxFull: n.mailboxFull.Load(), Dropped: n.dropped.Load()}
+func (n *Host) Stats() HostStats {
+	return HostStats{Wire: n.ser.Stats(), MailboxFull: n.mailboxFull.Load(), Dropped: n.dropped.Load()}
 }
 
 // StartRemote starts the protoactor remote transport listening on host:port
 // (port 0 picks a free port; Address then reports it). Start it before
 // spawning actors. Listen failures are returned, not panicked.
-func (n *Node) StartRemote(host string, port int, opts ...remote.ConfigOption) (err error) {
+func (n *Host) StartRemote(host string, port int, opts ...remote.ConfigOption) (err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -118,7 +118,7 @@ func (n *Node) StartRemote(host string, port int, opts ...remote.ConfigOption) (
 
 // Close stops the remote transport (if started) and the actor system. Stop
 // your actors first (StopFuture) so they can finish cleanly.
-func (n *Node) Close() {
+func (n *Host) Close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -134,10 +134,10 @@ func (n *Node) Close() {
 // Props returns props for an actor of this node: a bounded mailbox of
 // mailboxSize (rounded up to a power of two, as the ring buffer does) whose
 // fill is monitored, and the wire middlewares. A post that finds the mailbox
-// full increments NodeStats.MailboxFull and logs; the sender then blocks
+// full increments HostStats.MailboxFull and logs; the sender then blocks
 // until there is room (back-pressure), so the queue never grows. name is
 // used in logs only.
-func (n *Node) Props(name string, mailboxSize int, producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
+func (n *Host) Props(name string, mailboxSize int, producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
 	size := roundPow2(mailboxSize)
 	base := []actor.PropsOption{
 		actor.WithMailbox(func() actor.Mailbox {
@@ -152,7 +152,7 @@ func (n *Node) Props(name string, mailboxSize int, producer actor.Producer, opts
 // Decode turns a message received outside an actor (a future's result) into
 // the registered struct when it came over the wire; other values are
 // returned as they are.
-func (n *Node) Decode(msg any) (any, error) {
+func (n *Host) Decode(msg any) (any, error) {
 	a, ok := msg.(*anypb.Any)
 	if !ok {
 		return msg, nil
@@ -160,11 +160,11 @@ func (n *Node) Decode(msg any) (any, error) {
 	return n.ser.Deserialize(a.TypeUrl, a.Value)
 }
 
-func (n *Node) isLocal(pid *actor.PID) bool {
+func (n *Host) isLocal(pid *actor.PID) bool {
 	return pid.Address == n.system.Address()
 }
 
-func (n *Node) senderMiddleware(next actor.SenderFunc) actor.SenderFunc {
+func (n *Host) senderMiddleware(next actor.SenderFunc) actor.SenderFunc {
 	return func(c actor.SenderContext, target *actor.PID, env *actor.MessageEnvelope) {
 		if target == nil || n.isLocal(target) {
 			next(c, target, env)
@@ -184,7 +184,7 @@ func (n *Node) senderMiddleware(next actor.SenderFunc) actor.SenderFunc {
 	}
 }
 
-func (n *Node) encode(msg any) (*anypb.Any, error) {
+func (n *Host) encode(msg any) (*anypb.Any, error) {
 	name, err := n.ser.GetTypeName(msg)
 	if err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func (n *Node) encode(msg any) (*anypb.Any, error) {
 	return &anypb.Any{TypeUrl: name, Value: b}, nil
 }
 
-func (n *Node) receiverMiddleware(next actor.ReceiverFunc) actor.ReceiverFunc {
+func (n *Host) receiverMiddleware(next actor.ReceiverFunc) actor.ReceiverFunc {
 	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
 		a, ok := env.Message.(*anypb.Any)
 		if !ok {
@@ -221,7 +221,7 @@ func (n *Node) receiverMiddleware(next actor.ReceiverFunc) actor.ReceiverFunc {
 // finds capacity messages queued or in process counts as "full": with one
 // message in process the ring is then full, with none the post blocks.
 type mailboxMonitor struct {
-	node     *Node
+	node     *Host
 	name     string
 	capacity int64
 	depth    atomic.Int64

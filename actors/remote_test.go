@@ -30,11 +30,11 @@ type remBogus struct {
 	X int `msgpack:"x"`
 }
 
-// remStatsRequest asks the echo node for its NodeStats; answer: remStats.
+// remStatsRequest asks the echo node for its HostStats; answer: remStats.
 type remStatsRequest struct{}
 
 type remStats struct {
-	Stats NodeStats `msgpack:"stats"`
+	Stats HostStats `msgpack:"stats"`
 }
 
 func remRegistry(t testing.TB, driver bool) *Registry {
@@ -203,7 +203,7 @@ func TestRemoteChild(t *testing.T) {
 // with itself, and remStatsRequest with its stats. It stops when stdin
 // closes.
 func remEchoChild(t *testing.T) {
-	b := NewNode("b", remRegistry(t, false), testLogger(t))
+	b := NewHost("b", remRegistry(t, false), testLogger(t))
 	defer b.Close()
 	if err := b.StartRemote("127.0.0.1", 0); err != nil {
 		t.Fatal(err)
@@ -228,7 +228,7 @@ func remEchoChild(t *testing.T) {
 	io.Copy(io.Discard, os.Stdin) // until the parent closes stdin
 }
 
-func remAsk(t *testing.T, from *Node, to *actor.PID, msg any) any {
+func remAsk(t *testing.T, from *Host, to *actor.PID, msg any) any {
 	t.Helper()
 	res, err := from.Root().RequestFuture(to, msg, 10*time.Second).Result()
 	if err != nil {
@@ -243,7 +243,7 @@ func remAsk(t *testing.T, from *Node, to *actor.PID, msg any) any {
 
 // remDriverChild runs node a against the echo node at addr.
 func remDriverChild(t *testing.T, addr string) {
-	a := NewNode("a", remRegistry(t, true), testLogger(t))
+	a := NewHost("a", remRegistry(t, true), testLogger(t))
 	defer a.Close()
 	if err := a.StartRemote("127.0.0.1", 0); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func remDriverChild(t *testing.T, addr string) {
 		t.Fatalf("addresses %s %s", a.Address(), addr)
 	}
 	echo := actor.NewPID(addr, "echo")
-	stats := func() NodeStats { return remAsk(t, a, echo, &remStatsRequest{}).(*remStats).Stats }
+	stats := func() HostStats { return remAsk(t, a, echo, &remStatsRequest{}).(*remStats).Stats }
 
 	// Every message goes to b (decoded there: b answers with what it got)
 	// and comes back (decoded here).
@@ -301,7 +301,7 @@ func remStartErrorsChild(t *testing.T) {
 	}
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
-	a := NewNode("a", wireRegistry(t), testLogger(t))
+	a := NewHost("a", wireRegistry(t), testLogger(t))
 	defer a.Close()
 	if err := a.StartRemote("127.0.0.1", port); !errors.Is(err, ErrRemote) {
 		t.Fatalf("listen on a used port: %v", err)

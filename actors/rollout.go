@@ -253,7 +253,7 @@ func (h *RolloutHandle) Stats() RolloutStats {
 // coordinator at once (RequestWork with MaxInFlight credits) under the
 // node's name, which is what NodeLeft refers to. Stop it with
 // n.System().Root.StopFuture(h.PID).
-func (n *Node) SpawnRollout(cfg RolloutConfig, runner Runner) (*RolloutHandle, error) {
+func (n *Host) SpawnRollout(cfg RolloutConfig, runner Runner) (*RolloutHandle, error) {
 	switch {
 	case cfg.Name == "" || cfg.Coordinator == nil || cfg.Learner == nil || runner == nil:
 		return nil, fmt.Errorf("%w: rollout needs a name, a coordinator, a learner and a runner", ErrInvalidConfig)

@@ -27,7 +27,7 @@ type SystemConfig struct {
 	// Listen, when set ("host:port", port 0 for any), starts the remote
 	// transport before the actors, so that rollouts on other nodes can
 	// join: they address the coordinator and learner as
-	// actor.NewPID(System.Node().Address(), CoordinatorName) and LearnerName.
+	// actor.NewPID(System.Host().Address(), CoordinatorName) and LearnerName.
 	// Default "" (this process only).
 	Listen string
 	// Rollouts is the number of rollout actors in this process (R); 0 is
@@ -176,15 +176,15 @@ type RunReport struct {
 	Learner     LearnerStats
 	Engineer    EngineerStats
 	Rollouts    []RolloutStats
-	Node        NodeStats
+	Node        HostStats
 }
 
 // System is the whole t2t actor pipeline in one process: a coordinator, R
-// rollout actors, a learner and an engineer on one Node. Build it with
+// rollout actors, a learner and an engineer on one Host. Build it with
 // NewLocal, Run it once, Close it.
 type System struct {
 	cfg    SystemConfig
-	node   *Node
+	node   *Host
 	logger *slog.Logger
 
 	coordinator, learner, engineer, observer *actor.PID
@@ -236,7 +236,7 @@ func newLocal(cfg SystemConfig, runnerFor func(i int) Runner, updater Updater, p
 		return nil, err
 	}
 	s := &System{
-		cfg: cfg, node: NewNode(cfg.Node, reg, logger), logger: logger,
+		cfg: cfg, node: NewHost(cfg.Node, reg, logger), logger: logger,
 		events:          make(chan any, 64),
 		coordMetrics:    &coordMetrics{},
 		learnerMetrics:  &learnerMetrics{},
@@ -329,8 +329,8 @@ func (s *System) progressed(coord *actor.PID) func(actor.Context) {
 	}
 }
 
-// Node returns the node the system runs on.
-func (s *System) Node() *Node { return s.node }
+// Host returns the actor host the system runs on.
+func (s *System) Host() *Host { return s.node }
 
 // Tick asks the coordinator to check lease and ack deadlines now.
 func (s *System) Tick() { s.node.Root().Send(s.coordinator, &Tick{}) }

@@ -48,7 +48,7 @@ func (r *sysRunner) snapshot() []WorkUnit {
 func sysTrivialUnit(u WorkUnit, n int) UnitDone {
 	d := UnitDone{Groups: make([]Group, n)}
 	for i := range d.Groups {
-		h := unitSeed(u.Seed, 0, i)
+		h := UnitSeed(u.Seed, 0, i)
 		d.Groups[i] = Group{InstanceID: fmt.Sprintf("%d", u.Lo+i), Seed: h, ConfigVersion: u.ConfigVersion,
 			Samples: []Sample{
 				{Tokens: []int32{int32(h & 7)}, LogProbs: []float32{-1}, Reward: float32(h&1) - 0.5, Valid: h&2 != 0},
@@ -412,7 +412,7 @@ func TestSystemConfigValidate(t *testing.T) {
 
 // A post to a full mailbox is counted and logged.
 func TestMailboxFullIsCounted(t *testing.T) {
-	n := NewNode("n", NewRegistry(), testLogger(t))
+	n := NewHost("n", NewRegistry(), testLogger(t))
 	t.Cleanup(n.Close)
 	entered, gate := make(chan struct{}, 1), make(chan struct{})
 	pid, err := n.Root().SpawnNamed(n.Props("slow", 2, func() actor.Actor {
@@ -452,7 +452,7 @@ func (f actorFunc) Receive(c actor.Context) { f(c) }
 // The learner actor keeps one PolicyVersion in flight per subscriber and
 // sends the latest when the subscriber acks.
 func TestLearnerActorPolicyWindow(t *testing.T) {
-	n := NewNode("n", wireRegistry(t), testLogger(t))
+	n := NewHost("n", wireRegistry(t), testLogger(t))
 	t.Cleanup(n.Close)
 	up := &sysUpdater{}
 	m := &learnerMetrics{}
@@ -503,7 +503,7 @@ func TestLearnerActorPolicyWindow(t *testing.T) {
 // A rollout actor subscribes to policy versions when it starts and acks each
 // one to its sender (with itself as the ack's sender).
 func TestRolloutActorAcksPolicy(t *testing.T) {
-	n := NewNode("n", wireRegistry(t), testLogger(t))
+	n := NewHost("n", wireRegistry(t), testLogger(t))
 	t.Cleanup(n.Close)
 	sink, err := n.Root().SpawnNamed(n.Props("coord", 64, func() actor.Actor { return actorFunc(func(actor.Context) {}) }), "coord")
 	if err != nil {
@@ -545,7 +545,7 @@ func TestRolloutActorAcksPolicy(t *testing.T) {
 
 // Shutdown stops an actor from a message (as a remote driver would).
 func TestShutdownStopsActor(t *testing.T) {
-	n := NewNode("n", wireRegistry(t), testLogger(t))
+	n := NewHost("n", wireRegistry(t), testLogger(t))
 	t.Cleanup(n.Close)
 	sink, err := n.Root().SpawnNamed(n.Props("sink", 64, func() actor.Actor { return actorFunc(func(actor.Context) {}) }), "sink")
 	if err != nil {

@@ -61,6 +61,6 @@
 //
 // Sentinels ErrUnknownRole, ErrInvalidMeta, ErrMetaTooLarge, ErrBadMeta,
 // ErrInvalidConfig, ErrJoin and ErrShutdown, matched with errors.Is; the
-// typed errors *RoleError, *MetaError, *MetaTooLargeError, *ConfigError and
+// typed errors *RoleError, *FieldError (of NodeMeta or Config), *MetaTooLargeError and
 // *JoinError carry the details (errors.As).
 package cluster

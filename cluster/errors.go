@@ -13,7 +13,7 @@ var (
 	// Wrapped by *RoleError.
 	ErrUnknownRole = errors.New("cluster: unknown role")
 	// ErrInvalidMeta: node metadata that fails NodeMeta.Validate. Wrapped by
-	// *MetaError.
+	// *FieldError.
 	ErrInvalidMeta = errors.New("cluster: invalid node metadata")
 	// ErrMetaTooLarge: encoded node metadata longer than MaxMetaSize bytes
 	// (memberlist's limit). Wrapped by *MetaTooLargeError.
@@ -22,7 +22,7 @@ var (
 	// valid node metadata.
 	ErrBadMeta = errors.New("cluster: cannot decode node metadata")
 	// ErrInvalidConfig: a membership Config that fails Validate. Wrapped by
-	// *ConfigError.
+	// *FieldError.
 	ErrInvalidConfig = errors.New("cluster: invalid membership config")
 	// ErrJoin: no seed could be reached before the join deadline (wrong
 	// gossip key or label, seeds down, firewall). Wrapped by *JoinError.
@@ -51,24 +51,31 @@ func roleNames() string {
 	return strings.Join(names, ", ")
 }
 
-// MetaError names the NodeMeta field that failed validation.
-type MetaError struct {
+// FieldError names the field that failed validation, its value and why:
+// of NodeMeta (Of is ErrInvalidMeta) or of a membership Config or its
+// command-line settings (Of is ErrInvalidConfig).
+type FieldError struct {
+	Of     error // ErrInvalidMeta or ErrInvalidConfig
 	Field  string
 	Value  any
 	Reason string
 	Err    error // optional cause (for example a *RoleError)
 }
 
-func (e *MetaError) Error() string {
-	return fmt.Sprintf("cluster: node meta %s = %v: %s", e.Field, e.Value, e.Reason)
+func (e *FieldError) Error() string {
+	what := "config"
+	if e.Of == ErrInvalidMeta {
+		what = "node meta"
+	}
+	return fmt.Sprintf("cluster: %s %s = %v: %s", what, e.Field, e.Value, e.Reason)
 }
 
-// Unwrap returns ErrInvalidMeta and the cause, if any.
-func (e *MetaError) Unwrap() []error {
+// Unwrap returns Of and the cause, if any.
+func (e *FieldError) Unwrap() []error {
 	if e.Err != nil {
-		return []error{ErrInvalidMeta, e.Err}
+		return []error{e.Of, e.Err}
 	}
-	return []error{ErrInvalidMeta}
+	return []error{e.Of}
 }
 
 // MetaTooLargeError reports encoded metadata over the memberlist limit.
@@ -83,21 +90,6 @@ func (e *MetaTooLargeError) Error() string {
 
 // Unwrap returns ErrMetaTooLarge.
 func (e *MetaTooLargeError) Unwrap() error { return ErrMetaTooLarge }
-
-// ConfigError names the Config field that failed validation and the bound it
-// broke.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("cluster: config %s = %v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Unwrap returns ErrInvalidConfig.
-func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // JoinError reports a join that reached no seed before its deadline.
 type JoinError struct {

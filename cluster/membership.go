@@ -331,7 +331,7 @@ func (m *Membership) UpdateMeta(meta NodeMeta, timeout time.Duration) error {
 	}
 	if meta.ID != m.local.ID {
 		m.metaMu.Unlock()
-		return &MetaError{Field: "ID", Value: meta.ID, Reason: fmt.Sprintf("cannot change a running node's ID (%s)", m.local.ID)}
+		return &FieldError{Of: ErrInvalidMeta, Field: "ID", Value: meta.ID, Reason: fmt.Sprintf("cannot change a running node's ID (%s)", m.local.ID)}
 	}
 	b, err := meta.Encode()
 	if err != nil {

@@ -594,7 +594,7 @@ func TestConfigValidate(t *testing.T) {
 		c := DefaultConfig()
 		tc.edit(&c)
 		err := c.Validate()
-		var ce *ConfigError
+		var ce *FieldError
 		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != tc.field {
 			t.Errorf("%s: got %v", tc.field, err)
 		}
@@ -676,7 +676,7 @@ func TestNodeMetaValidate(t *testing.T) {
 	} {
 		m := ok.Clone()
 		tc.edit(&m)
-		var me *MetaError
+		var me *FieldError
 		err := m.Validate()
 		if !errors.As(err, &me) || !errors.Is(err, ErrInvalidMeta) || me.Field != tc.field {
 			t.Errorf("%s: got %v", tc.field, err)

@@ -2,32 +2,12 @@ package engineer
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func engGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *engRewrite {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -engrewrite to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run with -engrewrite to accept):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
+	"github.com/t2t-lab/t2t/internal/testutil"
+)
 
 func TestParseModules(t *testing.T) {
 	cases := []struct {
@@ -83,7 +63,7 @@ func TestPromptGoldenFGHT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engGolden(t, "prompt_FGHT.golden", "=== system\n"+p.System+"\n=== user\n"+p.User)
+	testutil.Golden(t, filepath.Join("testdata", "prompt_FGHT.golden"), []byte("=== system\n"+p.System+"\n=== user\n"+p.User))
 	if p.Hash != PromptHash(p.System, p.User) || len(p.Hash) != 64 {
 		t.Errorf("hash %q", p.Hash)
 	}

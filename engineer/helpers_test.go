@@ -8,10 +8,7 @@ import (
 	"github.com/t2t-lab/t2t/env"
 )
 
-var (
-	engSeed    = flag.Uint64("engseed", 0, "seed for the engineer's randomised tests (0: a fixed default)")
-	engRewrite = flag.Bool("engrewrite", false, "rewrite engineer/testdata/*.golden from the current output")
-)
+var engSeed = flag.Uint64("engseed", 0, "seed for the engineer's randomised tests (0: a fixed default)")
 
 // engTestRNG returns a generator seeded from -engseed (or def) and logs the
 // seed.

@@ -1,36 +1,13 @@
 package env
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/t2t-lab/t2t/internal/testutil"
 )
-
-var planRewrite = flag.Bool("planrewrite", false, "rewrite env/testdata/prompt*.golden from the current output")
-
-func planGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *planRewrite {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -planrewrite to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run with -planrewrite to accept):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func planPromptInstances(t *testing.T) map[string]*Instance {
 	five := planInst(t, []string{"..H..", ".....", "H..H.", ".....", "...H."},
@@ -66,7 +43,7 @@ func TestRenderPromptGolden(t *testing.T) {
 		t.Run(c.file, func(t *testing.T) {
 			in := ins[c.in]
 			got := RenderPrompt(in, c.opt)
-			planGolden(t, c.file, got)
+			testutil.Golden(t, filepath.Join("testdata", c.file), []byte(got))
 			if got != RenderPrompt(in.Clone(), c.opt) {
 				t.Error("not deterministic")
 			}

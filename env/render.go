@@ -139,48 +139,55 @@ func rndPosAt(p *Plan, i, t int) (Pos, bool) {
 	return p.At(i, t), true
 }
 
+// Bounds on one frame's event lines: rndFrame lists a vertex conflict of
+// up to rndPairCell agents pair by pair and a larger crowd in one line, and
+// prints at most rndMaxEvents lines, then how many more there were. A plan
+// with thousands of paths then renders in time and memory linear in its
+// size instead of quadratic.
+const (
+	rndPairCell  = 4
+	rndMaxEvents = 64
+)
+
 // rndFrame builds the frame for time t and the events that happened on the
-// step into it.
+// step into it, agent by agent: out of bounds or on a hole, a jump, then
+// its conflicts with later agents (vertex, else swap) in agent order.
 func rndFrame(in *Instance, p *Plan, t int) ([][]byte, []string) {
 	g := rndTerrain(in)
-	var events []string
 	n := len(p.Paths)
-	var conflicts []Pos
+	cur := make([]Pos, n)
+	prev := make([]Pos, n)
+	has := make([]bool, n)
+	at := map[Pos][]int{}       // agents at each cell at t, in order
+	moved := map[[2]Pos][]int{} // agents by their step (from, to) into t
 	for i := range n {
-		pi, ok := rndPosAt(p, i, t)
-		if !ok {
+		if cur[i], has[i] = rndPosAt(p, i, t); !has[i] {
 			continue
 		}
+		at[cur[i]] = append(at[cur[i]], i)
+		if t > 0 {
+			prev[i], _ = rndPosAt(p, i, t-1)
+			moved[[2]Pos{prev[i], cur[i]}] = append(moved[[2]Pos{prev[i], cur[i]}], i)
+		}
+	}
+	var events []string
+	var conflicts []Pos
+	for i := range n {
+		if !has[i] {
+			continue
+		}
+		pi := cur[i]
 		if !in.InBounds(pi) {
 			events = append(events, fmt.Sprintf("agent %d out of bounds at %v", i, pi))
 		} else if rndHole(in, pi) {
 			events = append(events, fmt.Sprintf("agent %d on a hole at %v", i, pi))
 		}
 		if t > 0 {
-			prev, _ := rndPosAt(p, i, t-1)
-			if _, legal := MoveBetween(prev, pi); !legal {
-				events = append(events, fmt.Sprintf("agent %d jumps %v → %v", i, prev, pi))
+			if _, legal := MoveBetween(prev[i], pi); !legal {
+				events = append(events, fmt.Sprintf("agent %d jumps %v → %v", i, prev[i], pi))
 			}
 		}
-		for j := i + 1; j < n; j++ {
-			pj, ok := rndPosAt(p, j, t)
-			if !ok {
-				continue
-			}
-			if pi == pj {
-				events = append(events, fmt.Sprintf("conflict: agents %d and %d both at %v", i, j, pi))
-				conflicts = append(conflicts, pi)
-				continue
-			}
-			if t > 0 {
-				qi, _ := rndPosAt(p, i, t-1)
-				qj, _ := rndPosAt(p, j, t-1)
-				if qi == pj && qj == pi {
-					events = append(events, fmt.Sprintf("conflict: agents %d and %d swap %v ↔ %v", i, j, pi, pj))
-					conflicts = append(conflicts, pi, pj)
-				}
-			}
-		}
+		events, conflicts = rndConflicts(events, conflicts, i, t, cur, prev, at, moved)
 		if in.InBounds(pi) {
 			g[pi.R][pi.C] = rndAgentMark(i)
 		}
@@ -190,7 +197,59 @@ func rndFrame(in *Instance, p *Plan, t int) ([][]byte, []string) {
 			g[c.R][c.C] = 'X'
 		}
 	}
+	if len(events) > rndMaxEvents {
+		more := len(events) - rndMaxEvents
+		events = append(events[:rndMaxEvents], fmt.Sprintf("… and %d more events", more))
+	}
 	return g, events
+}
+
+// rndConflicts appends agent i's conflicts with later agents at time t:
+// with each j > i in order, a vertex conflict if they share a cell, else a
+// swap if j stepped along i's step backwards. A crowd of more than
+// rndPairCell agents on one cell is one line, from its first agent.
+func rndConflicts(events []string, conflicts []Pos, i, t int, cur, prev []Pos, at map[Pos][]int, moved map[[2]Pos][]int) ([]string, []Pos) {
+	pi := cur[i]
+	same := at[pi]
+	if len(same) > rndPairCell {
+		if same[0] == i {
+			events = append(events, fmt.Sprintf("conflict: %d agents (%d, %d, …) all at %v", len(same), same[0], same[1], pi))
+			conflicts = append(conflicts, pi)
+		}
+		same = nil
+	}
+	var swaps []int
+	if t > 0 && prev[i] != pi {
+		swaps = moved[[2]Pos{pi, prev[i]}]
+	}
+	// Merge the two sorted lists of partners, skipping those ≤ i; a
+	// partner on the same cell is a vertex conflict only.
+	a, b := 0, 0
+	for a < len(same) || b < len(swaps) {
+		j, vertex := 0, false
+		switch {
+		case b >= len(swaps) || (a < len(same) && same[a] <= swaps[b]):
+			j, vertex = same[a], true
+			if b < len(swaps) && swaps[b] == j {
+				b++
+			}
+			a++
+		default:
+			j = swaps[b]
+			b++
+		}
+		if j <= i {
+			continue
+		}
+		if vertex {
+			events = append(events, fmt.Sprintf("conflict: agents %d and %d both at %v", i, j, pi))
+			conflicts = append(conflicts, pi)
+			continue
+		}
+		events = append(events, fmt.Sprintf("conflict: agents %d and %d swap %v ↔ %v", i, j, pi, cur[j]))
+		conflicts = append(conflicts, pi, cur[j])
+	}
+	return events, conflicts
 }
 
 func rndMoves(path []Pos) string {

@@ -10,17 +10,15 @@ import (
 	"image/png"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/t2t-lab/t2t/internal/testutil"
 )
 
-var (
-	rndRewrite = flag.Bool("renderrewrite", false, "rewrite the testdata/render* golden files")
-	rndSeed    = flag.Uint64("renderseed", 0, "seed for the randomised rendering tests (0: a fixed default)")
-)
+var rndSeed = flag.Uint64("renderseed", 0, "seed for the randomised rendering tests (0: a fixed default)")
 
 // rndGrid builds holes from rows of '.' and 'H'.
 func rndGrid(rows ...string) (w, h int, holes []bool) {
@@ -103,29 +101,6 @@ func rndInstance12() *Instance {
 	return in
 }
 
-// rndGolden compares got with testdata/name, or rewrites it under
-// -renderrewrite.
-func rndGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *rndRewrite {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -renderrewrite to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (rerun with -renderrewrite if intended)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 func TestRenderASCIIGolden(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -137,7 +112,7 @@ func TestRenderASCIIGolden(t *testing.T) {
 		{"render_plan_conflict.golden", RenderPlanASCII(rndInstance4(), rndPlanConflict())},
 		{"render_plan_bad.golden", RenderPlanASCII(rndInstance5(), rndPlanBad())},
 	} {
-		t.Run(tt.name, func(t *testing.T) { rndGolden(t, tt.name, []byte(tt.got)) })
+		t.Run(tt.name, func(t *testing.T) { testutil.Golden(t, filepath.Join("testdata", tt.name), []byte(tt.got)) })
 	}
 }
 
@@ -295,7 +270,7 @@ func TestRenderSVG(t *testing.T) {
 	in := rndInstance4()
 	conf := []Pos{{1, 0}}
 	b := RenderSVG(in, rndPlanConflict(), conf)
-	rndGolden(t, "render_conflict.golden.svg", b)
+	testutil.Golden(t, filepath.Join("testdata", "render_conflict.golden.svg"), b)
 	els := rndXMLCheck(t, b)
 	if ns := els[0].Name.Space; ns != "http://www.w3.org/2000/svg" {
 		t.Errorf("namespace %q", ns)
@@ -335,7 +310,7 @@ func TestRenderSVG(t *testing.T) {
 	// Instance only; odd ids are escaped; wild plans stay valid XML.
 	in2 := rndInstance5()
 	in2.ID = `<&"id">`
-	rndGolden(t, "render_instance.golden.svg", RenderSVG(rndInstance4(), nil, nil))
+	testutil.Golden(t, filepath.Join("testdata", "render_instance.golden.svg"), RenderSVG(rndInstance4(), nil, nil))
 	rndXMLCheck(t, RenderSVG(in2, rndPlanBad(), []Pos{{2, 0}, {2, 1}, {-3, 9}}))
 	if bytes.Contains(RenderSVG(rndInstance4(), nil, nil), []byte("polyline")) {
 		t.Error("nil plan drew a path")
@@ -402,35 +377,27 @@ func TestRenderPNG(t *testing.T) {
 
 // rndGoldenPNG compares the decoded pixels of got with those of
 // testdata/name (decoded, so a change in the PNG compressor does not
-// matter), or rewrites the file under -renderrewrite.
+// matter), or rewrites the file under -update.
 func rndGoldenPNG(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *rndRewrite {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
+	testutil.GoldenCompare(t, filepath.Join("testdata", name), got, func(want []byte) {
+		t.Helper()
+		a, b := rndDecodePNG(t, got), rndDecodePNG(t, want)
+		if a.Bounds() != b.Bounds() {
+			t.Fatalf("%s: bounds %v, golden %v", name, a.Bounds(), b.Bounds())
 		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -renderrewrite to create it)", err)
-	}
-	a, b := rndDecodePNG(t, got), rndDecodePNG(t, want)
-	if a.Bounds() != b.Bounds() {
-		t.Fatalf("%s: bounds %v, golden %v", name, a.Bounds(), b.Bounds())
-	}
-	diff := 0
-	for y := a.Bounds().Min.Y; y < a.Bounds().Max.Y; y++ {
-		for x := a.Bounds().Min.X; x < a.Bounds().Max.X; x++ {
-			if rndRGBAAt(a, image.Pt(x, y)) != rndRGBAAt(b, image.Pt(x, y)) {
-				diff++
+		diff := 0
+		for y := a.Bounds().Min.Y; y < a.Bounds().Max.Y; y++ {
+			for x := a.Bounds().Min.X; x < a.Bounds().Max.X; x++ {
+				if rndRGBAAt(a, image.Pt(x, y)) != rndRGBAAt(b, image.Pt(x, y)) {
+					diff++
+				}
 			}
 		}
-	}
-	if diff > 0 {
-		t.Errorf("%s: %d pixels differ from the golden image (rerun with -renderrewrite if intended)", name, diff)
-	}
+		if diff > 0 {
+			t.Errorf("%s: %d pixels differ from the golden image (rerun with -update if intended)", name, diff)
+		}
+	})
 }
 
 func TestRenderPNGErrors(t *testing.T) {

@@ -202,14 +202,6 @@ func (g *GridNet) TrainState() TrainState {
 	return s
 }
 
-func gridBucket(n int) int {
-	p := 1
-	for p < n {
-		p *= 2
-	}
-	return p
-}
-
 // computeLogits runs the network on n observations, writing n·NumMoves logits into g.logits.
 func (g *GridNet) computeLogits(obs []float32, n int) error {
 	if n < 1 || len(obs) != n*g.cfg.ObsSize {
@@ -218,7 +210,7 @@ func (g *GridNet) computeLogits(obs []float32, n int) error {
 	g.logits = growF32(g.logits, n*NumMoves)
 	for c0 := 0; c0 < n; c0 += gridActMaxBatch {
 		c1 := min(n, c0+gridActMaxBatch)
-		bp := gridBucket(c1 - c0)
+		bp := PadRows(c1 - c0)
 		x := tensors.FromShape(shapes.Make(dtypes.Float32, bp, g.cfg.ObsSize))
 		tensors.MustMutableFlatData(x, func(flat []float32) {
 			copy(flat, obs[c0*g.cfg.ObsSize:c1*g.cfg.ObsSize])

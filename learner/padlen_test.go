@@ -33,8 +33,8 @@ func TestPadLen(t *testing.T) {
 		switch {
 		case p < n || p < prev:
 			t.Fatalf("PadLen(%d) = %d (previous %d)", n, p, prev)
-		case p > max(8, pow2(n)):
-			t.Fatalf("PadLen(%d) = %d: more than the power of two %d", n, p, pow2(n))
+		case p > max(8, PadRows(n)):
+			t.Fatalf("PadLen(%d) = %d: more than the power of two %d", n, p, PadRows(n))
 		case n <= 512 && p-n >= 32, n > 512 && float64(p-n) >= 0.125*float64(n):
 			t.Fatalf("PadLen(%d) = %d wastes too much", n, p)
 		case PadLen(p) != p:
@@ -98,12 +98,4 @@ func TestTrainerLayoutTailWindow(t *testing.T) {
 				tc.description, tc.tt, tc.tail, in, tgt, inNo, tgtNo, tc.in, tc.tgt, tc.inNo, tc.tgtNo)
 		}
 	}
-}
-
-func pow2(n int) int {
-	p := 1
-	for p < n {
-		p *= 2
-	}
-	return p
 }

@@ -5,41 +5,16 @@ import (
 	"encoding/csv"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/testutil"
 )
-
-var reportRewrite = flag.Bool("reportrewrite", false, "rewrite report/testdata/*.golden from the current output")
-
-// reportGolden compares got with testdata/name, or rewrites it.
-func reportGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *reportRewrite {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -reportrewrite to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run with -reportrewrite to accept):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // evalOutcomes is a small hand-countable result set.
 func evalOutcomes() []Outcome {
@@ -83,8 +58,8 @@ func TestTallyHandCount(t *testing.T) {
 
 func TestEvalGolden(t *testing.T) {
 	e := Tally("scripted", "tiny", evalOutcomes())
-	reportGolden(t, "eval.md.golden", EvalMarkdown(e))
-	reportGolden(t, "eval.csv.golden", EvalCSV(e))
+	testutil.Golden(t, filepath.Join("testdata", "eval.md.golden"), []byte(EvalMarkdown(e)))
+	testutil.Golden(t, filepath.Join("testdata", "eval.csv.golden"), []byte(EvalCSV(e)))
 	recs, err := csv.NewReader(strings.NewReader(EvalCSV(e))).ReadAll()
 	if err != nil {
 		t.Fatalf("CSV does not parse: %v", err)
@@ -222,9 +197,9 @@ func TestSummarizeHandComputed(t *testing.T) {
 
 func TestExperimentGolden(t *testing.T) {
 	e := expFixture()
-	reportGolden(t, "experiment.md.golden", ExperimentMarkdown(e))
-	reportGolden(t, "experiment.csv.golden", ExperimentCSV(e))
-	reportGolden(t, "summary.csv.golden", SummaryCSV(e))
+	testutil.Golden(t, filepath.Join("testdata", "experiment.md.golden"), []byte(ExperimentMarkdown(e)))
+	testutil.Golden(t, filepath.Join("testdata", "experiment.csv.golden"), []byte(ExperimentCSV(e)))
+	testutil.Golden(t, filepath.Join("testdata", "summary.csv.golden"), []byte(SummaryCSV(e)))
 	for _, doc := range []string{ExperimentCSV(e), SummaryCSV(e)} {
 		if _, err := csv.NewReader(strings.NewReader(doc)).ReadAll(); err != nil {
 			t.Fatalf("CSV does not parse: %v", err)

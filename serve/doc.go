@@ -43,11 +43,21 @@
 //
 // Swap(lm) serves a new policy version from the next request on; requests already running
 // finish on the model they started with. Reload(backend, dir) loads a checkpoint directory
-// and swaps it in (on error the current model stays); `t2t serve` reloads its --model
-// directory on SIGHUP. /v1/models reports the revision (t2t_revision, +1 per swap) and each
-// response's system_fingerprint is "t2t-r<revision>". Serving the LM a textpolicy.Policy
-// trains needs no swap at all: the server reads the same weights, and its generations wait
-// while a training step runs.
+// and swaps it in (on error the current model stays).
+//
+// # Running a server
+//
+// Run is `t2t serve` without its flags: it loads a checkpoint directory on a compute engine
+// (learner/engine), serves it over HTTP until its context ends, and reloads the directory on
+// every value of a channel (t2t serve sends SIGHUP there), closing the previous model once its
+// requests end. A directory that does not load at start is a *LoadError.
+//
+// # Revisions
+//
+// /v1/models reports the revision (t2t_revision, +1 per swap) and each response's
+// system_fingerprint is "t2t-r<revision>". Serving the LM a textpolicy.Policy trains needs no
+// swap at all: the server reads the same weights, and its generations wait while a training
+// step runs.
 //
 // # Concurrency
 //

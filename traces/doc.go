@@ -1,9 +1,12 @@
-// Package traces reads the JSONL span files written by
-// telemetry.FileExporter (one per node) and analyses them: latency
+// Package traces reads span files in OTLP JSON (package otlpjson), as
+// telemetry.FileExporter writes them (one per node) and as the OpenTelemetry
+// Collector's file exporter does, and analyses them: latency
 // percentiles per span name, each stage's wall time broken down into where
 // it went (generation, verification, learner update, engineer proposal,
 // evaluation, waiting), per-node utilisation, straggling work units, and an
-// SVG timeline. It backs `t2t traces FILE...`.
+// SVG timeline. It backs `t2t traces FILE...`. Files of the custom JSONL
+// format t2t wrote before OTLP JSON (one {"trace_id":…} object per line) are
+// not read: they fail with ErrNotOTLP.
 //
 //	spans, err := traces.ReadSpans("coordinator.jsonl", "rollout-1.jsonl", "learner.jsonl")
 //	rep := traces.Analyze(spans)
@@ -23,6 +26,7 @@
 // # Errors
 //
 // ReadSpans and DecodeSpans fail with a *ParseError naming file:line for a
-// line that is not a span (bad JSON, or ErrInvalidSpan: missing trace_id,
-// span_id or name, or end before start). Blank lines are skipped.
+// line that does not hold spans: bad JSON, ErrNotOTLP (a JSON value without
+// resourceSpans), or ErrInvalidSpan (missing traceId, spanId or name, or end
+// before start). Blank lines are skipped.
 package traces

@@ -77,6 +77,7 @@ func trNaivePercentile(vals []time.Duration, p int) time.Duration {
 }
 
 func TestPercentilesKnownData(t *testing.T) {
+	t.Parallel()
 	r := trRand(t)
 	var b trBuilder
 	perm := r.Perm(100)
@@ -108,6 +109,7 @@ func TestPercentilesKnownData(t *testing.T) {
 }
 
 func TestPercentileMatchesNaive(t *testing.T) {
+	t.Parallel()
 	r := trRand(t)
 	for iter := range 300 {
 		n := 1 + r.IntN(60)
@@ -128,6 +130,7 @@ func TestPercentileMatchesNaive(t *testing.T) {
 // --- critical path ---
 
 func TestCriticalPathKnownLayout(t *testing.T) {
+	t.Parallel()
 	var b trBuilder
 	st := b.add("t", "", telemetry.SpanStage, "coord", 0, 100, trStage(0))
 	wu := b.add("t", st, telemetry.SpanWorkUnit, "r1", 5, 45, nil)
@@ -269,6 +272,7 @@ func trBruteParts(start, end int64, ivs []interval) [NumCategories]time.Duration
 }
 
 func TestCriticalPathRandomMatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	r := trRand(t)
 	for iter := range 200 {
 		c := trRandomStages(r)
@@ -305,6 +309,7 @@ func TestCriticalPathRandomMatchesBruteForce(t *testing.T) {
 // Large random stage with nanosecond times near the present (unix ns
 // around 1.7e18): the integer parts still sum to the wall time exactly.
 func TestCriticalPathSumsAtRealTimestamps(t *testing.T) {
+	t.Parallel()
 	r := trRand(t)
 	base := int64(1_750_000_000_000_000_000)
 	var b trBuilder
@@ -328,6 +333,7 @@ func TestCriticalPathSumsAtRealTimestamps(t *testing.T) {
 // --- nodes and stragglers ---
 
 func TestUtilisationKnownLayout(t *testing.T) {
+	t.Parallel()
 	var b trBuilder
 	st := b.add("t", "", telemetry.SpanStage, "C", 0, 100, trStage(0))
 	b.add("t", st, telemetry.SpanWorkUnit, "C", 0, 60, nil)
@@ -349,6 +355,7 @@ func TestUtilisationKnownLayout(t *testing.T) {
 }
 
 func TestUnionLengthMatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	r := trRand(t)
 	for range 200 {
 		var ivs []interval
@@ -368,6 +375,7 @@ func TestUnionLengthMatchesBruteForce(t *testing.T) {
 }
 
 func TestStragglers(t *testing.T) {
+	t.Parallel()
 	r := trRand(t)
 	var b trBuilder
 	ms := int64(time.Millisecond)
@@ -413,6 +421,7 @@ func TestStragglers(t *testing.T) {
 }
 
 func TestDuplicatesAndCycles(t *testing.T) {
+	t.Parallel()
 	var b trBuilder
 	st := b.add("t", "", telemetry.SpanStage, "C", 0, 10, trStage(0))
 	b.add("t", st, telemetry.SpanSample, "n", 0, 5, nil)
@@ -438,6 +447,7 @@ func TestDuplicatesAndCycles(t *testing.T) {
 }
 
 func TestAnalyzeEmpty(t *testing.T) {
+	t.Parallel()
 	rep := Analyze(nil)
 	if rep.Spans != 0 || rep.Stages != nil || rep.Nodes != nil {
 		t.Errorf("%+v", rep)
@@ -459,9 +469,12 @@ func trWrite(t *testing.T, dir, name, content string) string {
 	return p
 }
 
-const trGoodLine = `{"trace_id":"t","span_id":"s1","name":"stage","kind":"internal","start_unix_nano":1,"end_unix_nano":9,"status":"ok","attributes":{"t2t.stage":12345678901234567,"x":"y"},"node":"n","service":"t2t","future_field":[1,2]}`
+// trGoodLine is one OTLP JSON request (one span, s1) on one line, with a field
+// the reader does not know.
+const trGoodLine = `{"resourceSpans":[{"resource":{"attributes":[{"key":"t2t.node","value":{"stringValue":"n"}},{"key":"service.name","value":{"stringValue":"t2t"}}]},"scopeSpans":[{"scope":{"name":"t"},"spans":[{"traceId":"t","spanId":"s1","name":"stage","kind":1,"startTimeUnixNano":"1","endTimeUnixNano":"9","attributes":[{"key":"t2t.stage","value":{"intValue":"12345678901234567"}},{"key":"x","value":{"stringValue":"y"}}],"status":{"code":1},"futureField":[1,2]}]}]}]}`
 
 func TestReadSpansAndErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := trWrite(t, dir, "good.jsonl", trGoodLine+"\n\n   \n"+strings.Replace(trGoodLine, `"s1"`, `"s2"`, 1)) // no final newline
 	spans, err := ReadSpans(good, good)
@@ -471,6 +484,11 @@ func TestReadSpansAndErrors(t *testing.T) {
 	if len(spans) != 4 || spans[1].SpanID != "s2" {
 		t.Fatalf("spans %+v", spans)
 	}
+	want := Span{TraceID: "t", SpanID: "s1", Name: "stage", Kind: "internal", StartUnixNano: 1, EndUnixNano: 9, Status: "ok",
+		Attributes: map[string]any{telemetry.AttrStage: json.Number("12345678901234567"), "x": "y"}, Node: "n", Service: "t2t"}
+	if !reflect.DeepEqual(spans[0], want) {
+		t.Errorf("span\n%+v, want\n%+v", spans[0], want)
+	}
 	if st, ok := spans[0].Attr(telemetry.AttrStage); !ok || st != "12345678901234567" {
 		t.Errorf("big int attribute = %q (precision lost?)", st)
 	}
@@ -478,16 +496,21 @@ func TestReadSpansAndErrors(t *testing.T) {
 	cases := []struct {
 		name, content string
 		line          int
-		invalid       bool // wraps ErrInvalidSpan
+		is            error // wrapped sentinel, or nil for a JSON error
 	}{
-		{"badjson", trGoodLine + "\n" + trGoodLine + "\n{\"trace_id\":\n", 3, false},
-		{"truncated", trGoodLine + "\n" + trGoodLine[:40], 2, false},
-		{"twovalues", trGoodLine + " {}\n", 1, false},
-		{"nospan", "\n" + strings.Replace(trGoodLine, `"span_id":"s1",`, "", 1) + "\n", 2, true},
-		{"notrace", strings.Replace(trGoodLine, `"trace_id":"t",`, "", 1), 1, true},
-		{"noname", strings.Replace(trGoodLine, `"name":"stage",`, "", 1), 1, true},
-		{"backwards", strings.Replace(trGoodLine, `"end_unix_nano":9`, `"end_unix_nano":0`, 1), 1, true},
-		{"wrongtype", strings.Replace(trGoodLine, `"start_unix_nano":1`, `"start_unix_nano":"1"`, 1), 1, false},
+		{"badjson", trGoodLine + "\n" + trGoodLine + "\n{\"resourceSpans\":\n", 3, nil},
+		{"truncated", trGoodLine + "\n" + trGoodLine[:40], 2, nil},
+		{"notobject", trGoodLine + " 5\n", 1, nil},
+		{"nospan", "\n" + strings.Replace(trGoodLine, `"spanId":"s1",`, "", 1) + "\n", 2, ErrInvalidSpan},
+		{"notrace", strings.Replace(trGoodLine, `"traceId":"t",`, "", 1), 1, ErrInvalidSpan},
+		{"noname", strings.Replace(trGoodLine, `"name":"stage",`, "", 1), 1, ErrInvalidSpan},
+		{"backwards", strings.Replace(trGoodLine, `"endTimeUnixNano":"9"`, `"endTimeUnixNano":"0"`, 1), 1, ErrInvalidSpan},
+		{"past2262", strings.Replace(trGoodLine, `"endTimeUnixNano":"9"`, `"endTimeUnixNano":"18446744073709551615"`, 1), 1, ErrInvalidSpan},
+		{"wrongtype", strings.Replace(trGoodLine, `"startTimeUnixNano":"1"`, `"startTimeUnixNano":true`, 1), 1, nil},
+		{"badkind", strings.Replace(trGoodLine, `"kind":1`, `"kind":"SPAN_KIND_SIDEWAYS"`, 1), 1, nil},
+		{"null", "{}\n null\n", 2, ErrNotOTLP},
+		// A line of the format t2t wrote before OTLP JSON.
+		{"legacy", `{"trace_id":"t","span_id":"s1","name":"stage","kind":"internal","start_unix_nano":1,"end_unix_nano":9}` + "\n", 1, ErrNotOTLP},
 	}
 	for _, c := range cases {
 		p := trWrite(t, dir, c.name+".jsonl", c.content)
@@ -500,8 +523,10 @@ func TestReadSpansAndErrors(t *testing.T) {
 		if !strings.HasPrefix(err.Error(), fmt.Sprintf("%s:%d: ", p, c.line)) {
 			t.Errorf("%s: message %q does not start with file:line", c.name, err)
 		}
-		if errors.Is(err, ErrInvalidSpan) != c.invalid {
-			t.Errorf("%s: errors.Is(ErrInvalidSpan) = %v", c.name, !c.invalid)
+		for _, sentinel := range []error{ErrInvalidSpan, ErrNotOTLP} {
+			if errors.Is(err, sentinel) != (c.is == sentinel) {
+				t.Errorf("%s: errors.Is(%v) = %v", c.name, sentinel, !(c.is == sentinel))
+			}
 		}
 	}
 	if _, err := ReadSpans(filepath.Join(dir, "missing.jsonl")); !errors.Is(err, fs.ErrNotExist) {
@@ -541,6 +566,7 @@ func trReportSet() []Span {
 }
 
 func TestReportText(t *testing.T) {
+	t.Parallel()
 	rep := Analyze(trReportSet())
 	txt := rep.Text()
 	for _, want := range []string{"Latency by span name", "Stages:", "Nodes:", "Stragglers:", "s2-u5",

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/t2t-lab/t2t/actors"
+	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
 )
@@ -76,12 +78,12 @@ func BenchmarkPipeline(b *testing.B) {
 				waitPolicy{}.Play(ev, 1, 0, 0)
 			}
 			for u := 0; u < instances/perUnit; u++ {
-				ins, err := env.Generate(cfg, stageSeed(1, 0), u*perUnit, (u+1)*perUnit)
+				ins, err := env.Generate(cfg, actors.StageSeed(1, 0), u*perUnit, (u+1)*perUnit)
 				if err != nil {
 					b.Fatal(err)
 				}
 				ro, _ := waitPolicy{}.Play(ins, group, 1, 0)
-				res := unitResult(fmt.Sprintf("plain-%d", i), 0, "train", fmt.Sprintf("u%d", u), ro, 0, cfg.Hash())
+				res := unitResult(fmt.Sprintf("plain-%d", i), 0, store.SplitTrain, fmt.Sprintf("u%d", u), ro, 0, cfg.Hash())
 				if _, err := st.RecordUnit(ctx, res); err != nil {
 					b.Fatal(err)
 				}

@@ -11,10 +11,32 @@
 // instance, verifies them, records the outcomes in Redis (idempotently, per
 // unit) and sends the groups to the learner, which runs a GRPO update every
 // LearnerBatch groups. At the end of a stage the proposer evaluates the
-// policy (validation and benchmark suites, recorded as splits "val" and
-// "eval"), builds the engineer's history from Redis and asks the strategy
-// for the next config, which the coordinator broadcasts before the next
-// stage starts.
+// policy (validation and benchmark suites, recorded as splits
+// store.SplitVal and store.SplitEvalPaper; training units record
+// store.SplitTrain), builds the engineer's history from Redis (History)
+// and asks the strategy for the next config, which the coordinator
+// broadcasts before the next stage starts.
+//
+// Files: options.go (Options, DefaultOptions, OptionError), run.go (Run
+// and the run it drives: the Updater), unit.go (the unit executor, the
+// Runner), evalstage.go (a stage's evaluation, report and checkpoint),
+// propose.go (the Proposer), history.go (the engineer's history), stage.go
+// (StageReport, Result, the progress table), remote.go (Cluster and the
+// rollout node's RemoteRunner), policy.go and newpolicy.go (the policies
+// and NewPolicy), policystore.go (RunSpec, PolicyStore).
+//
+// One unit executor runs every work unit, in a run's own rollouts and on a
+// rollout node (RemoteRunner) alike; every seed it uses comes from the run
+// seed through actors.StageSeed (instances), actors.UnitSeed and
+// actors.ChunkSeed (sampling), and actors.EvalSeed samples the
+// evaluations. Groups that stay in the process carry their instances as
+// they are (actors.Group.Local); a rollout node's groups carry the
+// instances' JSON to the learner's node.
+//
+// Policies: NewPolicy builds one from a PolicySpec (scripted, gridnet with
+// an optional behaviour-cloning warm start, qwen3 over a checkpoint on a
+// compute engine, or an endpoint client); a rollout node builds its run's
+// policy from the RunSpec the same way.
 //
 // Nodes: with Options.Cluster set (t2t node), the actor system listens for
 // rollout nodes (Cluster.Listen), may run no rollout itself
@@ -81,7 +103,8 @@
 // the Runner is called from several rollout actors at once, the Updater and
 // Proposer from one actor each. The policy serialises its own state.
 //
-// Errors: bad options are *OptionError (errors.Is ErrOptions); a run that
+// Errors: bad options and policy specs are *OptionError (errors.Is
+// ErrOptions; OptionError.Usage words one for a command line); a run that
 // fails returns the first error with the stage it happened in. A run that
 // cannot be resumed fails with ErrResume; a deterministic run whose update
 // failed (its batch would be lost) ends with ErrDeterminism. A rollout

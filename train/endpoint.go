@@ -49,18 +49,14 @@ func endpointSpec(s *RunSpec, c Cluster, p *textpolicy.Policy) error {
 	return nil
 }
 
-// newEndpointPolicy builds a rollout node's client of the spec's endpoint,
-// rendering prompts exactly as the learner does (so the learner recomputes
-// the log-probs of the same tokens).
-func newEndpointPolicy(s RunSpec) (Policy, error) {
+// clientOptions are a rollout node's client options for the spec's
+// endpoint, rendering prompts exactly as the learner does (so the learner
+// recomputes the log-probs of the same tokens).
+func (s RunSpec) clientOptions() textpolicy.ClientOptions {
 	thinking := s.Thinking
 	o := textpolicy.ClientOptions{BaseURL: s.Endpoint, Model: s.Model, MaxTokens: s.MaxTokens, Thinking: &thinking, RequireLogProbs: true}
 	if s.Prompt != nil {
 		o.Prompt = *s.Prompt
 	}
-	c, err := textpolicy.NewClient(o)
-	if err != nil {
-		return nil, fmt.Errorf("%w: run %s: endpoint: %v", ErrOptions, s.RunID, err)
-	}
-	return &EndpointPolicy{Client: c}, nil
+	return o
 }

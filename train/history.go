@@ -2,10 +2,18 @@ package train
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/engineer"
+	"github.com/t2t-lab/t2t/env"
 )
+
+// historyExamples is the number of validation failure examples per stage
+// in the engineer's history.
+const historyExamples = 4
 
 // History rebuilds the engineer's view of run runID from the store, exactly
 // as a run does before each proposal: one StageResult per recorded config
@@ -13,6 +21,70 @@ import (
 // validation failure examples and the rationale that produced the config.
 // stages is the run's planned stage count (Budget.TotalStages; 0: unknown).
 func History(ctx context.Context, st *store.Store, runID string, stages int) (*engineer.History, error) {
-	r := &run{opt: Options{RunID: runID, Stages: stages}, st: st}
-	return r.history(ctx)
+	recs, err := st.Configs(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	h := &engineer.History{RunID: runID, Budget: engineer.Budget{TotalStages: stages, EpochsPerStage: 1}}
+	for _, rec := range recs {
+		var cfg env.Config
+		if err := json.Unmarshal(rec.JSON, &cfg); err != nil {
+			return nil, fmt.Errorf("config of stage %d: %w", rec.Stage, err)
+		}
+		sr := engineer.StageResult{Stage: rec.Stage, Config: cfg, ConfigVersion: rec.Version, Rationale: rec.Rationale, Epochs: 1}
+		for _, split := range []string{store.SplitTrain, store.SplitVal} {
+			agg, err := st.Aggregates(ctx, runID, rec.Stage, split)
+			if err != nil {
+				return nil, err
+			}
+			if len(agg) == 0 {
+				continue
+			}
+			stats := sizeStats(agg)
+			if split == store.SplitTrain {
+				sr.Train = stats
+			} else {
+				sr.Val = stats
+			}
+		}
+		if len(sr.Train) == 0 && len(sr.Val) == 0 {
+			continue // the stage being proposed: no outcomes yet
+		}
+		exs, err := st.Examples(ctx, runID, rec.Stage, store.SplitVal, historyExamples)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range exs {
+			sr.Examples = append(sr.Examples, engineer.Example{InstanceID: e.InstanceID, Size: e.Size, Category: e.Category, Detail: e.Detail, Answer: e.Answer})
+		}
+		h.Stages = append(h.Stages, sr)
+	}
+	return h, nil
+}
+
+// sizeStats folds (size, agents) buckets into per-size statistics.
+func sizeStats(agg map[store.Key]store.Counts) []engineer.SizeStats {
+	per := map[int]store.Counts{}
+	for k, c := range agg {
+		per[k.Size] = per[k.Size].Add(c)
+	}
+	names := map[string]env.Category{}
+	for c := env.Category(0); c < env.NumCategories; c++ {
+		names[c.String()] = c
+	}
+	var out []engineer.SizeStats
+	for size, c := range per {
+		s := engineer.SizeStats{Size: size, Episodes: c.Episodes, Valid: c.Valid, Optimal: c.Optimal}
+		if c.Episodes > 0 {
+			s.MeanReward = c.RewardSum / float64(c.Episodes)
+		}
+		for name, n := range c.Categories {
+			if cat, ok := names[name]; ok {
+				s.Categories[cat] += n
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Size < out[j].Size })
+	return out
 }

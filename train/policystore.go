@@ -96,29 +96,27 @@ func SpecOf(opt Options, pol Policy) (RunSpec, error) {
 
 // NewPolicy builds a fresh policy of the spec's kind on backend device
 // ("cpu", or "xla:/path/plugin.so"); a gridnet gets its weights from Load.
+// None of a RunSpec's kinds holds anything to release.
 func (s RunSpec) NewPolicy(device string) (Policy, error) {
+	ps := PolicySpec{Kind: s.Policy, Device: device, GroupSize: s.GroupSize, MistakeRate: s.MistakeRate}
 	switch s.Policy {
-	case "scripted":
-		return &ScriptedPolicy{MistakeRate: s.MistakeRate}, nil
+	case PolicyScripted:
 	case EndpointPolicyName:
-		return newEndpointPolicy(s)
-	case "gridnet":
+		ps.Endpoint = s.clientOptions()
+	case PolicyGridNet:
 		if s.GridNet == nil || s.Rollout == nil {
 			return nil, fmt.Errorf("%w: run %s: gridnet spec without its configs", ErrOptions, s.RunID)
 		}
-		be, err := learner.NewBackend(device)
-		if err != nil {
-			return nil, err
-		}
-		gc := learner.DefaultGRPOConfig()
-		gc.GroupSize = s.GroupSize
-		net, err := learner.NewGridNet(be, *s.GridNet, gc)
-		if err != nil {
-			return nil, err
-		}
-		return &GridPolicy{Net: net, Rollout: *s.Rollout}, nil
+		ps.ObsSize, ps.Hidden, ps.Seed = s.GridNet.ObsSize, s.GridNet.Hidden, s.GridNet.Seed
+		ps.LR, ps.Rollout = learner.DefaultGRPOConfig().LR, s.Rollout
+	default:
+		return nil, fmt.Errorf("%w: run %s: unknown policy %q", ErrOptions, s.RunID, s.Policy)
 	}
-	return nil, fmt.Errorf("%w: run %s: unknown policy %q", ErrOptions, s.RunID, s.Policy)
+	pol, _, err := NewPolicy(context.Background(), ps)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", s.RunID, err)
+	}
+	return pol, nil
 }
 
 // PolicyStore publishes and reads run specs and policy versions in Redis

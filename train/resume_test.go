@@ -137,7 +137,7 @@ func resSameOutcomes(t *testing.T, st *store.Store, a, b string, stages, units i
 	t.Helper()
 	ctx := context.Background()
 	for stage := range stages {
-		for _, split := range []string{"train", "val", "eval:paper"} {
+		for _, split := range []string{store.SplitTrain, store.SplitVal, store.SplitEvalPaper} {
 			ga, err := st.Aggregates(ctx, a, stage, split)
 			if err != nil {
 				t.Fatal(err)
@@ -151,12 +151,12 @@ func resSameOutcomes(t *testing.T, st *store.Store, a, b string, stages, units i
 			}
 		}
 		var episodes int64
-		agg, _ := st.Aggregates(ctx, b, stage, "train")
+		agg, _ := st.Aggregates(ctx, b, stage, store.SplitTrain)
 		for _, c := range agg {
 			episodes += c.Episodes
 		}
-		na, _ := st.UnitsApplied(ctx, a, stage, "train")
-		nb, _ := st.UnitsApplied(ctx, b, stage, "train")
+		na, _ := st.UnitsApplied(ctx, a, stage, store.SplitTrain)
+		nb, _ := st.UnitsApplied(ctx, b, stage, store.SplitTrain)
 		if na != int64(units) || nb != int64(units) || episodes != resInstances*resGroup {
 			t.Fatalf("stage %d: units applied %d and %d, want %d; %d episodes, want %d", stage, na, nb, units, episodes, resInstances*resGroup)
 		}
@@ -200,7 +200,7 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 	}
 	cancel()
 	// Units run one at a time, and none starts once the run is cancelled.
-	if n, _ := st.UnitsApplied(ctx, "res-k", 1, "train"); n != 1 {
+	if n, _ := st.UnitsApplied(ctx, "res-k", 1, store.SplitTrain); n != 1 {
 		t.Fatalf("the interrupted run recorded %d stage-1 units, want 1", n)
 	}
 	k.OnUnit, k.Resume = nil, true

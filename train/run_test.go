@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
 )
@@ -89,7 +90,7 @@ func TestScriptedRunAggregatesExact(t *testing.T) {
 		if nUnits != 6 { // ceil(40/7)
 			t.Fatalf("stage %d: %d units ran, want 6", stage, nUnits)
 		}
-		got, err := st.Aggregates(ctx, "agg", stage, "train")
+		got, err := st.Aggregates(ctx, "agg", stage, store.SplitTrain)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +113,7 @@ func TestScriptedRunAggregatesExact(t *testing.T) {
 		if episodes != 40*4 {
 			t.Fatalf("stage %d: %d episodes, want 160", stage, episodes)
 		}
-		if n, _ := st.UnitsApplied(ctx, "agg", stage, "train"); n != 6 {
+		if n, _ := st.UnitsApplied(ctx, "agg", stage, store.SplitTrain); n != 6 {
 			t.Fatalf("stage %d: %d units applied in Redis, want 6", stage, n)
 		}
 		if sd := res.Actors.Stages[stage]; sd.Completed != 6 || sd.Units != 6 {
@@ -154,7 +155,7 @@ func TestScriptedPerfectPolicyMatchesRegeneration(t *testing.T) {
 	for stage := range 2 {
 		var cfg env.Config
 		json.Unmarshal(cfgs[stage].JSON, &cfg)
-		ins, err := env.Generate(cfg, stageSeed(seed, stage), 0, cfg.Instances)
+		ins, err := env.Generate(cfg, actors.StageSeed(seed, stage), 0, cfg.Instances)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,7 @@ func TestScriptedPerfectPolicyMatchesRegeneration(t *testing.T) {
 		for _, in := range ins {
 			want[in.Width] += 3
 		}
-		got, _ := st.Aggregates(ctx, "perfect", stage, "train")
+		got, _ := st.Aggregates(ctx, "perfect", stage, store.SplitTrain)
 		for size, n := range want {
 			c := got[store.Key{Size: size, Agents: 2}]
 			if c.Episodes != n || c.Valid != n || c.Optimal != n || len(c.Categories) != 0 {

@@ -180,7 +180,7 @@ func (t *stateTracker) stageHeaders(runID string, stage int) map[string]string {
 
 // RunUnit implements actors.Runner.
 func (t *stateTracker) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, error) {
-	return t.r.RunUnit(ctx, u)
+	return t.r.units.RunUnit(ctx, u)
 }
 
 // Update implements actors.Updater and records the new policy version.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -55,12 +56,11 @@ func checkStage(stage int) error {
 // checkSplit accepts "train", "val" and "eval:<suite>".
 func checkSplit(split string) error {
 	switch split {
-	case "train", "val":
+	case SplitTrain, SplitVal:
 		return nil
 	}
-	const p = "eval:"
-	if len(split) > len(p) && split[:len(p)] == p {
-		return checkID("Split suite", split[len(p):])
+	if suite, ok := strings.CutPrefix(split, SplitEvalPrefix); ok && suite != "" {
+		return checkID("Split suite", suite)
 	}
 	return invalid("Split", fmt.Sprintf("%q", split), `must be "train", "val" or "eval:<suite>"`)
 }

@@ -1,6 +1,7 @@
 // Package telemetry is t2t's tracing and metrics setup: one OpenTelemetry
-// TracerProvider per node with the exporters asked for, a JSONL span file
-// exporter that `t2t traces` (package traces) analyses, W3C tracecontext
+// TracerProvider per node with the exporters asked for, a span file exporter
+// writing OTLP JSON (the schema is package otlpjson; `t2t traces`, package
+// traces, analyses the files), W3C tracecontext
 // propagation through message headers, the span, attribute and metric names
 // every actor uses (names.go), and a dependency-free Prometheus-text
 // /metrics registry.

@@ -5,33 +5,38 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/t2t-lab/t2t/cluster/telemetry/otlpjson"
 )
 
 // fileFlushBytes is the buffer size above which ExportSpans writes the
 // buffered lines out; it always writes whole lines in one Write call.
 const fileFlushBytes = 64 << 10
 
-// FileExporter is an sdktrace.SpanExporter that writes one JSON object per
-// finished span, one per line (JSONL):
+// FileExporter is an sdktrace.SpanExporter that writes OTLP JSON as the
+// OpenTelemetry Collector's file exporter does: each ExportSpans call becomes
+// one line holding one ExportTraceServiceRequest (otlpjson.TracesData), its
+// spans grouped by resource and instrumentation scope:
 //
-//	{"trace_id":"…32 hex…","span_id":"…16 hex…","parent_span_id":"…16 hex…",
-//	 "name":"work_unit","kind":"consumer","start_unix_nano":…,"end_unix_nano":…,
-//	 "status":"unset|ok|error","status_message":"…","attributes":{"t2t.stage":3,…},
-//	 "node":"rollout-1","service":"t2t","events":[{"name":…,"time_unix_nano":…,
-//	 "attributes":{…}}],"links":[{"trace_id":…,"span_id":…}]}
+//	{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"t2t"}},…]},
+//	 "scopeSpans":[{"scope":{"name":"t2t/actors"},"spans":[{"traceId":"…32 hex…","spanId":"…16 hex…",
+//	 "parentSpanId":"…","name":"work_unit","kind":5,"startTimeUnixNano":"…","endTimeUnixNano":"…",
+//	 "attributes":[{"key":"t2t.stage","value":{"intValue":"3"}},…],"events":[…],"links":[…],
+//	 "status":{"code":2,"message":"…"}}]}]}]}
 //
-// parent_span_id, status_message, events and links are omitted when empty.
-// node and service come from the span's resource (AttrNode and service.name).
-// Float attributes that JSON cannot hold are written as the strings "NaN",
-// "+Inf" and "-Inf". traces.ReadSpans reads these files back.
+// The resource carries the node (AttrNode) and service.name. Package otlpjson
+// documents the encoding; traces.ReadSpans reads these files back, and any
+// OTLP JSON tool (the collector's file receiver, otel-desktop-viewer) reads
+// them too.
 //
 // Lines are buffered in memory and written when the buffer passes 64 KiB,
 // on ForceFlush and on Shutdown; every Write carries whole lines only, so
@@ -50,9 +55,9 @@ type FileExporter struct {
 	closed bool
 
 	// resource cache: the SDK passes the same *Resource for every span of a
-	// provider, so node and service are looked up once per provider.
-	lastRes               *resource.Resource
-	lastNode, lastService string
+	// provider, so its attributes are converted once per provider.
+	lastRes   *resource.Resource
+	lastAttrs []otlpjson.KeyValue
 }
 
 // NewFileExporter returns an exporter writing to w. The caller owns w:
@@ -71,8 +76,8 @@ func OpenFileExporter(path string) (*FileExporter, error) {
 	return &FileExporter{w: f, closer: f}, nil
 }
 
-// ExportSpans encodes spans into the buffer, writing the buffer out when it
-// is full. It returns ErrExporterClosed after Shutdown.
+// ExportSpans encodes spans as one line into the buffer, writing the buffer
+// out when it is full. It returns ErrExporterClosed after Shutdown.
 func (e *FileExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -82,10 +87,11 @@ func (e *FileExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if e.closed {
 		return ErrExporterClosed
 	}
-	for _, s := range spans {
-		line, err := json.Marshal(e.record(s))
+	if len(spans) > 0 {
+		req := e.request(spans)
+		line, err := json.Marshal(&req)
 		if err != nil { // unreachable: every value is JSON-safe
-			return fmt.Errorf("telemetry: encode span %q: %w", s.Name(), err)
+			return fmt.Errorf("telemetry: encode %d spans: %w", len(spans), err)
 		}
 		e.buf = append(e.buf, line...)
 		e.buf = append(e.buf, '\n')
@@ -142,132 +148,154 @@ func (e *FileExporter) writeLocked() error {
 	return nil
 }
 
-// spanRecord is the JSON form of one span; traces.Span reads it back.
-type spanRecord struct {
-	TraceID       string         `json:"trace_id"`
-	SpanID        string         `json:"span_id"`
-	ParentSpanID  string         `json:"parent_span_id,omitempty"`
-	Name          string         `json:"name"`
-	Kind          string         `json:"kind"`
-	StartUnixNano int64          `json:"start_unix_nano"`
-	EndUnixNano   int64          `json:"end_unix_nano"`
-	Status        string         `json:"status"`
-	StatusMessage string         `json:"status_message,omitempty"`
-	Attributes    map[string]any `json:"attributes"`
-	Node          string         `json:"node"`
-	Service       string         `json:"service"`
-	Events        []eventRecord  `json:"events,omitempty"`
-	Links         []linkRecord   `json:"links,omitempty"`
+// request groups spans by resource and then by instrumentation scope, each
+// group in order of first appearance and spans in the order given.
+func (e *FileExporter) request(spans []sdktrace.ReadOnlySpan) otlpjson.TracesData {
+	var (
+		req    otlpjson.TracesData
+		resIdx = map[*resource.Resource]int{}
+	)
+	type scopeKey struct {
+		res int
+		sc  instrumentation.Scope
+	}
+	scopeIdx := map[scopeKey]int{}
+	for _, s := range spans {
+		ri, ok := resIdx[s.Resource()]
+		if !ok {
+			ri = len(req.ResourceSpans)
+			resIdx[s.Resource()] = ri
+			req.ResourceSpans = append(req.ResourceSpans, otlpjson.ResourceSpans{
+				Resource:  otlpjson.Resource{Attributes: e.resourceAttrs(s.Resource())},
+				SchemaURL: s.Resource().SchemaURL(),
+			})
+		}
+		rs := &req.ResourceSpans[ri]
+		sk := scopeKey{ri, s.InstrumentationScope()}
+		si, ok := scopeIdx[sk]
+		if !ok {
+			si = len(rs.ScopeSpans)
+			scopeIdx[sk] = si
+			rs.ScopeSpans = append(rs.ScopeSpans, otlpjson.ScopeSpans{
+				Scope:     otlpjson.Scope{Name: sk.sc.Name, Version: sk.sc.Version},
+				SchemaURL: sk.sc.SchemaURL,
+			})
+		}
+		ss := &rs.ScopeSpans[si]
+		ss.Spans = append(ss.Spans, otlpSpan(s))
+	}
+	return req
 }
 
-type eventRecord struct {
-	Name         string         `json:"name"`
-	TimeUnixNano int64          `json:"time_unix_nano"`
-	Attributes   map[string]any `json:"attributes,omitempty"`
-}
-
-type linkRecord struct {
-	TraceID string `json:"trace_id"`
-	SpanID  string `json:"span_id"`
-}
-
-func (e *FileExporter) record(s sdktrace.ReadOnlySpan) spanRecord {
-	sc := s.SpanContext()
-	r := spanRecord{
-		TraceID:       sc.TraceID().String(),
-		SpanID:        sc.SpanID().String(),
-		Name:          s.Name(),
-		Kind:          s.SpanKind().String(),
-		StartUnixNano: s.StartTime().UnixNano(),
-		EndUnixNano:   s.EndTime().UnixNano(),
-		Status:        statusString(s.Status().Code),
-		StatusMessage: s.Status().Description,
-		Attributes:    attrMap(s.Attributes()),
-	}
-	if r.Attributes == nil {
-		r.Attributes = map[string]any{}
-	}
-	if p := s.Parent(); p.IsValid() {
-		r.ParentSpanID = p.SpanID().String()
-	}
-	if res := s.Resource(); res != e.lastRes {
+// resourceAttrs converts res's attributes, once per resource.
+func (e *FileExporter) resourceAttrs(res *resource.Resource) []otlpjson.KeyValue {
+	if res != e.lastRes {
 		e.lastRes = res
-		e.lastNode, e.lastService = "", ""
+		e.lastAttrs = nil
 		if res != nil {
-			if v, ok := res.Set().Value(AttrNode); ok {
-				e.lastNode = v.Emit()
-			}
-			if v, ok := res.Set().Value(attrServiceName); ok {
-				e.lastService = v.Emit()
-			}
+			e.lastAttrs = otlpAttrs(res.Attributes())
 		}
 	}
-	r.Node, r.Service = e.lastNode, e.lastService
+	return e.lastAttrs
+}
+
+func otlpSpan(s sdktrace.ReadOnlySpan) otlpjson.Span {
+	sc := s.SpanContext()
+	out := otlpjson.Span{
+		TraceID:                sc.TraceID().String(),
+		SpanID:                 sc.SpanID().String(),
+		TraceState:             sc.TraceState().String(),
+		Name:                   s.Name(),
+		Kind:                   otlpjson.SpanKind(s.SpanKind()),
+		StartTimeUnixNano:      unixNano(s.StartTime()),
+		EndTimeUnixNano:        unixNano(s.EndTime()),
+		Attributes:             otlpAttrs(s.Attributes()),
+		DroppedAttributesCount: uint32(s.DroppedAttributes()),
+		DroppedEventsCount:     uint32(s.DroppedEvents()),
+		DroppedLinksCount:      uint32(s.DroppedLinks()),
+		Status:                 otlpjson.Status{Code: otlpStatus(s.Status().Code), Message: s.Status().Description},
+	}
+	if p := s.Parent(); p.IsValid() {
+		out.ParentSpanID = p.SpanID().String()
+	}
 	for _, ev := range s.Events() {
-		r.Events = append(r.Events, eventRecord{
-			Name:         ev.Name,
-			TimeUnixNano: ev.Time.UnixNano(),
-			Attributes:   attrMap(ev.Attributes),
+		out.Events = append(out.Events, otlpjson.Event{
+			TimeUnixNano:           unixNano(ev.Time),
+			Name:                   ev.Name,
+			Attributes:             otlpAttrs(ev.Attributes),
+			DroppedAttributesCount: uint32(ev.DroppedAttributeCount),
 		})
 	}
 	for _, l := range s.Links() {
-		r.Links = append(r.Links, linkRecord{
-			TraceID: l.SpanContext.TraceID().String(),
-			SpanID:  l.SpanContext.SpanID().String(),
+		out.Links = append(out.Links, otlpjson.Link{
+			TraceID:                l.SpanContext.TraceID().String(),
+			SpanID:                 l.SpanContext.SpanID().String(),
+			TraceState:             l.SpanContext.TraceState().String(),
+			Attributes:             otlpAttrs(l.Attributes),
+			DroppedAttributesCount: uint32(l.DroppedAttributeCount),
 		})
 	}
-	return r
+	return out
 }
 
-func statusString(c codes.Code) string {
+// unixNano is t in Unix nanoseconds; 0 for times before 1970 (OTLP's
+// "unset").
+func unixNano(t time.Time) otlpjson.Uint64 {
+	return otlpjson.Uint64(max(t.UnixNano(), 0))
+}
+
+// otlpStatus maps otel's codes (Error 1, Ok 2) to OTLP's (Ok 1, Error 2).
+func otlpStatus(c codes.Code) otlpjson.StatusCode {
 	switch c {
 	case codes.Ok:
-		return "ok"
+		return otlpjson.StatusOk
 	case codes.Error:
-		return "error"
+		return otlpjson.StatusError
 	default:
-		return "unset"
+		return otlpjson.StatusUnset
 	}
 }
 
-func attrMap(kvs []attribute.KeyValue) map[string]any {
+func otlpAttrs(kvs []attribute.KeyValue) []otlpjson.KeyValue {
 	if len(kvs) == 0 {
 		return nil
 	}
-	m := make(map[string]any, len(kvs))
-	for _, kv := range kvs {
-		m[string(kv.Key)] = attrValue(kv.Value)
+	out := make([]otlpjson.KeyValue, len(kvs))
+	for i, kv := range kvs {
+		out[i] = otlpjson.KeyValue{Key: string(kv.Key), Value: otlpValue(kv.Value)}
 	}
-	return m
+	return out
 }
 
-func attrValue(v attribute.Value) any {
+func otlpValue(v attribute.Value) otlpjson.AnyValue {
 	switch v.Type() {
+	case attribute.BOOL:
+		return otlpjson.Bool(v.AsBool())
+	case attribute.INT64:
+		return otlpjson.Int(v.AsInt64())
 	case attribute.FLOAT64:
-		return jsonFloat(v.AsFloat64())
+		return otlpjson.Float(v.AsFloat64())
+	case attribute.STRING:
+		return otlpjson.String(v.AsString())
+	case attribute.BOOLSLICE:
+		return otlpArray(v.AsBoolSlice(), otlpjson.Bool)
+	case attribute.INT64SLICE:
+		return otlpArray(v.AsInt64Slice(), otlpjson.Int)
 	case attribute.FLOAT64SLICE:
-		fs := v.AsFloat64Slice()
-		out := make([]any, len(fs))
-		for i, f := range fs {
-			out[i] = jsonFloat(f)
-		}
-		return out
-	default:
-		return v.AsInterface()
+		return otlpArray(v.AsFloat64Slice(), otlpjson.Float)
+	case attribute.STRINGSLICE:
+		return otlpArray(v.AsStringSlice(), otlpjson.String)
+	default: // INVALID: an empty value
+		return otlpjson.AnyValue{}
 	}
 }
 
-// jsonFloat returns f, or a string for the values JSON cannot represent.
-func jsonFloat(f float64) any {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "+Inf"
-	case math.IsInf(f, -1):
-		return "-Inf"
+func otlpArray[T any](xs []T, conv func(T) otlpjson.AnyValue) otlpjson.AnyValue {
+	vs := make([]otlpjson.AnyValue, len(xs))
+	for i, x := range xs {
+		vs[i] = conv(x)
 	}
-	return f
+	return otlpjson.Array(vs...)
 }
 
 var _ sdktrace.SpanExporter = (*FileExporter)(nil)

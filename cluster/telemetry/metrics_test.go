@@ -29,6 +29,7 @@ func metGet(t *testing.T, url string) (string, *http.Response) {
 }
 
 func TestRegistryTextOverHTTP(t *testing.T) {
+	t.Parallel()
 	reg, err := telemetry.NewRegistry(map[string]string{"node": `r"1\` + "\n", "az": "eu"})
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +83,7 @@ func TestRegistryTextOverHTTP(t *testing.T) {
 }
 
 func TestRegistryErrors(t *testing.T) {
+	t.Parallel()
 	reg, err := telemetry.NewRegistry(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +111,7 @@ func TestRegistryErrors(t *testing.T) {
 
 // Concurrent updates are exact. Run under -race.
 func TestRegistryConcurrent(t *testing.T) {
+	t.Parallel()
 	m, err := telemetry.NewMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +145,7 @@ func TestRegistryConcurrent(t *testing.T) {
 
 // The node's handler carries the standard metrics, labelled with the node.
 func TestTelemetryMetricsHandler(t *testing.T) {
+	t.Parallel()
 	tel, err := telemetry.Setup(context.Background(), telemetry.Options{NodeID: "coord"})
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +178,7 @@ func TestTelemetryMetricsHandler(t *testing.T) {
 }
 
 func TestRegistryCounterVec(t *testing.T) {
+	t.Parallel()
 	reg, err := telemetry.NewRegistry(map[string]string{"node": "a"})
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,9 @@ func SpanNames() []string {
 const (
 	// AttrNode is the resource attribute naming the node (Options.NodeID).
 	AttrNode = "t2t.node"
+	// AttrServiceName is the resource attribute naming the service
+	// (Options.ServiceName); the OpenTelemetry semantic-convention key.
+	AttrServiceName = "service.name"
 	// AttrRun: the run ID (string), on stage spans.
 	AttrRun = "t2t.run"
 	// AttrStage: the stage index (int). Required on "stage" spans; set it on

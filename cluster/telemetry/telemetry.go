@@ -20,9 +20,6 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// attrServiceName is the OpenTelemetry semantic-convention resource key.
-const attrServiceName = "service.name"
-
 // DefaultServiceName is the service.name used when Options.ServiceName is empty.
 const DefaultServiceName = "t2t"
 
@@ -40,8 +37,9 @@ type Options struct {
 	// "http://host:port[/path]" and "https://host:port[/path]" (TLS with the
 	// system roots). Default: off.
 	OTLPEndpoint string
-	// TraceFile, when set, appends one JSON line per finished span to this
-	// file (see FileExporter). Use one file per node. Default: off.
+	// TraceFile, when set, appends the finished spans to this file as OTLP
+	// JSON, one line per exported batch (see FileExporter). Use one file per
+	// node. Default: off.
 	TraceFile string
 	// SampleRatio is the fraction of new traces recorded, in [0, 1]; 0 means
 	// the default, 1 (record everything). Spans with a remote parent follow
@@ -139,7 +137,7 @@ func Setup(ctx context.Context, opt Options) (*Telemetry, error) {
 	}
 
 	res := resource.NewSchemaless(
-		attribute.String(attrServiceName, opt.ServiceName),
+		attribute.String(AttrServiceName, opt.ServiceName),
 		attribute.String(AttrNode, opt.NodeID),
 	)
 	var sampler sdktrace.Sampler = sdktrace.AlwaysSample()

@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,13 +11,17 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -54,9 +57,20 @@ func telCountLines(t *testing.T, path string) int {
 	return strings.Count(string(b), "\n")
 }
 
+// telCountSpans reads path back with package traces.
+func telCountSpans(t *testing.T, path string) int {
+	t.Helper()
+	spans, err := traces.ReadSpans(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(spans)
+}
+
 // Two nodes, two files: the coordinator's stage span on node A, its headers
 // carried to node B, a work unit there. Reading both files back links them.
 func TestCrossNodeParentChild(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fileA, fileB := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
 	nodeA := telSetup(t, telemetry.Options{NodeID: "coord-A", TraceFile: fileA})
@@ -129,6 +143,7 @@ func TestCrossNodeParentChild(t *testing.T) {
 }
 
 func TestInjectExtractWithoutSpan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	if h := telemetry.Inject(ctx); h != nil {
 		t.Errorf("Inject without span = %v, want nil", h)
@@ -144,6 +159,7 @@ func TestInjectExtractWithoutSpan(t *testing.T) {
 // With tracing off on a relay node, context received from elsewhere still
 // flows through to the next hop.
 func TestNoopForwardsContext(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := telSetup(t, telemetry.Options{NodeID: "a", TraceFile: filepath.Join(dir, "a.jsonl")})
 	defer telShutdown(t, a)
@@ -189,6 +205,7 @@ func TestNoExporterCreatesNoFiles(t *testing.T) {
 }
 
 func TestShutdownFlushes(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "n.jsonl")
 	tel := telSetup(t, telemetry.Options{NodeID: "n", TraceFile: path})
 	if !tel.Enabled() {
@@ -205,19 +222,20 @@ func TestShutdownFlushes(t *testing.T) {
 		t.Errorf("file has %d lines before any flush, want 0 (buffered)", n)
 	}
 	telShutdown(t, tel)
-	if n := telCountLines(t, path); n != 20 {
-		t.Errorf("file has %d lines after Shutdown, want 20", n)
+	if n := telCountSpans(t, path); n != 20 {
+		t.Errorf("file has %d spans after Shutdown, want 20", n)
 	}
 	// Spans ended after Shutdown are dropped, not written.
 	_, sp := tr.Start(context.Background(), "late")
 	sp.End()
 	telShutdown(t, tel)
-	if n := telCountLines(t, path); n != 20 {
-		t.Errorf("file has %d lines after a late span, want 20", n)
+	if n := telCountSpans(t, path); n != 20 {
+		t.Errorf("file has %d spans after a late span, want 20", n)
 	}
 }
 
 func TestForceFlushWritesWithoutShutdown(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "n.jsonl")
 	tel := telSetup(t, telemetry.Options{NodeID: "n", TraceFile: path})
 	defer telShutdown(t, tel)
@@ -238,6 +256,7 @@ func TestForceFlushWritesWithoutShutdown(t *testing.T) {
 // Many goroutines ending spans on one provider: every span lands exactly
 // once, on whole lines. Run under -race.
 func TestProviderConcurrentSpans(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "n.jsonl")
 	tel := telSetup(t, telemetry.Options{NodeID: "n", TraceFile: path})
 	const workers, per = 8, 300
@@ -290,6 +309,7 @@ func (w *telLineWriter) Write(p []byte) (int, error) {
 // ExportSpans called from many goroutines at once: nothing lost or torn,
 // buffered writes of whole lines. Run under -race.
 func TestFileExporterConcurrentExport(t *testing.T) {
+	t.Parallel()
 	w := &telLineWriter{t: t}
 	exp := telemetry.NewFileExporter(w)
 	const workers, batches, per = 8, 20, 25
@@ -324,16 +344,19 @@ func TestFileExporterConcurrentExport(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, l := range w.lines {
-		var rec struct {
-			SpanID string `json:"span_id"`
-		}
-		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+		spans, err := traces.DecodeSpans(strings.NewReader(l), "line")
+		if err != nil {
 			t.Fatalf("bad line %q: %v", l, err)
 		}
-		if seen[rec.SpanID] {
-			t.Fatalf("span %s twice", rec.SpanID)
+		if len(spans) != per {
+			t.Fatalf("a line of %d spans, want one line per batch of %d", len(spans), per)
 		}
-		seen[rec.SpanID] = true
+		for _, s := range spans {
+			if seen[s.SpanID] {
+				t.Fatalf("span %s twice", s.SpanID)
+			}
+			seen[s.SpanID] = true
+		}
 	}
 	if len(seen) != workers*batches*per {
 		t.Errorf("%d spans written, want %d", len(seen), workers*batches*per)
@@ -353,6 +376,7 @@ type telFailWriter struct{}
 func (telFailWriter) Write([]byte) (int, error) { return 0, io.ErrShortWrite }
 
 func TestFileExporterWriteError(t *testing.T) {
+	t.Parallel()
 	exp := telemetry.NewFileExporter(telFailWriter{})
 	if err := exp.ExportSpans(context.Background(), tracetest.SpanStubs{{Name: "x"}}.Snapshots()); err != nil {
 		t.Fatalf("buffered export failed: %v", err)
@@ -368,6 +392,7 @@ func TestFileExporterWriteError(t *testing.T) {
 }
 
 func TestOpenFileExporterAppends(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "shared.jsonl")
 	for range 2 { // two "processes" appending to one file in turn
 		exp, err := telemetry.OpenFileExporter(path)
@@ -381,8 +406,11 @@ func TestOpenFileExporterAppends(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := telCountLines(t, path); n != 4 {
-		t.Errorf("%d lines, want 4", n)
+	if n := telCountLines(t, path); n != 2 {
+		t.Errorf("%d lines, want 2 (one per export)", n)
+	}
+	if n := telCountSpans(t, path); n != 4 {
+		t.Errorf("%d spans, want 4", n)
 	}
 	if _, err := telemetry.OpenFileExporter(filepath.Join(t.TempDir(), "no", "such", "dir.jsonl")); err == nil {
 		t.Error("OpenFileExporter in a missing directory succeeded")
@@ -390,6 +418,7 @@ func TestOpenFileExporterAppends(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		opt   telemetry.Options
 		field string
@@ -426,6 +455,7 @@ func TestOptionsValidate(t *testing.T) {
 // A tiny sample ratio drops new traces, but a span whose remote parent was
 // sampled is recorded: the decision travels with the headers.
 func TestSamplingFollowsParent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := telSetup(t, telemetry.Options{NodeID: "a", TraceFile: filepath.Join(dir, "a.jsonl")})
 	bPath := filepath.Join(dir, "b.jsonl")
@@ -451,6 +481,7 @@ func TestSamplingFollowsParent(t *testing.T) {
 
 // OTLP/HTTP export to a real (loopback) HTTP receiver, both endpoint forms.
 func TestOTLPHTTPExport(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var names []string
 	var nodes []string
@@ -528,8 +559,10 @@ func TestSetGlobal(t *testing.T) {
 	}
 }
 
-// The JSONL line format, field by field.
+// The OTLP JSON line format, field by field, as the collector's file
+// exporter writes it.
 func TestFileExporterLineFormat(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "f.jsonl")
 	tel := telSetup(t, telemetry.Options{NodeID: "fmt", TraceFile: path})
 	ctx, p := tel.Tracer("t").Start(context.Background(), telemetry.SpanStage)
@@ -539,42 +572,146 @@ func TestFileExporterLineFormat(t *testing.T) {
 	c.End()
 	p.End()
 	telShutdown(t, tel)
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var lines []map[string]any
-	for sc.Scan() {
-		var m map[string]any
-		dec := json.NewDecoder(strings.NewReader(sc.Text()))
-		dec.UseNumber()
-		if err := dec.Decode(&m); err != nil {
-			t.Fatal(err)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1 (one export)", len(lines))
+	}
+	var req map[string]any
+	dec := json.NewDecoder(strings.NewReader(lines[0]))
+	dec.UseNumber()
+	if err := dec.Decode(&req); err != nil {
+		t.Fatal(err)
+	}
+	at := func(v any, path ...any) any {
+		t.Helper()
+		for _, k := range path {
+			switch k := k.(type) {
+			case string:
+				m, ok := v.(map[string]any)
+				if !ok {
+					t.Fatalf("%v: not an object at %q", v, k)
+				}
+				v = m[k]
+			case int:
+				l, ok := v.([]any)
+				if !ok || k >= len(l) {
+					t.Fatalf("%v: no element %d", v, k)
+				}
+				v = l[k]
+			}
 		}
-		lines = append(lines, m)
+		return v
 	}
-	if len(lines) != 2 {
-		t.Fatalf("%d lines", len(lines))
+	res := at(req, "resourceSpans", 0, "resource", "attributes")
+	resAttrs := map[string]string{}
+	for _, kv := range res.([]any) {
+		resAttrs[fmt.Sprint(at(kv, "key"))] = fmt.Sprint(at(kv, "value", "stringValue"))
 	}
-	child := lines[0] // ends first
-	for _, k := range []string{"trace_id", "span_id", "parent_span_id", "name", "kind", "start_unix_nano", "end_unix_nano", "status", "attributes", "node", "service"} {
+	if resAttrs[telemetry.AttrNode] != "fmt" || resAttrs[telemetry.AttrServiceName] != "t2t" {
+		t.Errorf("resource attributes %v", resAttrs)
+	}
+	if name := at(req, "resourceSpans", 0, "scopeSpans", 0, "scope", "name"); name != "t" {
+		t.Errorf("scope name %v", name)
+	}
+	spans := at(req, "resourceSpans", 0, "scopeSpans", 0, "spans").([]any)
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	child, root := spans[0].(map[string]any), spans[1].(map[string]any) // the child ends first
+	for _, k := range []string{"traceId", "spanId", "parentSpanId", "name", "kind", "startTimeUnixNano", "endTimeUnixNano", "attributes", "status"} {
 		if _, ok := child[k]; !ok {
-			t.Errorf("line lacks %q: %v", k, child)
+			t.Errorf("span lacks %q: %v", k, child)
 		}
 	}
-	if _, ok := lines[1]["parent_span_id"]; ok {
-		t.Error("root span has parent_span_id")
+	if _, ok := root["parentSpanId"]; ok {
+		t.Error("root span has parentSpanId")
 	}
-	attrs := child["attributes"].(map[string]any)
-	want := map[string]string{"b": "true", "i": "1152921504606846976", "f": "0.25", "ss": "[x y]", "fs": "[1 +Inf]"}
-	for k, v := range want {
-		if got := fmt.Sprint(attrs[k]); got != v {
-			t.Errorf("attribute %s = %s, want %s", k, got, v)
-		}
+	if child["kind"] != json.Number("1") || fmt.Sprint(child["status"]) != "map[]" {
+		t.Errorf("kind %v status %v, want 1 (internal) and {} (unset)", child["kind"], child["status"])
 	}
-	if len(child["trace_id"].(string)) != 32 || len(child["span_id"].(string)) != 16 {
-		t.Errorf("ids: %v %v", child["trace_id"], child["span_id"])
+	if _, ok := child["startTimeUnixNano"].(string); !ok {
+		t.Errorf("startTimeUnixNano %v is not a string", child["startTimeUnixNano"])
+	}
+	attrs := map[string]string{}
+	for _, kv := range child["attributes"].([]any) {
+		v, _ := json.Marshal(at(kv, "value"))
+		attrs[fmt.Sprint(at(kv, "key"))] = string(v)
+	}
+	want := map[string]string{"b": `{"boolValue":true}`, "i": `{"intValue":"1152921504606846976"}`, "f": `{"doubleValue":0.25}`,
+		"ss": `{"arrayValue":{"values":[{"stringValue":"x"},{"stringValue":"y"}]}}`,
+		"fs": `{"arrayValue":{"values":[{"doubleValue":1},{"doubleValue":"Infinity"}]}}`}
+	if !reflect.DeepEqual(attrs, want) {
+		t.Errorf("attributes\n%v, want\n%v", attrs, want)
+	}
+	if len(child["traceId"].(string)) != 32 || len(child["spanId"].(string)) != 16 {
+		t.Errorf("ids: %v %v", child["traceId"], child["spanId"])
+	}
+}
+
+// What the exporter writes, package traces reads back: every attribute
+// type, kinds, statuses, events, links, resources and scopes.
+func TestFileExporterRoundTrip(t *testing.T) {
+	t.Parallel()
+	var buf strings.Builder
+	exp := telemetry.NewFileExporter(&buf)
+	tid := trace.TraceID{0xab, 1}
+	sc := func(s byte) trace.SpanContext {
+		return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{s}, TraceFlags: trace.FlagsSampled})
+	}
+	t0 := time.Unix(1_700_000_000, 5)
+	resA := resource.NewSchemaless(attribute.String(telemetry.AttrServiceName, "t2t"), attribute.String(telemetry.AttrNode, "a"))
+	resB := resource.NewSchemaless(attribute.String(telemetry.AttrNode, "b"))
+	stubs := tracetest.SpanStubs{
+		{Name: telemetry.SpanStage, SpanContext: sc(1), SpanKind: trace.SpanKindInternal, StartTime: t0, EndTime: t0.Add(time.Second),
+			Attributes: []attribute.KeyValue{attribute.Int(telemetry.AttrStage, 4), attribute.String(telemetry.AttrRun, "r")},
+			Status:     sdktrace.Status{Code: codes.Ok}, Resource: resA, InstrumentationLibrary: instrumentation.Scope{Name: "coord"}},
+		{Name: telemetry.SpanWorkUnit, SpanContext: sc(2), Parent: sc(1), SpanKind: trace.SpanKindConsumer,
+			StartTime: t0.Add(time.Millisecond), EndTime: t0.Add(2 * time.Millisecond),
+			Attributes: []attribute.KeyValue{attribute.Bool("b", false), attribute.Float64("f", -1.5e-7), attribute.Float64("nan", math.NaN()),
+				attribute.Int64Slice("is", []int64{-1, 1 << 62}), attribute.BoolSlice("bs", []bool{true})},
+			Events: []sdktrace.Event{{Name: "retry", Time: t0.Add(1500 * time.Microsecond), Attributes: []attribute.KeyValue{attribute.Int("n", 2)}}},
+			Links:  []sdktrace.Link{{SpanContext: sc(9)}},
+			Status: sdktrace.Status{Code: codes.Error, Description: "boom"}, Resource: resB, InstrumentationLibrary: instrumentation.Scope{Name: "rollout"}},
+		{Name: telemetry.SpanLearnerUpdate, SpanContext: sc(3), Parent: sc(1), SpanKind: trace.SpanKindServer, StartTime: t0, EndTime: t0,
+			Resource: resA, InstrumentationLibrary: instrumentation.Scope{Name: "learner", Version: "v2"}},
+		{Name: telemetry.SpanSample, SpanContext: sc(4), Parent: sc(2), SpanKind: trace.SpanKindClient, StartTime: t0, EndTime: t0.Add(time.Microsecond),
+			Resource: resB, InstrumentationLibrary: instrumentation.Scope{Name: "rollout"}},
+	}
+	if err := exp.ExportSpans(context.Background(), stubs.Snapshots()); err != nil {
+		t.Fatal(err)
+	}
+	if err := exp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans, err := traces.DecodeSpans(strings.NewReader(buf.String()), "buf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(s byte) string { return trace.SpanID{s}.String() }
+	start := t0.UnixNano()
+	// Grouped by resource, then scope, in order of first appearance.
+	want := []traces.Span{
+		{TraceID: tid.String(), SpanID: id(1), Name: telemetry.SpanStage, Kind: "internal", StartUnixNano: start, EndUnixNano: start + 1e9,
+			Status: "ok", Attributes: map[string]any{telemetry.AttrStage: json.Number("4"), telemetry.AttrRun: "r"}, Node: "a", Service: "t2t"},
+		{TraceID: tid.String(), SpanID: id(3), ParentSpanID: id(1), Name: telemetry.SpanLearnerUpdate, Kind: "server", StartUnixNano: start,
+			EndUnixNano: start, Status: "unset", Attributes: map[string]any{}, Node: "a", Service: "t2t"},
+		{TraceID: tid.String(), SpanID: id(2), ParentSpanID: id(1), Name: telemetry.SpanWorkUnit, Kind: "consumer", StartUnixNano: start + 1e6,
+			EndUnixNano: start + 2e6, Status: "error", StatusMessage: "boom", Node: "b",
+			Attributes: map[string]any{"b": false, "f": json.Number("-1.5e-7"), "is": []any{json.Number("-1"), json.Number("4611686018427387904")}, "bs": []any{true}},
+			Events:     []traces.Event{{Name: "retry", TimeUnixNano: start + 1.5e6, Attributes: map[string]any{"n": json.Number("2")}}},
+			Links:      []traces.Link{{TraceID: tid.String(), SpanID: id(9)}}},
+		{TraceID: tid.String(), SpanID: id(4), ParentSpanID: id(2), Name: telemetry.SpanSample, Kind: "client", StartUnixNano: start,
+			EndUnixNano: start + 1e3, Status: "unset", Attributes: map[string]any{}, Node: "b"},
+	}
+	if v, _ := spans[2].Attr("nan"); v != "NaN" {
+		t.Errorf("NaN attribute = %q", v)
+	}
+	delete(spans[2].Attributes, "nan")
+	if !reflect.DeepEqual(spans, want) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", spans, want)
 	}
 }

@@ -6,41 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/t2t-lab/t2t/bench"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 )
-
-// The FLOPs formula against a hand count for the tiny preset (hidden 64, 2 layers, 4 q / 2 kv
-// heads of 16, intermediate 128, vocab 512, tied).
-func TestTrainFLOPsPerTokenTiny(t *testing.T) {
-	cfg, err := qwen3.Preset(qwen3.PresetTiny)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Per layer: 2 norms (2·64) + q (64·64) + k, v (2·32·64) + o (64·64) + q/k norms (2·16)
-	// + gate, up, down (3·64·128) = 37,024; 2 layers + final norm 64 + tied table 512·64.
-	const n = 2*37024 + 64 + 512*64
-	if cfg.NumParams() != n || n != 106880 {
-		t.Fatalf("NumParams %d, hand count %d", cfg.NumParams(), n)
-	}
-	// seqLen 32: 6·N + 12·layers·(heads·head_dim)·seqLen = 641,280 + 12·2·64·32 (49,152).
-	if got := TrainFLOPsPerToken(cfg, 32, 0); got != 690432 {
-		t.Fatalf("full fine-tuning: %v FLOPs/token, want 690432", got)
-	}
-	// LoRA r4 on all seven projections: 4·(128+96+96+128+192+192+192)·2 layers = 8,192
-	// adapter parameters; 4·N + 6·8,192 + 49,152.
-	lc := qwen3.LoRAConfig{Rank: 4, Alpha: 8, Targets: qwen3.LoRATargets}
-	if p := cfg.LoRAParams(lc); p != 8192 {
-		t.Fatalf("LoRA params %d, want 8192", p)
-	}
-	if got := TrainFLOPsPerToken(cfg, 32, 8192); got != 4*106880+6*8192+49152 {
-		t.Fatalf("LoRA: %v FLOPs/token", got)
-	}
-	// Untied: the input table is a lookup, the head a matmul of the same size: same N.
-	cfg.TieWordEmbeddings = false
-	if got := TrainFLOPsPerToken(cfg, 32, 0); got != 690432 {
-		t.Fatalf("untied: %v FLOPs/token, want 690432", got)
-	}
-}
 
 func TestBenchGRPO(t *testing.T) {
 	for _, tc := range []struct {
@@ -61,7 +29,7 @@ func TestBenchGRPO(t *testing.T) {
 			if !strings.Contains(e, "memory estimate") {
 				t.Errorf("no memory estimate on stderr: %s", e)
 			}
-			var r grpoReport
+			var r bench.GRPOReport
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
@@ -106,7 +74,7 @@ func TestBenchDecode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, e)
 	}
-	var r decodeReport
+	var r bench.DecodeReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -124,26 +92,6 @@ func TestBenchDecode(t *testing.T) {
 	code, out, e = t2t(t, "bench", "decode", "--preset", "tiny", "--batch", "2", "--prompt-len", "4", "--new-tokens", "4", "--temperature", "0")
 	if code != 0 || !strings.Contains(out, "decode tokens/s") || !strings.Contains(out, "prefill") {
 		t.Fatalf("table: exit %d: %s%s", code, out, e)
-	}
-}
-
-// The warm-up generation runs the same padded shapes as the timed one (so it compiles its
-// prefill and decode graphs) with as few tokens as can, and at least one decode step.
-func TestWarmupTokens(t *testing.T) {
-	for _, tc := range []struct{ b, p, n, want int }{
-		{4, 512, 256, 193}, {3, 10, 12, 2}, {1, 3, 100, 89}, {2, 64, 64, 33}, {2, 64, 65, 65}, {2, 4, 2, 2},
-	} {
-		got := warmupTokens(tc.b, tc.p, tc.n)
-		if got != tc.want {
-			t.Errorf("warmupTokens(%d, %d, %d) = %d, want %d", tc.b, tc.p, tc.n, got, tc.want)
-		}
-		b, p, s := qwen3.GenerateShape(tc.b, tc.p, tc.n)
-		if wb, wp, ws := qwen3.GenerateShape(tc.b, tc.p, got); wb != b || wp != p || ws != s || got < 2 || got > tc.n {
-			t.Errorf("warmupTokens(%d, %d, %d) = %d: shape (%d, %d, %d), timed (%d, %d, %d)", tc.b, tc.p, tc.n, got, wb, wp, ws, b, p, s)
-		}
-		if _, _, ws := qwen3.GenerateShape(tc.b, tc.p, got-1); got > 2 && ws == s {
-			t.Errorf("warmupTokens(%d, %d, %d) = %d: %d tokens run the same shapes", tc.b, tc.p, tc.n, got, got-1)
-		}
 	}
 }
 
@@ -180,7 +128,7 @@ func TestBenchBadFlags(t *testing.T) {
 	// A 4b-shape GRPO step on the CPU is refused before anything is allocated (unless this
 	// machine really has the memory).
 	cfg, _ := qwen3.Preset(qwen3.Preset4BShape)
-	if need := qwen3.EstimateMemory(cfg, 8, 128, false).Total(); memAvailable() > 0 && memAvailable() < need {
+	if need := qwen3.EstimateMemory(cfg, 8, 128, false).Total(); bench.MemAvailable() > 0 && bench.MemAvailable() < need {
 		code, _, e := t2t(t, "bench", "grpo", "--preset", "4b-shape", "--prompt-len", "64", "--completion-len", "64")
 		if code != 2 || !strings.Contains(e, "exceeds the memory available") {
 			t.Errorf("4b-shape on the CPU: exit %d: %s", code, e)

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/t2t-lab/t2t/bench"
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/torch"
 )
 
@@ -38,15 +40,15 @@ func TestEngineTorchCommands(t *testing.T) {
 	if code, _, e := t2t(t, "model", "init", "--out", dir); code != 0 {
 		t.Fatalf("model init: %s", e)
 	}
-	logits := func(dir string, args ...string) []logitsResult {
+	logits := func(dir string, args ...string) []textpolicy.TextLogits {
 		t.Helper()
 		code, out, e := t2t(t, append([]string{"model", "logits", "--model", dir, "--text", "Agent 0: UP RIGHT", "--text", "hello"}, args...)...)
 		if code != 0 {
 			t.Fatalf("logits %v: exit %d: %s", args, code, e)
 		}
-		var rs []logitsResult
+		var rs []textpolicy.TextLogits
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			var r logitsResult
+			var r textpolicy.TextLogits
 			if err := json.Unmarshal([]byte(line), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +56,7 @@ func TestEngineTorchCommands(t *testing.T) {
 		}
 		return rs
 	}
-	same := func(what string, a, b []logitsResult) {
+	same := func(what string, a, b []textpolicy.TextLogits) {
 		t.Helper()
 		for i := range a {
 			for p := range a[i].Logits {
@@ -221,7 +223,7 @@ func TestBenchTorchEngine(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench grpo: exit %d: %s", code, e)
 	}
-	var g grpoReport
+	var g bench.GRPOReport
 	if err := json.Unmarshal([]byte(out), &g); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -232,7 +234,7 @@ func TestBenchTorchEngine(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench decode: exit %d: %s", code, e)
 	}
-	var d decodeReport
+	var d bench.DecodeReport
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +13,8 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/engineer"
-	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -23,143 +24,168 @@ func runEngineer(args []string, stdout, stderr io.Writer) error {
 	}, args, stdout, stderr)
 }
 
+const proposeUsage = `t2t engineer propose --config-history FILE.json | --run ID --redis URL [--stage N] [--strategy S] [--modules F,G,H0,T]
+        [--engineer self|base|URL [--model DIR] [--engineer-model NAME]]`
+
+// proposeFlags are the flags of t2t engineer propose; spec holds the engineer's.
+type proposeFlags struct {
+	histPath, runID, redisURL, cfgPath, dump, outPath, device, keyEnv string
+	totalStages, stage, tokenBudget                                   int
+	spec                                                              train.EngineerSpec
+	eng                                                               *engine.Flags
+}
+
+func addProposeFlags(fs *flag.FlagSet) *proposeFlags {
+	f := &proposeFlags{}
+	e := &f.spec
+	fs.StringVar(&f.histPath, "config-history", "", "history JSON (engineer.History, as --dump-history writes it)")
+	fs.StringVar(&f.runID, "run", "", "run id to read from Redis (with --redis)")
+	fs.StringVar(&f.redisURL, "redis", "", "Redis URL holding the run (redis://host:port/db)")
+	fs.IntVar(&f.totalStages, "total-stages", 0, "the run's planned stages, shown by module T (0: unknown)")
+	fs.IntVar(&f.stage, "stage", -1, "propose the config of this stage from the stages before it (-1: the next stage)")
+	fs.StringVar(&e.Strategy, "strategy", engineer.NameLLM, "strategy: "+strings.Join(engineer.StrategyNames(), ", "))
+	fs.StringVar(&e.Modules, "modules", "F,G,H0,T", "llm context modules (F, G, H, H0, S, T)")
+	fs.IntVar(&f.tokenBudget, "token-budget", 0, "llm: trim the prompt to this many approximate tokens (0: no limit)")
+	fs.Uint64Var(&e.Seed, "seed", 1, "seed of the random strategy and of the engineer's sampling")
+	fs.StringVar(&f.cfgPath, "config", "", "config used when the history has no stage (default: the embedded local config)")
+	fs.StringVar(&e.Target, "engineer", "", "llm: who answers: self (the checkpoint --model, as the policy being trained would), base (a frozen\n"+
+		"copy of --model), or an OpenAI-compatible API root; without it only the prompt is printed")
+	fs.StringVar(&e.Target, "llm-url", "", "alias of --engineer URL")
+	fs.StringVar(&e.BaseModel, "model", "", "llm with --engineer self or base: the Hugging Face checkpoint directory")
+	fs.StringVar(&e.Model, "engineer-model", "", "llm with an --engineer URL: the model name")
+	fs.StringVar(&e.Model, "llm-model", "", "alias of --engineer-model")
+	fs.StringVar(&f.keyEnv, "llm-key-env", "OPENAI_API_KEY", "llm: environment variable holding the API key (may be unset)")
+	fs.IntVar(&e.MaxTokens, "max-tokens", 1024, "llm: most tokens per answer")
+	fs.Float64Var(&e.Temperature, "temperature", 0.6, "llm: sampling temperature (0: greedy)")
+	fs.IntVar(&e.Retries, "retries", 3, "llm: further attempts after a rejected answer, each told why")
+	fs.BoolVar(&e.Thinking, "thinking", false, "llm with self or base: let the model think (<think>…</think>) before its JSON")
+	fs.StringVar(&f.dump, "dump-history", "", "also write the history used as JSON to this file (input for --config-history)")
+	fs.StringVar(&f.outPath, "out", "", "write the proposed config JSON to this file")
+	fs.StringVar(&f.device, "device", "cpu", train.DeviceHelp)
+	f.eng = addEngineFlags(fs)
+	return f
+}
+
 func engineerPropose(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("t2t engineer propose", "t2t engineer propose --config-history FILE.json | --run ID --redis URL [--stage N] [--strategy S] [--modules F,G,H0,T]", stderr)
-	histPath := fs.String("config-history", "", "history JSON (engineer.History, as --dump-history writes it)")
-	runID := fs.String("run", "", "run id to read from Redis (with --redis)")
-	redisURL := fs.String("redis", "", "Redis URL holding the run (redis://host:port/db)")
-	totalStages := fs.Int("total-stages", 0, "the run's planned stages, shown by module T (0: unknown)")
-	stage := fs.Int("stage", -1, "propose the config of this stage from the stages before it (-1: the next stage)")
-	strategy := fs.String("strategy", engineer.NameLLM, "strategy: "+strings.Join(engineer.StrategyNames(), ", "))
-	modules := fs.String("modules", "F,G,H0,T", "llm context modules (F, G, H, H0, S, T)")
-	tokenBudget := fs.Int("token-budget", 0, "llm: trim the prompt to this many approximate tokens (0: no limit)")
-	seed := fs.Uint64("seed", 1, "seed of the random strategy")
-	cfgPath := fs.String("config", "", "config used when the history has no stage (default: the embedded local config)")
-	llmURL := fs.String("llm-url", "", "llm: OpenAI-compatible API root; without it only the prompt is printed")
-	llmModel := fs.String("llm-model", "", "llm: model name")
-	llmKeyEnv := fs.String("llm-key-env", "OPENAI_API_KEY", "llm: environment variable holding the API key (may be unset)")
-	dump := fs.String("dump-history", "", "also write the history used as JSON to this file (input for --config-history)")
-	outPath := fs.String("out", "", "write the proposed config JSON to this file")
+	fs := newFlags("t2t engineer propose", proposeUsage, stderr)
+	f := addProposeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if (*histPath == "") == (*runID == "") {
+	if (f.histPath == "") == (f.runID == "") {
 		return badInput("give exactly one of --config-history FILE and --run ID")
 	}
-	if *runID != "" && *redisURL == "" {
+	if f.runID != "" && f.redisURL == "" {
 		return badInput("--run needs --redis URL")
 	}
-	mods, err := engineer.ParseModules(*modules)
+	mods, err := engineer.ParseModules(f.spec.Modules)
 	if err != nil {
 		return badInput("--modules: %v", err)
 	}
-	base, err := loadConfig(*cfgPath)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	h, err := proposeHistory(ctx, f.histPath, f.runID, f.redisURL, f.totalStages)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	var h *engineer.History
-	if *histPath != "" {
-		b, err := os.ReadFile(*histPath)
-		if err != nil {
-			return badInput("%v", err)
-		}
-		h = new(engineer.History)
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(h); err != nil {
-			return badInput("%s: %v", *histPath, jsonReason(err))
-		}
-	} else {
-		st, err := store.Open(ctx, store.Options{URL: *redisURL, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			return fmt.Errorf("redis: %w", err)
-		}
-		defer st.Close()
-		if h, err = train.History(ctx, st, *runID, *totalStages); err != nil {
+	if f.stage >= 0 {
+		h.Before(f.stage)
+	}
+	if f.dump != "" {
+		if err := writeJSONFile(f.dump, h); err != nil {
 			return err
-		}
-		if len(h.Stages) == 0 {
-			return badInput("run %q has no finished stage in %s", *runID, *redisURL)
 		}
 	}
-	if *stage >= 0 {
-		var keep []engineer.StageResult
-		for _, s := range h.Stages {
-			if s.Stage < *stage {
-				keep = append(keep, s)
-			}
-		}
-		h.Stages = keep
-	}
-	if *dump != "" {
-		b, err := json.MarshalIndent(h, "", "  ")
+	fmt.Fprintf(stdout, "history: run %q, %d finished stages; proposing stage %d with strategy %s\n", h.RunID, len(h.Stages), h.NextStage(), f.spec.Strategy)
+	if strings.ToLower(strings.TrimSpace(f.spec.Strategy)) == engineer.NameLLM {
+		p, err := engineer.BuildPrompt(h, mods, f.tokenBudget)
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(*dump, append(b, '\n')); err != nil {
+		if err := engineer.WritePrompt(stdout, p, mods); err != nil {
 			return err
 		}
+		if f.spec.Target == "" {
+			fmt.Fprintln(stdout, "\n(no --engineer: prompt only, no proposal)")
+			return nil
+		}
+	}
+	return f.propose(ctx, h, stdout)
+}
+
+// propose asks the flags' strategy for h's next config and prints it.
+func (f *proposeFlags) propose(ctx context.Context, h *engineer.History, stdout io.Writer) error {
+	base, err := loadConfig(f.cfgPath)
+	if err != nil {
+		return err
+	}
+	spec := f.spec
+	spec.Strategy = strings.ToLower(strings.TrimSpace(spec.Strategy))
+	spec.APIKey, spec.Logger = os.Getenv(f.keyEnv), slog.New(slog.DiscardHandler)
+	if spec.Engine, err = engineSpec(f.eng, f.device, io.Discard); err != nil {
+		return err
+	}
+	strat, closeEng, err := train.NewEngineer(ctx, spec, &base, nil)
+	if err != nil {
+		return err
+	}
+	defer closeEng()
+	prop, err := strat.Propose(ctx, h)
+	if err != nil {
+		return err
 	}
 	prev := base
 	if last := h.Last(); last != nil {
 		prev = last.Config
 	}
-	fmt.Fprintf(stdout, "history: run %q, %d finished stages; proposing stage %d with strategy %s\n", h.RunID, len(h.Stages), h.NextStage(), *strategy)
-	name := strings.ToLower(strings.TrimSpace(*strategy))
-	if name == engineer.NameLLM {
-		p, err := engineer.BuildPrompt(h, mods, *tokenBudget)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "\n=== prompt: modules %s, hash %s, ~%d tokens", mods, p.Hash, p.Tokens)
-		if p.OmittedExamples+p.OmittedStages > 0 {
-			fmt.Fprintf(stdout, " (%d examples and %d stages omitted for the budget)", p.OmittedExamples, p.OmittedStages)
-		}
-		fmt.Fprintf(stdout, " ===\n--- system ---\n%s\n--- user ---\n%s\n", p.System, p.User)
-		if *llmURL == "" {
-			fmt.Fprintln(stdout, "\n(no --llm-url: prompt only, no proposal)")
-			return nil
-		}
-	}
-	strat, err := engineer.ParseStrategy(name, engineer.Options{
-		Seed: *seed, Base: &base, Feasible: env.CheckFeasible,
-		LLM: engineer.LLMOptions{BaseURL: *llmURL, Model: *llmModel, APIKey: os.Getenv(*llmKeyEnv), Modules: mods, TokenBudget: *tokenBudget},
-	})
-	if err != nil {
-		return badInput("--strategy: %v", err)
-	}
-	prop, err := strat.Propose(ctx, h)
-	if err != nil {
+	if err := engineer.WriteProposal(stdout, strat.Name(), h.NextStage(), prop, prev); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\n=== proposal (%s) for stage %d: config %s ===\nrationale: %s\n", strat.Name(), h.NextStage(), prop.Config.Hash(), prop.Rationale)
-	if prop.Fallback {
-		fmt.Fprintln(stdout, "fallback: the previous config is kept")
-	}
-	for i, a := range prop.Attempts {
-		verdict := "rejected"
-		if a.Accepted {
-			verdict = "accepted"
-		}
-		fmt.Fprintf(stdout, "attempt %d: %s: %s\n", i, verdict, a.Reason)
-	}
-	if d := prop.Config.Diff(prev); d != "" {
-		fmt.Fprintf(stdout, "diff from the stage %d config:\n", h.NextStage()-1)
-		for _, line := range strings.Split(d, "\n") {
-			fmt.Fprintf(stdout, "  %s\n", line)
-		}
-	} else {
-		fmt.Fprintln(stdout, "no change from the previous config")
+	if f.outPath != "" {
+		return writeJSONFile(f.outPath, prop.Config)
 	}
 	b, err := json.MarshalIndent(prop.Config, "", "  ")
 	if err != nil {
 		return err
 	}
-	if *outPath != "" {
-		return writeFileAtomic(*outPath, append(b, '\n'))
-	}
 	_, err = fmt.Fprintf(stdout, "config:\n%s\n", b)
 	return err
+}
+
+// writeJSONFile writes v as indented JSON and a newline to path, atomically.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return learner.WriteBytesAtomic(path, append(b, '\n'))
+}
+
+// proposeHistory reads the history `engineer propose` starts from: a file
+// (--config-history) or a run in Redis.
+func proposeHistory(ctx context.Context, path, runID, redisURL string, totalStages int) (*engineer.History, error) {
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, badInput("%v", err)
+		}
+		h, err := engineer.ReadHistory(b)
+		if err != nil {
+			return nil, badInput("%s: %v", path, err)
+		}
+		return h, nil
+	}
+	st, err := store.Open(ctx, store.Options{URL: redisURL, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	defer st.Close()
+	h, err := train.History(ctx, st, runID, totalStages)
+	if err != nil {
+		return nil, err
+	}
+	if len(h.Stages) == 0 {
+		return nil, badInput("run %q has no finished stage in %s", runID, redisURL)
+	}
+	return h, nil
 }

@@ -75,7 +75,7 @@ func TestEngineerProposeRedisAndFile(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, e)
 	}
 	if !strings.Contains(out, "proposing stage 2 with strategy llm") || !strings.Contains(out, "hash "+p.Hash) ||
-		!strings.Contains(out, "--- system ---\n"+p.System+"\n--- user ---\n"+p.User+"\n") || !strings.Contains(out, "no --llm-url: prompt only") {
+		!strings.Contains(out, "--- system ---\n"+p.System+"\n--- user ---\n"+p.User+"\n") || !strings.Contains(out, "no --engineer: prompt only") {
 		t.Fatalf("llm prompt output:\n%s", out)
 	}
 	// Rules from stage 2's view prints a diff against the stage-1 config.

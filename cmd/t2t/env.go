@@ -2,15 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/progress"
+	"github.com/t2t-lab/t2t/learner"
 )
 
 func runEnv(args []string, stdout, stderr io.Writer) error {
@@ -40,10 +41,26 @@ func addInstanceFlags(fs *flag.FlagSet, fileFlag string) instanceFlags {
 
 // pick reads the selected instance; the file flag is required.
 func (f instanceFlags) pick(fileFlag string) (*env.Instance, error) {
-	if *f.path == "" {
+	path, id, line := *f.path, *f.id, *f.line
+	if path == "" {
 		return nil, badInput("--%s is required", fileFlag)
 	}
-	return pickInstance(*f.path, *f.id, *f.line)
+	ins, err := readInstances(path)
+	if err != nil {
+		return nil, err
+	}
+	if id != "" {
+		for _, in := range ins {
+			if in.ID == id {
+				return in, nil
+			}
+		}
+		return nil, badInput("%s: no instance with id %q", path, id)
+	}
+	if line < 1 || line > len(ins) {
+		return nil, badInput("%s: --line %d out of range [1,%d]", path, line, len(ins))
+	}
+	return ins[line-1], nil
 }
 
 // loadConfig reads a generator config file, or returns the local default.
@@ -60,51 +77,6 @@ func loadConfig(path string) (env.Config, error) {
 		return env.Config{}, badInput("%s: %v", path, err)
 	}
 	return c, nil
-}
-
-// parallelRange runs fn over [0,n) split into chunks on workers goroutines
-// and reports progress on w. fn must fill its own part of the output.
-func parallelRange(n, workers int, label string, w io.Writer, fn func(lo, hi int) error) error {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	const chunk = 16
-	var (
-		mu   sync.Mutex
-		next int
-		done int
-		err  error
-		wg   sync.WaitGroup
-	)
-	p := newProgress(w, label, n)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				if err != nil || next >= n {
-					mu.Unlock()
-					return
-				}
-				lo := next
-				hi := min(n, lo+chunk)
-				next = hi
-				mu.Unlock()
-				e := fn(lo, hi)
-				mu.Lock()
-				if e != nil && err == nil {
-					err = e
-				}
-				done += hi - lo
-				p.set(done)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	p.finish()
-	return err
 }
 
 func envGen(args []string, stdout, stderr io.Writer) error {
@@ -130,20 +102,13 @@ func envGen(args []string, stdout, stderr io.Writer) error {
 	if err := env.CheckFeasible(cfg); err != nil {
 		return badInput("config: %v", err)
 	}
-	ins := make([]*env.Instance, cfg.Instances)
-	err = parallelRange(cfg.Instances, *workers, "generating", stderr, func(lo, hi int) error {
-		part, err := env.Generate(cfg, *seed, lo, hi)
-		copy(ins[lo:hi], part)
-		return err
-	})
+	set, finish := progress.To(stderr)("generating", cfg.Instances)
+	ins, err := env.GenerateAll(cfg, *seed, *workers, set)
+	finish()
 	if err != nil {
 		return err
 	}
-	b, err := jsonl(ins)
-	if err != nil {
-		return err
-	}
-	return writeOut(*out, stdout, b)
+	return writeJSONL(*out, stdout, ins)
 }
 
 func envSolve(args []string, stdout, stderr io.Writer) error {
@@ -162,56 +127,13 @@ func envSolve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt := env.SolveOptions{MaxNodes: *maxNodes}
-	err = parallelRange(len(ins), *workers, "solving", stderr, func(lo, hi int) error {
-		for i := lo; i < hi; i++ {
-			if err := env.Annotate(ins[i], opt); err != nil {
-				return fmt.Errorf("%s: instance %d (id %s): %w", *in, i+1, ins[i].ID, err)
-			}
-			sol, err := env.Solve(ins[i], opt)
-			if err != nil {
-				return fmt.Errorf("%s: instance %d (id %s): %w", *in, i+1, ins[i].ID, err)
-			}
-			ins[i].Paths = sol.Plan.Paths
-		}
-		return nil
-	})
+	set, finish := progress.To(stderr)("solving", len(ins))
+	err = env.SolveAll(ins, env.SolveOptions{MaxNodes: *maxNodes}, *workers, set)
+	finish()
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", *in, err)
 	}
-	b, err := jsonl(ins)
-	if err != nil {
-		return err
-	}
-	return writeOut(*out, stdout, b)
-}
-
-// checkResult is the JSON that "t2t env check" prints.
-type checkResult struct {
-	InstanceID string          `json:"instance_id"`
-	Valid      bool            `json:"valid"`
-	Optimal    bool            `json:"optimal"`
-	Checks     map[string]bool `json:"checks"`
-	Failures   []failureJSON   `json:"failures"`
-	Truncated  int             `json:"failures_truncated,omitempty"`
-	SOC        int             `json:"soc"`
-	Makespan   int             `json:"makespan"`
-	OptSOC     int             `json:"optimal_soc"`
-	OptMake    int             `json:"optimal_makespan"`
-	GapSOC     int             `json:"gap_soc"`
-	GapMake    int             `json:"gap_makespan"`
-	RAcc       float64         `json:"r_acc"`
-	RLen       float64         `json:"r_len"`
-	Reward     float64         `json:"reward"`
-}
-
-type failureJSON struct {
-	Check string  `json:"check"`
-	Kind  string  `json:"kind"`
-	Agent int     `json:"agent"`
-	Other int     `json:"other,omitempty"`
-	T     int     `json:"t"`
-	Cell  env.Pos `json:"cell"`
+	return writeJSONL(*out, stdout, ins)
 }
 
 func envCheck(args []string, stdout, stderr io.Writer) error {
@@ -239,34 +161,11 @@ func envCheck(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("solving instance %s: %w", in.ID, err)
 		}
 	}
-	r, err := openIn(*planPath)
+	answer, err := readIn(*planPath)
 	if err != nil {
 		return err
 	}
-	answer, err := io.ReadAll(r)
-	r.Close()
-	if err != nil {
-		return err
-	}
-	var rep env.Report
-	env.VerifyAnswer(in, string(answer), &rep)
-	rc := env.DefaultRewardConfig()
-	rc.Objective = obj
-	var sched env.LengthSchedule
-	res := checkResult{
-		InstanceID: in.ID, Valid: rep.Valid, Optimal: rep.OptimalFor(in, obj), Checks: map[string]bool{},
-		Truncated: rep.Truncated, SOC: rep.SOC, Makespan: rep.Makespan, OptSOC: in.SOC, OptMake: in.Makespan,
-		GapSOC: rep.GapSOC, GapMake: rep.GapMakespan,
-		RAcc: env.AccuracyReward(in, &rep, obj), RLen: env.LengthReward(*tokens, rc),
-		Reward: env.Reward(in, &rep, *tokens, rc, &sched), Failures: []failureJSON{},
-	}
-	for c := env.Check(0); c < env.NumChecks; c++ {
-		res.Checks[c.String()] = rep.Passed[c]
-	}
-	for _, f := range rep.Failures {
-		res.Failures = append(res.Failures, failureJSON{Check: f.Check.String(), Kind: f.Kind.String(), Agent: f.Agent, Other: f.Other, T: f.T, Cell: f.Cell})
-	}
-	b, err := json.MarshalIndent(res, "", "  ")
+	b, err := json.MarshalIndent(env.CheckAnswer(in, string(answer), *tokens, obj), "", "  ")
 	if err != nil {
 		return err
 	}
@@ -291,52 +190,42 @@ func envShow(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var plan *env.Plan
-	var conflicts []env.Pos
-	switch *planPath {
-	case "":
-	case "optimal":
-		if in.Paths == nil {
-			return badInput("%s: instance %s has no paths (run 't2t env solve' first)", *sel.path, in.ID)
-		}
-		plan = &env.Plan{Paths: in.Paths}
-	default:
-		b, err := os.ReadFile(*planPath)
-		if err != nil {
-			return badInput("%v", err)
-		}
-		p, err := env.ParseAnswer(string(b), in)
-		if err != nil {
-			return badInput("%s: %v", *planPath, err)
-		}
-		plan = &p
-		var rep env.Report
-		env.Verify(in, plan, &rep)
-		for _, f := range rep.Failures {
-			if f.Check == env.CheckConflictFree {
-				conflicts = append(conflicts, f.Cell)
-			}
-		}
+	plan, err := showPlan(in, *planPath, *sel.path)
+	if err != nil {
+		return err
 	}
-	var data []byte
-	switch strings.ToLower(*format) {
-	case "ascii":
-		if plan != nil {
-			data = []byte(env.RenderPlanASCII(in, plan))
-		} else {
-			data = []byte(env.RenderASCII(in))
-		}
-	case "svg":
-		data = env.RenderSVG(in, plan, conflicts)
-	case "png":
-		data, err = env.RenderPNG(in, plan, conflicts, *cell)
-		if err != nil {
-			return err
-		}
-	default:
+	data, err := env.Draw(in, plan, *format, *cell)
+	var fe *env.FieldError
+	if errors.As(err, &fe) {
 		return badInput("--format %q: want ascii, svg or png", *format)
 	}
+	if err != nil {
+		return err
+	}
 	return writeOut(*out, stdout, data)
+}
+
+// showPlan reads the plan that `env show --plan` names: none, the
+// instance's own optimal paths, or an answer file.
+func showPlan(in *env.Instance, planPath, insPath string) (*env.Plan, error) {
+	switch planPath {
+	case "":
+		return nil, nil
+	case "optimal":
+		if in.Paths == nil {
+			return nil, badInput("%s: instance %s has no paths (run 't2t env solve' first)", insPath, in.ID)
+		}
+		return &env.Plan{Paths: in.Paths}, nil
+	}
+	b, err := os.ReadFile(planPath)
+	if err != nil {
+		return nil, badInput("%v", err)
+	}
+	p, err := env.ParseAnswer(string(b), in)
+	if err != nil {
+		return nil, badInput("%s: %v", planPath, err)
+	}
+	return &p, nil
 }
 
 func envPrompt(args []string, stdout, stderr io.Writer) error {
@@ -373,56 +262,24 @@ func envSuite(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, name := range strings.Split(*names, ",") {
 		name = strings.TrimSpace(name)
-		spec, err := suiteSpec(name, *seed, *perSize)
+		spec, err := env.SuiteSized(name, *seed, *perSize)
 		if err != nil {
 			return badInput("--suites: %v", err)
 		}
-		data, man, err := buildSuite(&spec, *workers, stderr)
+		set, finish := progress.To(stderr)("suite "+spec.Name, spec.Len())
+		data, man, err := env.BuildSuite(&spec, *workers, set)
+		finish()
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(*out+"/"+name+".jsonl", data); err != nil {
+		base := *out + "/" + name
+		if err := learner.WriteBytesAtomic(base+".jsonl", data); err != nil {
 			return err
 		}
-		mb, err := json.MarshalIndent(man, "", "  ")
-		if err != nil {
+		if err := writeJSONFile(base+".manifest.json", man); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(*out+"/"+name+".manifest.json", append(mb, '\n')); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s: %d instances, sha256 %s → %s/%s.jsonl\n", name, man.Count, man.SHA256, *out, name)
+		fmt.Fprintf(stdout, "%s: %d instances, sha256 %s → %s.jsonl\n", name, man.Count, man.SHA256, base)
 	}
 	return nil
-}
-
-// suiteSpec returns the named suite, with perSize overriding its default
-// size when positive.
-func suiteSpec(name string, seed uint64, perSize int) (env.SuiteSpec, error) {
-	if perSize == 0 {
-		return env.SuiteByName(name, seed)
-	}
-	switch name {
-	case env.SuiteEval:
-		return env.PaperEvalSpec(seed, perSize), nil
-	case env.SuiteVal:
-		return env.ValidationSpec(seed, perSize), nil
-	case env.SuiteQuick:
-		return env.QuickSpec(seed, perSize), nil
-	}
-	return env.SuiteByName(name, seed)
-}
-
-// buildSuite generates a whole suite in parallel and encodes it.
-func buildSuite(spec *env.SuiteSpec, workers int, stderr io.Writer) ([]byte, env.SuiteManifest, error) {
-	ins := make([]*env.Instance, spec.Len())
-	err := parallelRange(len(ins), workers, "suite "+spec.Name, stderr, func(lo, hi int) error {
-		part, err := env.GenerateSuite(spec, lo, hi)
-		copy(ins[lo:hi], part)
-		return err
-	})
-	if err != nil {
-		return nil, env.SuiteManifest{}, err
-	}
-	return env.EncodeSuite(*spec, ins)
 }

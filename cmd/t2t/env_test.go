@@ -55,7 +55,7 @@ func TestEnvGenSolveCheckShowPrompt(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("check: exit %d: %s", code, e)
 	}
-	var res checkResult
+	var res env.AnswerCheck
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("check output is not JSON: %v\n%s", err, out)
 	}
@@ -69,7 +69,7 @@ func TestEnvGenSolveCheckShowPrompt(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("check bad plan: exit %d: %s", code, e)
 	}
-	res = checkResult{}
+	res = env.AnswerCheck{}
 	json.Unmarshal([]byte(out), &res)
 	if res.Valid || res.RAcc != 0 || len(res.Failures) == 0 || res.Checks["agent_count"] {
 		t.Fatalf("bad plan judged %+v", res)

@@ -4,17 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/report"
 )
@@ -30,14 +29,6 @@ func evalTestSeed(t *testing.T) uint64 {
 	return s
 }
 
-// evalRun runs t2t eval in-process with hooks and returns the error.
-func evalRun(t *testing.T, hooks evalHooks, args ...string) (string, string, error) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	err := evalMain(args, &out, &errb, hooks)
-	return out.String(), errb.String(), err
-}
-
 func readEvalJSON(t *testing.T, dir string) *report.Eval {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "eval.json"))
@@ -51,17 +42,17 @@ func readEvalJSON(t *testing.T, dir string) *report.Eval {
 	return e
 }
 
-func readCacheLines(t *testing.T, path string) []evalLine {
+func readCacheLines(t *testing.T, path string) []evaluate.CacheLine {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []evalLine
+	var out []evaluate.CacheLine
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var l evalLine
+		var l evaluate.CacheLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("cache line %q: %v", sc.Text(), err)
 		}
@@ -100,7 +91,7 @@ func TestEvalPerfectScriptedFillsTheSpec(t *testing.T) {
 	if !strings.Contains(out, "| 3 | 100.0 / 100.0 |") {
 		t.Fatalf("Markdown table missing from stdout:\n%s", out)
 	}
-	for _, f := range []string{"eval.md", "eval.csv", "eval.json", "eval.html", "size.svg", "failures.svg", evalCacheFile} {
+	for _, f := range []string{"eval.md", "eval.csv", "eval.json", "eval.html", "size.svg", "failures.svg", evaluate.CacheFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Fatal(err)
 		}
@@ -116,8 +107,8 @@ func TestEvalTablesMatchHandCount(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, e)
 	}
-	answers := map[string]evalLine{}
-	for _, l := range readCacheLines(t, filepath.Join(dir, evalCacheFile)) {
+	answers := map[string]evaluate.CacheLine{}
+	for _, l := range readCacheLines(t, filepath.Join(dir, evaluate.CacheFile)) {
 		answers[l.InstanceID] = l
 	}
 	spec := env.PaperEvalSpec(2026, 1)
@@ -130,7 +121,7 @@ func TestEvalTablesMatchHandCount(t *testing.T) {
 		subset       float64
 	}
 	count := map[key][3]int64{}
-	bump := func(k key, a evalLine) {
+	bump := func(k key, a evaluate.CacheLine) {
 		c := count[k]
 		c[0]++
 		if a.Valid {
@@ -173,77 +164,6 @@ func TestEvalTablesMatchHandCount(t *testing.T) {
 	csvData, _ := os.ReadFile(filepath.Join(dir, "eval.csv"))
 	if want := fmt.Sprintf("\nsize,3,3,,%d,%d,%d,", c[0], c[1], c[2]); !strings.Contains(string(csvData), want) {
 		t.Fatalf("CSV lacks %q:\n%s", want, csvData)
-	}
-}
-
-// errKilled simulates a kill after an acknowledged chunk.
-var errKilled = errors.New("killed")
-
-// TestEvalKillResume stops an evaluation after its first acknowledged
-// chunk, tears the cache's last line, resumes, and checks that only the
-// missing instances are played and the tables equal an uninterrupted run.
-func TestEvalKillResume(t *testing.T) {
-	seed := evalTestSeed(t)
-	args := func(dir string) []string {
-		return []string{"--policy", "scripted", "--mistake-rate", "0.1", "--seed", fmt.Sprint(seed), "--suite", "eval", "--per-size", "1", "--workers", "1", "--out", dir}
-	}
-	full := t.TempDir()
-	if _, e, err := evalRun(t, evalHooks{}, args(full)...); err != nil {
-		t.Fatalf("uninterrupted run: %v\n%s", err, e)
-	}
-	want := readEvalJSON(t, full)
-
-	dir := t.TempDir()
-	_, _, err := evalRun(t, evalHooks{acked: func(done int) error {
-		if done >= 16 {
-			return errKilled
-		}
-		return nil
-	}}, args(dir)...)
-	if !errors.Is(err, errKilled) {
-		t.Fatalf("interrupted run returned %v", err)
-	}
-	cachePath := filepath.Join(dir, evalCacheFile)
-	lines := readCacheLines(t, cachePath)
-	if len(lines) != 16 {
-		t.Fatalf("%d acknowledged answers, want 16", len(lines))
-	}
-	// Tear the last line in half, as a kill during the write would.
-	data, _ := os.ReadFile(cachePath)
-	last := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
-	if err := os.WriteFile(cachePath, data[:last+(len(data)-last)/2], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kept := map[string]bool{}
-	for _, l := range lines[:15] {
-		kept[l.InstanceID] = true
-	}
-	var played []string
-	_, e, err := evalRun(t, evalHooks{played: func(ids []string) { played = append(played, ids...) }}, args(dir)...)
-	if err != nil {
-		t.Fatalf("resumed run: %v\n%s", err, e)
-	}
-	if !strings.Contains(e, "15 cached answers") {
-		t.Fatalf("resume did not report 15 cached answers:\n%s", e)
-	}
-	for _, id := range played {
-		if kept[id] {
-			t.Fatalf("instance %s was cached but played again", id)
-		}
-	}
-	if !slices.Contains(played, lines[15].InstanceID) {
-		t.Fatalf("the torn answer %s was not played again", lines[15].InstanceID)
-	}
-	if got := readEvalJSON(t, dir); !reflect.DeepEqual(got, want) {
-		t.Fatalf("resumed tables differ from the uninterrupted run:\n%+v\n%+v", got, want)
-	}
-	if n := len(readCacheLines(t, cachePath)); n != len(lines[:15])+len(played) {
-		t.Fatalf("cache holds %d answers, want %d", n, 15+len(played))
-	}
-	// A third run finds everything cached.
-	played = nil
-	if _, e, err := evalRun(t, evalHooks{played: func(ids []string) { played = append(played, ids...) }}, args(dir)...); err != nil || len(played) != 0 {
-		t.Fatalf("complete cache: played %d, err %v\n%s", len(played), err, e)
 	}
 }
 
@@ -315,8 +235,8 @@ func TestEvalBadInput(t *testing.T) {
 	}
 	// A corrupt complete line in the cache is reported with its line.
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, evalCacheFile), []byte("{\"policy\":\"x\",\"instance_id\":\"a\"}\nnot json\n"), 0o644)
-	if code, _, e := t2t(t, "eval", "--policy", "scripted", "--suite", "quick", "--per-size", "1", "--out", dir); code != 2 || !strings.Contains(e, evalCacheFile+":2") {
+	os.WriteFile(filepath.Join(dir, evaluate.CacheFile), []byte("{\"policy\":\"x\",\"instance_id\":\"a\"}\nnot json\n"), 0o644)
+	if code, _, e := t2t(t, "eval", "--policy", "scripted", "--suite", "quick", "--per-size", "1", "--out", dir); code != 2 || !strings.Contains(e, evaluate.CacheFile+":2") {
 		t.Fatalf("corrupt cache: exit %d: %s", code, e)
 	}
 }

@@ -190,38 +190,6 @@ func expChromium(t *testing.T, page string) {
 	t.Logf("screenshot %dx%d, %d distinct colours sampled", b.Dx(), b.Dy(), len(colors))
 }
 
-func TestExperimentArmsAndIDs(t *testing.T) {
-	arms, err := parseArms("fixed, llm ,rules", "F;F,G;F+G+H0+T")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var labels []string
-	for _, a := range arms {
-		labels = append(labels, a.label)
-	}
-	if got := strings.Join(labels, " "); got != "fixed llm[F] llm[F,G] llm[F,G,H0,T] rules" {
-		t.Fatalf("arms: %s", got)
-	}
-	if id := expRunID("llm[F,G,H0,T]", 3); id != "exp-llm-F-G-H0-T-s3" {
-		t.Fatalf("run id %q", id)
-	}
-	for _, bad := range [][2]string{{"fixed,fixed", "F"}, {"nosuch", "F"}, {"llm", "F;F"}, {"llm", "F,Q"}, {"", "F"}} {
-		if _, err := parseArms(bad[0], bad[1]); err == nil {
-			t.Errorf("parseArms(%q, %q) accepted", bad[0], bad[1])
-		}
-	}
-	var buf bytes.Buffer
-	w := &linePrefixWriter{w: &buf, prefix: "> "}
-	io.WriteString(w, "a\nb")
-	io.WriteString(w, "c\n\nd\n")
-	if buf.String() != "> a\n> bc\n> \n> d\n" {
-		t.Fatalf("prefixed: %q", buf.String())
-	}
-	if got := commandLine("t2t experiment", []string{"--modules", "F;F,G", "--out", "x y"}); got != `t2t experiment --modules 'F;F,G' --out 'x y'` {
-		t.Fatalf("command line %s", got)
-	}
-}
-
 func TestExperimentBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"experiment", "--strategies", "fixed"},

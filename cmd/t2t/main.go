@@ -22,17 +22,6 @@ type command struct {
 	run     func(args []string, stdout, stderr io.Writer) error
 }
 
-// usageError marks bad input: a malformed file, a flag out of range. Its
-// message is one line that names the file, line and field where known.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func badInput(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
-}
-
 func commands() []command {
 	return []command{
 		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt", runEnv},
@@ -73,6 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func exitCode(err error, prefix string, stderr io.Writer) int {
+	err = inputError(err)
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/cluster/telemetry"
+	"github.com/t2t-lab/t2t/daemon"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -112,7 +113,7 @@ func TestTrainMetricsHTTP(t *testing.T) {
 	opt := train.Options{RunID: "metrics", Stages: stages, Seed: 3, Config: cfg, InstancesPerUnit: perUnit, GroupSize: group,
 		LearnerBatch: 2, ValPerSize: 1, EvalPerSize: 1}
 	var out syncBuffer
-	stop, err := serveTrainHTTP("127.0.0.1:0", "test-node", &opt, &dashboard{st: st, run: "metrics"}, &out)
+	stop, err := serveTrainHTTP("127.0.0.1:0", "test-node", &opt, st, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,26 +154,26 @@ func TestTrainMetricsHTTP(t *testing.T) {
 	}
 	mid := metricsParse(t, midBody, "test-node")
 	if mid[telemetry.MetricStage] != 0 || mid[telemetry.MetricWorkUnits] != float64(units) ||
-		mid[telemetry.MetricEpisodes] != instances*group || mid[metricRolloutUnits] != float64(units) {
+		mid[telemetry.MetricEpisodes] != instances*group || mid[daemon.MetricRolloutUnits] != float64(units) {
 		t.Fatalf("metrics after stage 0: %v", mid)
 	}
 	end := metricsScrape(t, base+"/metrics", "test-node")
 	rep := res.Actors
 	for name, want := range map[string]float64{
-		telemetry.MetricStage:                     stages - 1,
-		telemetry.MetricWorkUnits:                 float64(rep.Coordinator.Completed),
-		telemetry.MetricLeaseReissues:             float64(rep.Coordinator.Reissued),
-		telemetry.MetricLearnerUpdates:            float64(rep.Learner.Updates),
-		telemetry.MetricEpisodes:                  stages * instances * group,
-		metricRolloutUnits:                        float64(stages * units),
-		metricPolicyVersion:                       float64(res.Stages[stages-1].Policy),
-		metricLearnerStale:                        float64(rep.Learner.Stale),
-		metricLateKept:                            float64(rep.Learner.LateKept),
-		metricDiscarded + `{reason="stale"}`:      float64(rep.Learner.DiscardedStale),
-		metricDiscarded + `{reason="late_stage"}`: float64(rep.Learner.DiscardedLateStage),
-		metricDiscarded + `{reason="duplicate"}`:  float64(rep.Learner.DiscardedDuplicate),
-		metricDiscardShare:                        rep.Learner.DiscardShare(),
-		metricDispatchLimit:                       float64(rep.Coordinator.Window),
+		telemetry.MetricStage:                            stages - 1,
+		telemetry.MetricWorkUnits:                        float64(rep.Coordinator.Completed),
+		telemetry.MetricLeaseReissues:                    float64(rep.Coordinator.Reissued),
+		telemetry.MetricLearnerUpdates:                   float64(rep.Learner.Updates),
+		telemetry.MetricEpisodes:                         stages * instances * group,
+		daemon.MetricRolloutUnits:                        float64(stages * units),
+		daemon.MetricPolicyVersion:                       float64(res.Stages[stages-1].Policy),
+		daemon.MetricLearnerStale:                        float64(rep.Learner.Stale),
+		daemon.MetricLateKept:                            float64(rep.Learner.LateKept),
+		daemon.MetricDiscarded + `{reason="stale"}`:      float64(rep.Learner.DiscardedStale),
+		daemon.MetricDiscarded + `{reason="late_stage"}`: float64(rep.Learner.DiscardedLateStage),
+		daemon.MetricDiscarded + `{reason="duplicate"}`:  float64(rep.Learner.DiscardedDuplicate),
+		daemon.MetricDiscardShare:                        rep.Learner.DiscardShare(),
+		daemon.MetricDispatchWindow:                      float64(rep.Coordinator.Window),
 	} {
 		if end[name] != want {
 			t.Errorf("%s = %v after the run, want %v", name, end[name], want)
@@ -181,8 +182,8 @@ func TestTrainMetricsHTTP(t *testing.T) {
 	if rep.Coordinator.Completed != uint64(stages*units) || rep.Learner.Updates == 0 {
 		t.Fatalf("the run did not do what it should: %+v", rep)
 	}
-	if _, ok := end[metricLearnerWait]; !ok || rep.Coordinator.Window == 0 {
-		t.Errorf("no %s, or dispatch not paced (window %d)", metricLearnerWait, rep.Coordinator.Window)
+	if _, ok := end[daemon.MetricLearnerWait]; !ok || rep.Coordinator.Window == 0 {
+		t.Errorf("no %s, or dispatch not paced (window %d)", daemon.MetricLearnerWait, rep.Coordinator.Window)
 	}
 	if code, body := httpStatus(t, base+"/readyz"); code != 503 || !strings.Contains(body, train.PhaseDone) {
 		t.Fatalf("/readyz after the run: %d %s", code, body)
@@ -276,16 +277,16 @@ func TestNodeMetricsRollout(t *testing.T) {
 	units := (instances + perUnit - 1) / perUnit
 	bm := metricsScrape(t, "http://"+bHTTP+"/metrics", "roll-b")
 	for name, want := range map[string]float64{
-		telemetry.MetricEpisodes: stages * instances * group,
-		metricRolloutUnits:       float64(stages * units),
-		telemetry.MetricStage:    stages - 1,
-		metricRolloutFailed:      0,
+		telemetry.MetricEpisodes:   stages * instances * group,
+		daemon.MetricRolloutUnits:  float64(stages * units),
+		telemetry.MetricStage:      stages - 1,
+		daemon.MetricRolloutFailed: 0,
 	} {
 		if bm[name] != want {
 			t.Errorf("rollout node: %s = %v, want %v", name, bm[name], want)
 		}
 	}
-	if bm[metricPolicyLoads] < 1 {
+	if bm[daemon.MetricPolicyLoads] < 1 {
 		t.Errorf("rollout node loaded no policy: %v", bm)
 	}
 	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/textpolicy"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
 func TestModelInitInspect(t *testing.T) {
@@ -72,79 +69,6 @@ func TestModelInitInspect(t *testing.T) {
 		if code, _, _ := t2t(t, args...); code != 2 {
 			t.Fatalf("%v: exit %d, want 2", args, code)
 		}
-	}
-}
-
-// t2t serve: the API answers, SIGHUP reloads the directory, and cancelling stops it.
-func TestServeCommand(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if code, _, e := t2t(t, "model", "init", "--out", dir); code != 0 {
-		t.Fatalf("init: %s", e)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	hup := make(chan os.Signal, 1)
-	addrc := make(chan string, 1)
-	reloads := make(chan error, 1)
-	var out syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- serveModel(ctx, serveConfig{dir: dir, addr: "127.0.0.1:0", name: "m", spec: engine.Spec{Device: "cpu"}, seed: 1, maxTokens: 4}, hup, &out,
-			serveHooks{ready: func(a string) { addrc <- a }, reloaded: func(_ int64, err error) { reloads <- err }})
-	}()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		t.Fatalf("serve ended: %v", err)
-	}
-	revision := func() int {
-		resp, err := http.Get("http://" + addr + "/v1/models")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var l struct {
-			Data []struct {
-				ID       string `json:"id"`
-				Revision int    `json:"t2t_revision"`
-			} `json:"data"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&l); err != nil || len(l.Data) != 1 || l.Data[0].ID != "m" {
-			t.Fatalf("models: %v %+v", err, l)
-		}
-		return l.Data[0].Revision
-	}
-	if r := revision(); r != 0 {
-		t.Fatalf("revision %d at start", r)
-	}
-	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json",
-		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cr struct {
-		Usage struct {
-			CompletionTokens int `json:"completion_tokens"`
-		} `json:"usage"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&cr); err != nil || resp.StatusCode != 200 || cr.Usage.CompletionTokens < 1 || cr.Usage.CompletionTokens > 4 {
-		t.Fatalf("chat: %d %v %+v", resp.StatusCode, err, cr)
-	}
-	resp.Body.Close()
-	hup <- syscall.SIGHUP
-	if err := <-reloads; err != nil {
-		t.Fatalf("reload: %v", err)
-	}
-	if r := revision(); r != 1 {
-		t.Fatalf("revision %d after SIGHUP", r)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("serve: %v", err)
-	}
-	if s := out.String(); !strings.Contains(s, "serving m") || !strings.Contains(s, "reloaded") {
-		t.Fatalf("output:\n%s", s)
 	}
 }
 
@@ -251,7 +175,7 @@ func TestModelLogits(t *testing.T) {
 	}
 	v := lm.Model.Config().VocabSize
 	for _, line := range lines {
-		var r logitsResult
+		var r textpolicy.TextLogits
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}

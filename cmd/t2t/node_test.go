@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/daemon"
 )
 
 // Cluster tests of t2t node: real processes of the t2t binary and a real
@@ -175,7 +176,7 @@ type nodeProc struct {
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	lines  []string
-	stderr bytes.Buffer
+	stderr syncBuffer
 	change chan struct{} // poked on each stdout line and on exit
 	exited chan struct{}
 	err    error
@@ -185,7 +186,7 @@ func startNode(t *testing.T, name string, args ...string) *nodeProc {
 	t.Helper()
 	p := &nodeProc{t: t, name: name, change: make(chan struct{}, 1), exited: make(chan struct{})}
 	p.cmd = exec.Command(nodeBinary(t), args...)
-	p.cmd.Stderr = &lockedWriter{w: &p.stderr}
+	p.cmd.Stderr = &p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +288,7 @@ func nodeField(t *testing.T, line, key string) string {
 
 // readUnitLog reads a --unit-log file; a torn last line (a killed writer)
 // is ignored.
-func readUnitLog(t *testing.T, path string) []unitLine {
+func readUnitLog(t *testing.T, path string) []daemon.UnitLine {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -296,9 +297,9 @@ func readUnitLog(t *testing.T, path string) []unitLine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []unitLine
+	var out []daemon.UnitLine
 	for _, l := range strings.Split(string(b), "\n") {
-		var u unitLine
+		var u daemon.UnitLine
 		if l == "" || json.Unmarshal([]byte(l), &u) != nil {
 			continue
 		}
@@ -308,7 +309,7 @@ func readUnitLog(t *testing.T, path string) []unitLine {
 }
 
 // pollUnits waits until the unit log at path has at least n lines.
-func pollUnits(t *testing.T, path string, n int, timeout time.Duration, what string) []unitLine {
+func pollUnits(t *testing.T, path string, n int, timeout time.Duration, what string) []daemon.UnitLine {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	never := make(chan struct{})
@@ -479,7 +480,7 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 		p.line("t2t node: stopped: ", time.Second)
 	}
 
-	var sum nodeSummary
+	var sum daemon.Summary
 	raw, err := os.ReadFile(filepath.Join(dir, "a.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -511,7 +512,7 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 
 	// Every unit applied exactly once in Redis, and the aggregates are the
 	// sum of the units' results as the nodes logged them.
-	logs := map[string]unitLine{}
+	logs := map[string]daemon.UnitLine{}
 	for _, path := range []string{bLog, cLog, dLog} {
 		for _, u := range readUnitLog(t, path) {
 			if prev, dup := logs[u.Unit]; dup {
@@ -572,7 +573,7 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 			}
 		}
 	}
-	var bSum nodeSummary
+	var bSum daemon.Summary
 	if raw, err := os.ReadFile(filepath.Join(dir, "B.json")); err != nil {
 		t.Fatal(err)
 	} else if err := json.Unmarshal(raw, &bSum); err != nil || bSum.Rollout == nil || bSum.Rollout.Units == 0 {
@@ -652,10 +653,10 @@ func TestNodeGridnetPolicyTravels(t *testing.T) {
 	if code := b.wait(30 * time.Second); code != 0 {
 		t.Fatalf("B exited with %d", code)
 	}
-	var as, bs nodeSummary
+	var as, bs daemon.Summary
 	for _, f := range []struct {
 		path string
-		v    *nodeSummary
+		v    *daemon.Summary
 	}{{"a.json", &as}, {"b.json", &bs}} {
 		raw, err := os.ReadFile(filepath.Join(dir, f.path))
 		if err != nil {
@@ -700,7 +701,7 @@ func TestNodeOneNodeWithoutRedis(t *testing.T) {
 	if us := readUnitLog(t, filepath.Join(dir, "u.jsonl")); len(us) != 12 {
 		t.Fatalf("%d units logged, want 12", len(us))
 	}
-	var sum nodeSummary
+	var sum daemon.Summary
 	raw, err := os.ReadFile(filepath.Join(dir, "s.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -756,7 +757,7 @@ func TestNodeScalingPaced(t *testing.T) {
 					t.Fatalf("%s exited with %d", p.name, code)
 				}
 			}
-			var sum nodeSummary
+			var sum daemon.Summary
 			raw, err := os.ReadFile(filepath.Join(dir, "a.json"))
 			if err != nil {
 				t.Fatal(err)

@@ -5,85 +5,17 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"github.com/t2t-lab/t2t/cluster"
-	"github.com/t2t-lab/t2t/cluster/store"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/t2t-lab/t2t/cluster"
+	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/daemon"
 )
-
-func TestGossipKey(t *testing.T) {
-	dir := t.TempDir()
-	k16 := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
-	k32 := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
-	file := filepath.Join(dir, "key")
-	if err := os.WriteFile(file, []byte(k32+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(gossipKeyEnv, "")
-	for _, tc := range []struct {
-		flag, file, env string
-		want            int // key length; -1: an error
-	}{
-		{"", "", "", 0},
-		{k16, "", "", 16},
-		{"", file, "", 32},
-		{"", "", k16, 16},
-		{k32, "", k16, 32}, // the flag wins over the environment
-		{k16, file, "", -1},
-		{"not base64!", "", "", -1},
-		{base64.StdEncoding.EncodeToString([]byte("short")), "", "", -1},
-		{"", filepath.Join(dir, "missing"), "", -1},
-	} {
-		t.Setenv(gossipKeyEnv, tc.env)
-		key, err := gossipKey(tc.flag, tc.file)
-		var ue *usageError
-		switch {
-		case tc.want < 0 && (err == nil || !errors.As(err, &ue)):
-			t.Errorf("gossipKey(%q, %q, env %q) = %v, want a bad-input error", tc.flag, tc.file, tc.env, err)
-		case tc.want >= 0 && (err != nil || len(key) != tc.want):
-			t.Errorf("gossipKey(%q, %q, env %q) = %d bytes, %v; want %d", tc.flag, tc.file, tc.env, len(key), err, tc.want)
-		}
-	}
-}
-
-func TestRoutableHost(t *testing.T) {
-	for _, tc := range []struct{ host, advertise, want string }{
-		{"127.0.0.1", "", "127.0.0.1"},
-		{"10.1.2.3", "10.9.9.9", "10.1.2.3"},
-		{"rollout-7.t2t", "", "rollout-7.t2t"},
-		{"0.0.0.0", "10.9.8.7:7946", "10.9.8.7"},
-		{"::", "10.9.8.7", "10.9.8.7"},
-		{"", "10.9.8.7", "10.9.8.7"},
-	} {
-		if got, err := routableHost(tc.host, tc.advertise); err != nil || got != tc.want {
-			t.Errorf("routableHost(%q, %q) = %q, %v; want %q", tc.host, tc.advertise, got, err, tc.want)
-		}
-	}
-	// Without --advertise: an address of this host that can be listened
-	// on and is neither a wildcard nor loopback.
-	got, err := routableHost("0.0.0.0", "")
-	if errors.Is(err, errNoRoutableIP) {
-		t.Skipf("this machine has no non-loopback address: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	ip := net.ParseIP(got)
-	if ip == nil || ip.IsUnspecified() || ip.IsLoopback() {
-		t.Fatalf("routableHost(0.0.0.0) = %q", got)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(got, "0"))
-	if err != nil {
-		t.Fatalf("%s is not an address of this host: %v", got, err)
-	}
-	ln.Close()
-}
 
 // TestNodeGossipKey: with --gossip-key, a node with another key cannot
 // join the cluster, and one with the same key serves the run to its end.
@@ -198,7 +130,7 @@ func TestNodeLLMThroughEndpoint(t *testing.T) {
 	if len(units) < 8 { // 4 units per stage, 2 stages, all on B
 		t.Fatalf("B logged %d units, want at least 8", len(units))
 	}
-	var sum nodeSummary
+	var sum daemon.Summary
 	if b, err := os.ReadFile(summary); err != nil || json.Unmarshal(b, &sum) != nil || sum.Run == nil {
 		t.Fatalf("A's summary: %v", err)
 	}

@@ -70,7 +70,7 @@ func TestStatusOfRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status --json: exit %d: %s", code, errOut)
 	}
-	var rep statusReport
+	var rep train.Status
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -81,7 +81,7 @@ func TestStatusOfRun(t *testing.T) {
 	if len(rep.Stages) != stages {
 		t.Fatalf("%d stages, want %d", len(rep.Stages), stages)
 	}
-	same := func(a statusRates, b train.Rates) bool {
+	same := func(a store.Rates, b train.Rates) bool {
 		return a.Episodes == b.Episodes && a.Valid == b.Valid && a.Optimal == b.Optimal
 	}
 	for i, s := range rep.Stages {

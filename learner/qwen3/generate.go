@@ -21,7 +21,7 @@ import (
 // each (b, s) one decode graph.
 func GenerateShape(n, promptLen, maxNewTokens int) (b, p, s int) {
 	p = learner.PadLen(promptLen)
-	return pow2(n), p, learner.PadLen(p + maxNewTokens)
+	return learner.PadRows(n), p, learner.PadLen(p + maxNewTokens)
 }
 
 // SampleConfig configures Generate.

@@ -436,7 +436,7 @@ func (m *Model) Logits(seqs [][]int32) ([][]float32, error) {
 		}
 		m.logitsExec = e
 	}
-	b, t := pow2(len(seqs)), learner.PadLen(tmax)
+	b, t := learner.PadRows(len(seqs)), learner.PadLen(tmax)
 	tok := make([]int32, b*t)
 	valid := make([]int32, b*t)
 	for i, s := range seqs {
@@ -470,15 +470,6 @@ func finalize(ts []*tensors.Tensor) {
 			_ = t.FinalizeAll()
 		}
 	}
-}
-
-// pow2 returns the smallest power of two ≥ n (1 for n ≤ 1).
-func pow2(n int) int {
-	p := 1
-	for p < n {
-		p *= 2
-	}
-	return p
 }
 
 // ---- Checkpoints.

@@ -201,30 +201,10 @@ func writeHFDir(dir string, cfg Config, ts []learner.STTensor, dtype learner.STD
 	})
 }
 
-// writeFileAtomic writes path through a temporary file in the same directory, fsyncs it and
-// renames it into place.
+// writeFileAtomic is learner.WriteFileAtomic, with the error naming qwen3.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = write(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil { // CreateTemp makes 0600; a checkpoint is shared like any file
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("qwen3: write %s: %w", path, err)
+	if err := learner.WriteFileAtomic(path, write); err != nil {
+		return fmt.Errorf("qwen3: %w", err)
 	}
 	return nil
 }

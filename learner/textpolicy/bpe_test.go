@@ -2,163 +2,49 @@ package textpolicy
 
 import (
 	"bytes"
-	"encoding/json"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"github.com/dlclark/regexp2"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
 
-// tpSplitWords cuts a line into the words of the tiny pre-tokenizer: the matches of
-// TinySplitPattern and the text between them (its own regexp2 run, not the tokenizer's).
-func tpSplitWords(t *testing.T, line string) []string {
-	t.Helper()
-	re := regexp2.MustCompile(TinySplitPattern, regexp2.None)
-	var words []string
-	runes := []rune(line)
-	last := 0
-	m, err := re.FindRunesMatch(runes)
-	for ; err == nil && m != nil; m, err = re.FindNextMatch(m) {
-		if m.Index > last {
-			words = append(words, string(runes[last:m.Index]))
+// TestTinyTokenizerBytes pins the bytes of the tokenizer.json that `t2t model init` writes
+// (and of two small trainings): the sha256 values were taken from the trainer before it moved
+// from textpolicy to tokenizer.TrainBPE. A change here changes every tiny checkpoint's
+// tokenizer.
+func TestTinyTokenizerBytes(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		build func() ([]byte, error)
+		sha   string
+	}{
+		{"tiny default", func() ([]byte, error) { return TinyTokenizerJSON(DefaultTinyVocab) },
+			"9ba87a685c2cf0f73048e6e5252571fd2ac24bc7d01c53d581693df77621cabe"},
+		{"tiny 300", func() ([]byte, error) { return TinyTokenizerJSON(300) },
+			"0456cdfccfc9778ad77daf17730435c2a5c9868c2f2b665d359ae6cdc5eb90bf"},
+		{"ab", func() ([]byte, error) { return TrainBPEJSON([]string{"ab\n"}, 262) },
+			"a5ff81fb14d5728d4b4b00e9985474a50a69196cce995b23aa8f6f04299f3125"},
+	}
+	for _, c := range cases {
+		js, err := c.build()
+		if err != nil {
+			t.Fatal(err)
 		}
-		words = append(words, m.String())
-		last = m.Index + m.Length
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if last < len(runes) {
-		words = append(words, string(runes[last:]))
-	}
-	return words
-}
-
-// tpNaiveMerges is the reference BPE trainer: recount every pair from scratch before each
-// merge, on every word of every line of the corpus (not the distinct words with counts).
-func tpNaiveMerges(t *testing.T, texts []string, maxMerges int) [][2]string {
-	var lines [][][]byte
-	for _, text := range texts {
-		for _, seg := range bpeSplitAdded(text) {
-			for _, l := range strings.SplitAfter(seg, "\n") {
-				for _, w := range tpSplitWords(t, l) {
-					var toks [][]byte
-					for i := range len(w) {
-						toks = append(toks, []byte{w[i]})
-					}
-					lines = append(lines, toks)
-				}
-			}
-		}
-	}
-	var out [][2]string
-	for len(out) < maxMerges {
-		counts := map[[2]string]int{}
-		for _, l := range lines {
-			for j := 0; j+1 < len(l); j++ {
-				counts[[2]string{string(l[j]), string(l[j+1])}]++
-			}
-		}
-		var best [2]string
-		bestN := 1
-		for p, n := range counts {
-			if n > bestN || (n == bestN && bestN > 1 && p[0]+p[1] < best[0]+best[1]) ||
-				(n == bestN && bestN > 1 && p[0]+p[1] == best[0]+best[1] && p[0] < best[0]) {
-				best, bestN = p, n
-			}
-		}
-		if bestN < 2 {
-			break
-		}
-		out = append(out, best)
-		for li, l := range lines {
-			var nl [][]byte
-			for j := 0; j < len(l); j++ {
-				if j+1 < len(l) && string(l[j]) == best[0] && string(l[j+1]) == best[1] {
-					nl = append(nl, []byte(best[0]+best[1]))
-					j++
-					continue
-				}
-				nl = append(nl, l[j])
-			}
-			lines[li] = nl
-		}
-	}
-	return out
-}
-
-func tpMerges(t *testing.T, js []byte) [][2]string {
-	t.Helper()
-	var f struct {
-		Model struct {
-			Merges [][2]string `json:"merges"`
-		} `json:"model"`
-	}
-	if err := json.Unmarshal(js, &f); err != nil {
-		t.Fatal(err)
-	}
-	alpha := byteLevelAlphabet()
-	inv := map[rune]byte{}
-	for b, r := range alpha {
-		inv[r] = byte(b)
-	}
-	raw := func(s string) string {
-		var b []byte
-		for _, r := range s {
-			b = append(b, inv[r])
-		}
-		return string(b)
-	}
-	out := make([][2]string, len(f.Model.Merges))
-	for i, m := range f.Model.Merges {
-		out[i] = [2]string{raw(m[0]), raw(m[1])}
-	}
-	return out
-}
-
-// The incremental trainer learns the same merges, in the same order, as the naive one.
-func TestTrainBPEMatchesNaive(t *testing.T) {
-	seed := tpTestSeed(t)
-	rng := rand.New(rand.NewPCG(seed, 1))
-	alphabet := []string{"a", "b", "ab", " ", "\n", "é", "<|im_end|>", "Agent 0: ", "UP ", "DOWN ", "  H", " .", "12"}
-	var texts []string
-	for range 30 {
-		var sb strings.Builder
-		for range 5 + rng.IntN(40) {
-			sb.WriteString(alphabet[rng.IntN(len(alphabet))])
-		}
-		texts = append(texts, sb.String())
-	}
-	js, err := TrainBPEJSON(texts, 256+len(TinyAddedTokens)+60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, want := tpMerges(t, js), tpNaiveMerges(t, texts, 60)
-	if len(got) != len(want) {
-		t.Fatalf("%d merges, naive %d", len(got), len(want))
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("merge %d: %q, naive %q", i, got[i], want[i])
-		}
-	}
-	tok, err := tokenizer.Parse(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range texts {
-		if d := tok.Decode(tok.Encode(s)); d != s {
-			t.Fatalf("round trip %q → %q", s, d)
+		if sum := sha256.Sum256(js); hex.EncodeToString(sum[:]) != c.sha {
+			t.Errorf("%s: sha256 %x, want %s", c.name, sum, c.sha)
 		}
 	}
 }
 
 // The tiny tokenizer is deterministic, loads, round-trips, and keeps prompts short.
 func TestTinyTokenizer(t *testing.T) {
+	t.Parallel()
 	seed := tpTestSeed(t)
 	a, err := TinyTokenizerJSON(DefaultTinyVocab)
 	if err != nil {
@@ -205,8 +91,8 @@ func TestTinyTokenizer(t *testing.T) {
 			t.Fatalf("%dx%d, %d agents: %d bytes → %d tokens; want ≤ %d", size, size, agents, len(text), len(ids), len(text)/7)
 		}
 	}
-	if _, err := TrainBPEJSON([]string{"x"}, 100); err == nil {
-		t.Fatal("vocab 100 accepted")
+	if _, err := TrainBPEJSON([]string{"x"}, 100); !errors.Is(err, tokenizer.ErrTrain) {
+		t.Fatalf("vocab 100: %v, want tokenizer.ErrTrain", err)
 	}
 }
 
@@ -214,6 +100,7 @@ func TestTinyTokenizer(t *testing.T) {
 // without its leading space) and every digit is a token of its own, in prompts, answers and
 // any text; a map cell that is ice or a hole is one token; decoding gives the text back.
 func TestTinyTokenizerAtoms(t *testing.T) {
+	t.Parallel()
 	seed := tpTestSeed(t)
 	js, err := TinyTokenizerJSON(DefaultTinyVocab)
 	if err != nil {

@@ -1,15 +1,23 @@
 package textpolicy
 
 import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"sort"
+	"io"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
+	"github.com/t2t-lab/t2t/report"
 )
 
 // Target returns the completion that supervised fine-tuning teaches for in: an optimal
@@ -62,32 +70,39 @@ func (p *Policy) SFTStep(ins []*env.Instance) (learner.UpdateStats, error) {
 	return st, nil
 }
 
-// Rates are the valid and optimal shares of a greedy evaluation.
-type Rates struct {
-	Episodes       int
-	Valid, Optimal float64
-	// Parsable is the share of answers that parse.
-	Parsable float64
-	// BySize counts, per map size, the episodes and the valid ones: {size: {valid, episodes}}.
-	BySize map[int][2]int
-	// Failed counts, per verifier check, the answers that failed it: an answer that parses can
-	// fail several checks; one that does not counts for CheckParsable only.
-	Failed [env.NumChecks]int
+// Evaluate plays each instance once, greedily (evaluate.Play, one batch per agent count, seed
+// 0), and tallies the verified answers (report.Tally; ParsableRate, SizeSummary and
+// FailureSummary summarise them).
+func (p *Policy) Evaluate(ins []*env.Instance) (*report.Eval, error) {
+	outs, err := evaluate.Play(p, ins, evaluate.PlayOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return report.Tally(p.Name(), "", outs), nil
 }
 
-// FailureSummary lists the failed checks by count, most first: "goal_reached 30, hole_free 12";
-// "none" when every answer passed every check.
-func (r Rates) FailureSummary() string {
-	var parts []string
-	order := make([]env.Check, 0, env.NumChecks)
+// ParsableRate is the share of e's answers that parse (0 without answers).
+func ParsableRate(e *report.Eval) float64 {
+	if e.Total.Episodes == 0 {
+		return 0
+	}
+	return float64(e.Total.Episodes-e.Total.Failures[env.CategoryParse.String()]) / float64(e.Total.Episodes)
+}
+
+// FailureSummary lists the verifier checks that e's answers failed, by count, most first, ties
+// in check order: "goal_reached 30, hole_free 12"; "none" when every answer passed every check.
+// An answer that parses can fail several checks; one that does not counts for parsable only.
+func FailureSummary(e *report.Eval) string {
+	var order []env.Check
 	for c := range env.NumChecks {
-		if r.Failed[c] > 0 {
+		if failed(e, c) > 0 {
 			order = append(order, c)
 		}
 	}
-	sort.SliceStable(order, func(i, j int) bool { return r.Failed[order[i]] > r.Failed[order[j]] })
-	for _, c := range order {
-		parts = append(parts, fmt.Sprintf("%s %d", c, r.Failed[c]))
+	slices.SortStableFunc(order, func(a, b env.Check) int { return cmp.Compare(failed(e, b), failed(e, a)) })
+	parts := make([]string, len(order))
+	for i, c := range order {
+		parts[i] = fmt.Sprintf("%s %d", c, failed(e, c))
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -95,52 +110,244 @@ func (r Rates) FailureSummary() string {
 	return strings.Join(parts, ", ")
 }
 
-// SizeSummary lists the valid answers per map size: "3x3 4/16, 4x4 1/16, 5x5 0/16".
-func (r Rates) SizeSummary() string {
-	sizes := make([]int, 0, len(r.BySize))
-	for s := range r.BySize {
-		sizes = append(sizes, s)
+// failed counts e's answers that failed check c (each check has its own failure category).
+func failed(e *report.Eval, c env.Check) int64 {
+	return e.Total.Failures[env.CategoryOf(c).String()]
+}
+
+// SizeSummary lists e's valid answers per map size, over all agent counts: "3x3 4/16, 4x4 1/16,
+// 5x5 0/16".
+func SizeSummary(e *report.Eval) string {
+	var valid, episodes = map[int]int64{}, map[int]int64{}
+	for _, c := range e.BySize {
+		valid[c.Size] += c.Valid
+		episodes[c.Size] += c.Episodes
 	}
-	sort.Ints(sizes)
-	parts := make([]string, len(sizes))
-	for i, s := range sizes {
-		parts[i] = fmt.Sprintf("%dx%d %d/%d", s, s, r.BySize[s][0], r.BySize[s][1])
+	parts := make([]string, len(e.Sizes))
+	for i, s := range e.Sizes {
+		parts[i] = fmt.Sprintf("%dx%d %d/%d", s, s, valid[s], episodes[s])
 	}
 	return strings.Join(parts, ", ")
 }
 
-// Evaluate plays each instance once, greedily, and returns the shares of parsable, valid and
-// optimal (sum of costs) answers.
-func (p *Policy) Evaluate(ins []*env.Instance) (Rates, error) {
-	ro, err := p.Play(ins, 1, 0, 0)
-	if err != nil {
-		return Rates{}, err
+// SFTConfig is the distribution supervised fine-tuning trains and evaluates on: 2 agents on
+// 3x3, 4x4 and 5x5 maps in equal shares, hole ratio 0.2, wait ratio 0.3 (Instances unset).
+func SFTConfig() env.Config {
+	cfg := env.Config{Agents: 2}
+	for s := 3; s <= 5; s++ {
+		cfg.Sizes = append(cfg.Sizes, env.SizeConfig{Size: s, DataRatio: 1.0 / 3, HoleRatio: 0.2, WaitRatio: 0.3})
 	}
-	r := Rates{Episodes: len(ro.Episodes), BySize: map[int][2]int{}}
-	for _, ep := range ro.Episodes {
-		bs := r.BySize[ep.Instance.Width]
-		bs[1]++
-		if ep.Report.Valid {
-			bs[0]++
+	return cfg
+}
+
+// SFTPolicyOptions returns o set up for supervised fine-tuning: AdamW at learning rate lr,
+// micro-batches of 16, length buckets for short sequences (SFT targets are short: pad little)
+// and generation batches of 16 for the evaluations.
+func SFTPolicyOptions(o Options, lr float64) Options {
+	g := learner.DefaultGRPOConfig()
+	g.LR, g.MicroBatch = lr, 16
+	g.LengthBuckets = []int{64, 80, 96, 128, 192, 224, 256, 512, 1024, 2048, 4096}
+	o.GRPO, o.GenBatch = g, 16
+	return o
+}
+
+// SFTOptions configure RunSFT.
+type SFTOptions struct {
+	// Steps is the number of optimizer steps; 0 only evaluates (and saves).
+	Steps int
+	// Batch is the number of training instances per step (≥ 1); step s draws them from
+	// SFTConfig with seed Seed+s.
+	Batch int
+	// EvalInstances is the size of the evaluation set (≥ 1), evaluated greedily before and
+	// after training.
+	EvalInstances int
+	// ReportEvery reports the mean loss every this many steps and after the last (≥ 1).
+	ReportEvery int
+	// EvalEvery also evaluates every this many steps (0: before and after only).
+	EvalEvery int
+	// SaveEvery also saves the checkpoint every this many steps, so that a stopped run keeps
+	// its progress (0: at the end only).
+	SaveEvery int
+	// Seed seeds the training instances.
+	Seed uint64
+	// EvalSeed seeds the evaluation instances (0: Seed's), so that runs of different Seed can
+	// be compared on the same instances.
+	EvalSeed uint64
+	// Dir receives the checkpoint (Policy.Save) at the end and every SaveEvery steps.
+	Dir string
+	// Progress receives the run's reports.
+	Progress SFTProgress
+}
+
+// Validate checks the options; errors are *OptionError.
+func (o *SFTOptions) Validate() error {
+	switch {
+	case o.Steps < 0:
+		return &OptionError{"Steps", o.Steps, "must be ≥ 0"}
+	case o.Batch < 1:
+		return &OptionError{"Batch", o.Batch, "must be ≥ 1"}
+	case o.EvalInstances < 1:
+		return &OptionError{"EvalInstances", o.EvalInstances, "must be ≥ 1"}
+	case o.ReportEvery < 1:
+		return &OptionError{"ReportEvery", o.ReportEvery, "must be ≥ 1"}
+	case o.EvalEvery < 0:
+		return &OptionError{"EvalEvery", o.EvalEvery, "must be ≥ 0"}
+	case o.SaveEvery < 0:
+		return &OptionError{"SaveEvery", o.SaveEvery, "must be ≥ 0"}
+	case o.Dir == "":
+		return &OptionError{"Dir", o.Dir, "must name the checkpoint directory"}
+	}
+	return nil
+}
+
+// SFTProgress are RunSFT's reports, each called from RunSFT's goroutine in the order the
+// events happen; each may be nil.
+type SFTProgress struct {
+	// EvalSet describes the evaluation set, first.
+	EvalSet func(SFTEvalSet)
+	// Evaluated sees each evaluation.
+	Evaluated func(SFTEval)
+	// Loss sees the mean loss every ReportEvery steps and after the last.
+	Loss func(SFTLoss)
+	// Saved sees each periodic save (not the final one: RunSFT returns after it).
+	Saved func(step int)
+}
+
+// SFTEvalSet describes the evaluation set of a run.
+type SFTEvalSet struct {
+	// Instances is the set's size; Seed the seed it was drawn with.
+	Instances int
+	Seed      uint64
+	// ID names the set: the first 6 bytes of the SHA-256 of its instance ids, in hex.
+	ID string
+	// Baseline is the share of instances on which rows-first Manhattan paths, blind to holes
+	// and the other agent (env.ManhattanPlan), are valid.
+	Baseline float64
+}
+
+// SFTEval is one greedy evaluation of a run.
+type SFTEval struct {
+	// Step is the number of steps done: 0 before training.
+	Step int
+	// Final marks the evaluation after the last step.
+	Final bool
+	Eval  *report.Eval
+}
+
+// When names the evaluation: "before" (step 0), "after" (Final) or "step N".
+func (e SFTEval) When() string {
+	switch {
+	case e.Step == 0:
+		return "before"
+	case e.Final:
+		return "after"
+	}
+	return fmt.Sprintf("step %d", e.Step)
+}
+
+// SFTLoss is the mean loss of the steps since the previous report.
+type SFTLoss struct {
+	// Step is the last step; Steps the number of steps averaged.
+	Step, Steps int
+	// Loss is the mean cross-entropy and Accuracy the mean teacher-forced token accuracy.
+	Loss, Accuracy float64
+	// Elapsed is the time since the first step started.
+	Elapsed time.Duration
+}
+
+// RunSFT fine-tunes the policy on optimal answers (SFTStep on Batch instances per step) and
+// evaluates it greedily on a fixed set before and after (and every EvalEvery steps), then
+// saves the checkpoint to Dir. The context stops it between steps.
+func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
+	if err := opt.Validate(); err != nil {
+		return err
+	}
+	evalIns, err := sftEvalSet(&opt)
+	if err != nil {
+		return err
+	}
+	pr := opt.Progress
+	evaluated := func(step int, final bool) error {
+		e, err := p.Evaluate(evalIns)
+		if err == nil && pr.Evaluated != nil {
+			pr.Evaluated(SFTEval{Step: step, Final: final, Eval: e})
 		}
-		r.BySize[ep.Instance.Width] = bs
-		if ep.Report.Passed[env.CheckParsable] {
-			r.Parsable++
+		return err
+	}
+	if err := evaluated(0, false); err != nil {
+		return err
+	}
+	trainCfg := SFTConfig()
+	trainCfg.Instances = opt.Batch
+	start := time.Now()
+	var lossSum, accSum float64
+	for step := 1; step <= opt.Steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		for c := range env.NumChecks {
-			if !ep.Report.Passed[c] && (c == env.CheckParsable || ep.Report.Passed[env.CheckParsable]) {
-				r.Failed[c]++
+		ins, err := env.Generate(trainCfg, opt.Seed+uint64(step), 0, opt.Batch)
+		if err != nil {
+			return err
+		}
+		st, err := p.SFTStep(ins)
+		if err != nil {
+			return err
+		}
+		lossSum += st.Loss
+		accSum += st.Accuracy
+		if step%opt.ReportEvery == 0 || step == opt.Steps {
+			n := (step-1)%opt.ReportEvery + 1
+			if pr.Loss != nil {
+				pr.Loss(SFTLoss{Step: step, Steps: n, Loss: lossSum / float64(n), Accuracy: accSum / float64(n), Elapsed: time.Since(start)})
+			}
+			lossSum, accSum = 0, 0
+		}
+		if opt.EvalEvery > 0 && step%opt.EvalEvery == 0 && step < opt.Steps {
+			if err := evaluated(step, false); err != nil {
+				return err
 			}
 		}
-		if ep.Report.Valid {
-			r.Valid++
-		}
-		if ep.Report.Optimal {
-			r.Optimal++
+		if opt.SaveEvery > 0 && step%opt.SaveEvery == 0 && step < opt.Steps {
+			if err := p.Save(opt.Dir); err != nil {
+				return err
+			}
+			if pr.Saved != nil {
+				pr.Saved(step)
+			}
 		}
 	}
-	if n := float64(r.Episodes); n > 0 {
-		r.Parsable, r.Valid, r.Optimal = r.Parsable/n, r.Valid/n, r.Optimal/n
+	if opt.Steps > 0 { // with no steps the run is an evaluation (and a copy to Dir)
+		if err := evaluated(opt.Steps, true); err != nil {
+			return err
+		}
 	}
-	return r, nil
+	return p.Save(opt.Dir)
+}
+
+// sftEvalSet draws the evaluation set and reports it.
+func sftEvalSet(opt *SFTOptions) ([]*env.Instance, error) {
+	cfg := SFTConfig()
+	cfg.Instances = opt.EvalInstances
+	seed := opt.Seed
+	if opt.EvalSeed != 0 {
+		seed = opt.EvalSeed
+	}
+	ins, err := env.Generate(cfg, seed^0xe7a1e7a1, 0, opt.EvalInstances)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	baseline := 0
+	for _, in := range ins {
+		io.WriteString(h, in.ID)
+		var rep env.Report
+		if env.Verify(in, env.ManhattanPlan(in), &rep); rep.Valid {
+			baseline++
+		}
+	}
+	if opt.Progress.EvalSet != nil {
+		opt.Progress.EvalSet(SFTEvalSet{Instances: len(ins), Seed: seed, ID: hex.EncodeToString(h.Sum(nil)[:6]),
+			Baseline: float64(baseline) / float64(len(ins))})
+	}
+	return ins, nil
 }

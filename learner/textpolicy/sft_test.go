@@ -1,9 +1,17 @@
 package textpolicy
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/evaluate"
+	"github.com/t2t-lab/t2t/report"
 )
 
 // The SFT target is an optimal answer; steps on it lower its cross-entropy.
@@ -98,30 +106,127 @@ func TestSFTLearnsAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sizes int
-	for _, n := range after.BySize {
-		sizes += n[0]
-		if n[0] != n[1] {
-			t.Errorf("by size: %v", after.BySize)
+	var sizes int64
+	for _, c := range after.BySize {
+		sizes += c.Valid
+		if c.Valid != c.Episodes {
+			t.Errorf("by size: %+v", after.BySize)
 		}
 	}
-	if after.Valid != 1 || after.Optimal != 1 || after.FailureSummary() != "none" || sizes != 2 {
+	if after.Total.ValidRate() != 1 || after.Total.OptimalRate() != 1 || FailureSummary(after) != "none" || sizes != 2 || ParsableRate(after) != 1 {
 		t.Fatalf("greedy answers after SFT: %+v (before: %+v)", after, before)
 	}
 	// Before training the random model's answers do not parse, which is all that is counted.
-	if before.FailureSummary() != "parsable 2" {
-		t.Errorf("random model: failed checks %v (%s)", before.Failed, before.FailureSummary())
+	if FailureSummary(before) != "parsable 2" || ParsableRate(before) != 0 {
+		t.Errorf("random model: failed checks %v (%s)", before.Total.Failures, FailureSummary(before))
 	}
 }
 
+// TestRatesFailureSummary: the summaries t2t sft prints, from a tally of outcomes.
 func TestRatesFailureSummary(t *testing.T) {
-	var r Rates
-	r.Failed[env.CheckHoleFree], r.Failed[env.CheckGoalReached], r.Failed[env.CheckConflictFree] = 3, 7, 3
-	if got, want := r.FailureSummary(), "goal_reached 7, conflict_free 3, hole_free 3"; got != want {
+	var outs []report.Outcome
+	add := func(n, size int, valid bool, failed ...env.Check) {
+		for range n {
+			o := report.Outcome{InstanceID: fmt.Sprint(len(outs)), Agents: 2, Size: size, Valid: valid, Optimal: valid}
+			for _, c := range failed {
+				o.Failed = append(o.Failed, env.CategoryOf(c).String())
+			}
+			outs = append(outs, o)
+		}
+	}
+	add(4, 3, true)
+	add(7, 3, false, env.CheckGoalReached)
+	add(3, 5, false, env.CheckConflictFree, env.CheckHoleFree)
+	add(2, 5, false, env.CheckParsable)
+	add(11, 5, false)
+	add(5, 3, false)
+	e := report.Tally("p", "s", outs)
+	if got, want := FailureSummary(e), "goal_reached 7, conflict_free 3, hole_free 3, parsable 2"; got != want {
 		t.Errorf("FailureSummary() = %q, want %q", got, want)
 	}
-	r.BySize = map[int][2]int{5: {0, 16}, 3: {4, 16}}
-	if got, want := r.SizeSummary(), "3x3 4/16, 5x5 0/16"; got != want {
+	if got, want := SizeSummary(e), "3x3 4/16, 5x5 0/16"; got != want {
 		t.Errorf("SizeSummary() = %q, want %q", got, want)
+	}
+	if got := ParsableRate(e); got != 30.0/32 {
+		t.Errorf("ParsableRate() = %v", got)
+	}
+	if got := FailureSummary(report.Tally("p", "s", outs[:4])); got != "none" {
+		t.Errorf("all valid: %q", got)
+	}
+}
+
+// TestFailureSummaryCountsChecks: the summary counts, per check, the answers that failed it,
+// an unparsable answer for parsable only — as the verifier's reports say.
+func TestFailureSummaryCountsChecks(t *testing.T) {
+	seed := tpTestSeed(t)
+	ins := tpInstances(t, seed, 6)
+	answers := []string{"nonsense", "", "agent 0: up down\nagent 1: left", "agent 0: right right right\nagent 1: wait"}
+	var want [env.NumChecks]int64
+	var outs []report.Outcome
+	for i, in := range ins {
+		var rep env.Report
+		if i < len(answers) {
+			env.VerifyAnswer(in, answers[i], &rep)
+		} else {
+			env.Verify(in, env.ManhattanPlan(in), &rep)
+		}
+		for c := range env.NumChecks {
+			if !rep.Passed[c] && (c == env.CheckParsable || rep.Passed[env.CheckParsable]) {
+				want[c]++
+			}
+		}
+		outs = append(outs, evaluate.OutcomeOf(in, &rep))
+	}
+	e := report.Tally("p", "s", outs)
+	for c := range env.NumChecks {
+		if got := failed(e, c); got != want[c] {
+			t.Errorf("check %s: %d failed, the reports say %d", c, got, want[c])
+		}
+	}
+	t.Logf("failed checks: %s", FailureSummary(e))
+}
+
+// TestRunSFTProgress runs three SFT steps and checks the reports, their order and the checkpoint.
+func TestRunSFTProgress(t *testing.T) {
+	seed := tpTestSeed(t)
+	p, err := New(tpLM(t, seed), tpOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var events []string
+	opt := SFTOptions{Steps: 3, Batch: 2, EvalInstances: 3, ReportEvery: 2, EvalEvery: 2, SaveEvery: 1, Seed: seed, EvalSeed: 9, Dir: dir,
+		Progress: SFTProgress{
+			EvalSet: func(s SFTEvalSet) {
+				events = append(events, fmt.Sprintf("set %d seed %d id %d", s.Instances, s.Seed, len(s.ID)))
+			},
+			Evaluated: func(e SFTEval) {
+				events = append(events, fmt.Sprintf("eval %d %v %d", e.Step, e.Final, e.Eval.Total.Episodes))
+			},
+			Loss:  func(l SFTLoss) { events = append(events, fmt.Sprintf("loss %d/%d", l.Step, l.Steps)) },
+			Saved: func(step int) { events = append(events, fmt.Sprintf("saved %d", step)) },
+		}}
+	if err := p.RunSFT(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	want := "set 3 seed 9 id 12; eval 0 false 3; saved 1; loss 2/2; eval 2 false 3; saved 2; loss 3/1; eval 3 true 3"
+	if got := strings.Join(events, "; "); got != want {
+		t.Fatalf("events:\n%s\nwant\n%s", got, want)
+	}
+	if p.Version() != 3 {
+		t.Fatalf("version %d after 3 steps", p.Version())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	opt.Batch = 0
+	if err := p.RunSFT(context.Background(), opt); !errors.Is(err, ErrOptions) {
+		t.Fatalf("batch 0: %v", err)
+	}
+	opt.Batch = 2
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.RunSFT(ctx, opt); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled: %v", err)
 	}
 }

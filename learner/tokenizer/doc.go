@@ -19,6 +19,14 @@
 // Decode maps ids back to bytes (added tokens to their text) and the bytes to a string, with
 // U+FFFD for ill-formed UTF-8; Decode(Encode(s)) == s for NFC-normalised s.
 //
+// # Training
+//
+// TrainBPE learns a byte-level BPE from texts (the most frequent adjacent pair first, merges
+// never crossing a newline, an added token or a word of an optional Split pattern) and writes
+// it as a tokenizer.json that Parse loads. It uses the same GPT-2 byte map and pre-tokenizer
+// code as encoding, so the merges it learns are the ones Encode applies. textpolicy's tiny
+// tokenizer is trained with it.
+//
 // # Chat template
 //
 // ChatPrompt reproduces what Qwen3's Jinja chat template renders for system, user, assistant
@@ -37,4 +45,5 @@
 //
 // A Tokenizer is safe for concurrent use. Load and Parse return a *FormatError wrapping
 // ErrFormat (malformed file) or ErrUnsupported (a component this package does not implement).
+// TrainBPE is a pure function; its errors wrap ErrTrain.
 package tokenizer

@@ -13,6 +13,9 @@ var (
 	// ErrUnsupported: tokenizer.json asks for a component this package does not implement
 	// (a model other than BPE, an unknown normalizer, pre-tokenizer or decoder, BPE dropout).
 	ErrUnsupported = errors.New("tokenizer: unsupported tokenizer.json component")
+	// ErrTrain: TrainBPE cannot train with its options (a vocabulary size out of range, an
+	// empty added token, a split pattern that does not compile) or learned one token twice.
+	ErrTrain = errors.New("tokenizer: cannot train BPE")
 )
 
 // FormatError locates a problem in tokenizer.json: the JSON path of the offending part and why.

@@ -112,6 +112,7 @@ func tokStrings(t testing.TB, tok *Tokenizer, ids []int32) []string {
 }
 
 func TestEncodeTinyMerges(t *testing.T) {
+	t.Parallel()
 	merges := [][2]string{{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"}, {"Ġ", "w"}, {"o", "r"}, {"Ġw", "or"}, {"Ġwor", "ld"}, {"l", "d"}, {"'", "s"}}
 	for _, arrays := range []bool{false, true} {
 		tok := tokMustParse(t, tokTinyJSON(t, merges, arrays, tokSpecials(), nil))
@@ -141,6 +142,7 @@ func TestEncodeTinyMerges(t *testing.T) {
 }
 
 func TestEncodeMergeRankAndTies(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		merges [][2]string
 		in     string
@@ -181,6 +183,7 @@ func tokNaiveBPE(syms []string, rank map[[2]string]int) []string {
 }
 
 func TestBPEMatchesNaive(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(tokTestSeed(t), 1))
 	for trial := range 40 {
 		// Random merges over a 3-letter alphabet, built from tokens that exist.
@@ -221,6 +224,7 @@ func TestBPEMatchesNaive(t *testing.T) {
 }
 
 func TestAddedTokenMatching(t *testing.T) {
+	t.Parallel()
 	added := []map[string]any{
 		{"content": "<a>", "special": true},
 		{"content": "<ab>", "special": true},
@@ -274,6 +278,7 @@ func TestAddedTokenMatching(t *testing.T) {
 }
 
 func TestDecodeInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	tok := tokMustParse(t, tokTinyJSON(t, nil, false, nil, nil))
 	cases := []struct {
 		in   []byte
@@ -302,6 +307,7 @@ func TestDecodeInvalidUTF8(t *testing.T) {
 }
 
 func TestRoundTripRandomText(t *testing.T) {
+	t.Parallel()
 	tok := tokMustParse(t, tokTinyJSON(t, [][2]string{{"Ġ", "Ġ"}, {"e", "r"}, {"Ġ", "t"}}, false, tokSpecials(), nil))
 	rng := rand.New(rand.NewPCG(tokTestSeed(t), 2))
 	alphabet := []rune("ab \n\t\r  xyzÉé日本語🙂'-_0123456789<>|/")
@@ -327,6 +333,7 @@ func TestRoundTripRandomText(t *testing.T) {
 }
 
 func TestBPECacheBounded(t *testing.T) {
+	t.Parallel()
 	tok := tokMustParse(t, tokTinyJSON(t, [][2]string{{"a", "b"}}, false, nil, nil))
 	tok.cache = newBPECache(8)
 	for i := range 100 {
@@ -351,6 +358,7 @@ func TestBPECacheBounded(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	base := func() map[string]any {
 		var m map[string]any
 		if err := json.Unmarshal(tokTinyJSON(t, [][2]string{{"a", "b"}}, false, nil, nil), &m); err != nil {
@@ -402,6 +410,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestSplitRemovedAndGPT2ByteLevel(t *testing.T) {
+	t.Parallel()
 	// A GPT-2 style pipeline: ByteLevel with its own regex and a prefix space.
 	js := tokTinyJSON(t, [][2]string{{"Ġ", "h"}, {"Ġh", "i"}}, false, nil, map[string]any{
 		"normalizer":    nil,
@@ -425,6 +434,7 @@ func TestSplitRemovedAndGPT2ByteLevel(t *testing.T) {
 }
 
 func TestChatPromptGolden(t *testing.T) {
+	t.Parallel()
 	// Expected strings were rendered from Qwen3's Jinja chat template with Python's jinja2
 	// (TestChatPromptJinja repeats this check live when python3 + jinja2 are available).
 	cases := []struct {
@@ -474,6 +484,7 @@ func TestChatPromptGolden(t *testing.T) {
 }
 
 func TestEncodeChatPromptTiny(t *testing.T) {
+	t.Parallel()
 	tok := tokMustParse(t, tokTinyJSON(t, nil, false, tokSpecials(), nil))
 	p := ChatPrompt([]Message{{Role: "user", Content: "hi"}}, true, false)
 	ids := tok.Encode(p)

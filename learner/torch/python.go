@@ -13,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/t2t-lab/t2t/learner/engine"
 )
 
 // PythonEnv names the environment variable that chooses the worker's interpreter.
-const PythonEnv = "T2T_PYTHON"
+const PythonEnv = engine.PythonEnv
 
 // pythonCandidates are tried in order when neither --python nor $T2T_PYTHON names one. Debian's
 // python3-torch installs for /usr/bin/python3, which is not always the first python3 on PATH.

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -12,38 +12,46 @@ import (
 	"github.com/t2t-lab/t2t/train"
 )
 
-// dashboard is the live web page of a run, served by the coordinator's
-// --http: /ui is a self-contained page (inline CSS and script, no external
-// assets) that polls /api/status, which returns the run's state from Redis
-// (collectStatus: stage, phase, versions, per-stage rates, configs and the
-// engineer's rationale, checkpoints, the learner's flow: groups used, kept
-// late and discarded by reason, time dispatch waited for the learner) plus
-// the cluster's nodes.
-type dashboard struct {
+// Dashboard is the live web page of a run, served by the coordinator's
+// HTTP address: /ui is a self-contained page (inline CSS and script, no
+// external assets) that polls /api/status, which returns the run's state
+// from Redis (train.CollectStatus: stage, phase, versions, per-stage
+// rates, configs and the engineer's rationale, checkpoints, the learner's
+// flow: groups used, kept late and discarded by reason, time dispatch
+// waited for the learner) plus the cluster's nodes.
+type Dashboard struct {
 	st    *store.Store
+	ps    *train.PolicyStore
 	run   string
-	nodes func() []cluster.NodeMeta // nil on a one-process run
-	// ps reads the run's flow record from Redis (nil: not there); flow,
-	// fed by train.Options.OnFlow in this process, is fresher.
-	ps   *train.PolicyStore
+	nodes func() []cluster.NodeMeta
+	// flow, fed by train.Options.OnFlow in this process, is fresher than
+	// the flow record in Redis.
 	flow atomic.Pointer[train.FlowRecord]
 }
 
+// NewDashboard returns the live page of run in st; ps holds the run's
+// flow record (nil: none but what this process's run reports). nodes
+// lists the cluster's members (nil on a one-process run).
+func NewDashboard(st *store.Store, ps *train.PolicyStore, run string, nodes func() []cluster.NodeMeta) *Dashboard {
+	return &Dashboard{st: st, ps: ps, run: run, nodes: nodes}
+}
+
 // onFlow is train.Options.OnFlow for the run this page shows.
-func (d *dashboard) onFlow(f train.FlowRecord) {
+func (d *Dashboard) onFlow(f train.FlowRecord) {
 	if f.RunID == d.run {
 		d.flow.Store(&f)
 	}
 }
 
-// dashboardStatus is /api/status.
-type dashboardStatus struct {
-	*statusReport
-	Nodes   []dashboardNode `json:"nodes"`
-	NowUnix int64           `json:"now_unix_ms"`
+// pageStatus is /api/status.
+type pageStatus struct {
+	*train.Status
+	Nodes   []pageNode `json:"nodes"`
+	NowUnix int64      `json:"now_unix_ms"`
 }
 
-type dashboardNode struct {
+// pageNode is one member of the cluster as /api/status lists it.
+type pageNode struct {
 	ID       string         `json:"id"`
 	Name     string         `json:"name"`
 	Roles    []cluster.Role `json:"roles"`
@@ -51,36 +59,45 @@ type dashboardNode struct {
 	Capacity int            `json:"capacity"`
 }
 
-func (d *dashboard) register(mux *http.ServeMux) {
+func (d *Dashboard) register(mux *http.ServeMux) {
 	mux.HandleFunc("/ui", d.page)
 	mux.HandleFunc("/api/status", d.status)
 }
 
-func (d *dashboard) status(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) status(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	rep, err := collectStatus(ctx, d.st, d.ps, d.run)
+	out, err := d.read(ctx, time.Now())
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
 		return
 	}
-	if f := d.flow.Load(); f != nil {
-		rep.setFlow(f)
-	}
-	out := dashboardStatus{statusReport: rep, NowUnix: time.Now().UnixMilli(), Nodes: []dashboardNode{}}
-	if d.nodes != nil {
-		for _, n := range d.nodes() {
-			out.Nodes = append(out.Nodes, dashboardNode{ID: n.ID, Name: n.Name, Roles: n.Roles, Address: n.Address, Capacity: n.Capacity})
-		}
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(out)
 }
 
-func (d *dashboard) page(w http.ResponseWriter, r *http.Request) {
+// read is /api/status at now.
+func (d *Dashboard) read(ctx context.Context, now time.Time) (*pageStatus, error) {
+	rep, err := train.CollectStatus(ctx, d.st, d.ps, d.run)
+	if err != nil {
+		return nil, err
+	}
+	if f := d.flow.Load(); f != nil {
+		rep.SetFlow(f)
+	}
+	out := &pageStatus{Status: rep, NowUnix: now.UnixMilli(), Nodes: []pageNode{}}
+	if d.nodes != nil {
+		for _, n := range d.nodes() {
+			out.Nodes = append(out.Nodes, pageNode{ID: n.ID, Name: n.Name, Roles: n.Roles, Address: n.Address, Capacity: n.Capacity})
+		}
+	}
+	return out, nil
+}
+
+func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write([]byte(dashboardHTML))
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"fmt"
@@ -15,50 +15,51 @@ import (
 	"github.com/t2t-lab/t2t/train"
 )
 
-// Node-specific metric names, next to telemetry's standard ones.
+// The daemon's own metric names, next to telemetry's standard ones.
 const (
-	metricRolloutUnits   = "t2t_rollout_units_total"
-	metricRolloutFailed  = "t2t_rollout_units_failed_total"
-	metricPolicyLoads    = "t2t_policy_loads_total"
-	metricPolicyVersion  = "t2t_policy_version"
-	metricLearnerStale   = "t2t_learner_stale_groups_total"
-	metricLearnerPending = "t2t_learner_pending_groups"
+	MetricRolloutUnits   = "t2t_rollout_units_total"
+	MetricRolloutFailed  = "t2t_rollout_units_failed_total"
+	MetricPolicyLoads    = "t2t_policy_loads_total"
+	MetricPolicyVersion  = "t2t_policy_version"
+	MetricLearnerStale   = "t2t_learner_stale_groups_total"
+	MetricLearnerPending = "t2t_learner_pending_groups"
 	// Flow (dispatch paced by the learner; train.FlowStats).
-	metricDiscarded     = "t2t_learner_discarded_groups_total" // label reason: stale, late_stage, duplicate
-	metricLateKept      = "t2t_learner_late_kept_groups_total"
-	metricDiscardShare  = "t2t_learner_discarded_share"
-	metricLearnerWait   = "t2t_learner_wait_seconds"
-	metricOutstanding   = "t2t_dispatch_outstanding_groups"
-	metricDispatchLimit = "t2t_dispatch_window_groups"
+	MetricDiscarded      = "t2t_learner_discarded_groups_total" // label reason: stale, late_stage, duplicate
+	MetricLateKept       = "t2t_learner_late_kept_groups_total"
+	MetricDiscardShare   = "t2t_learner_discarded_share"
+	MetricLearnerWait    = "t2t_learner_wait_seconds"
+	MetricOutstanding    = "t2t_dispatch_outstanding_groups"
+	MetricDispatchWindow = "t2t_dispatch_window_groups"
 )
 
-// Reasons of metricDiscarded.
+// Reasons of MetricDiscarded.
 const (
 	discardStale     = "stale"
 	discardLateStage = "late_stage"
 	discardDuplicate = "duplicate"
 )
 
-// nodeMetrics is a node's /metrics: telemetry's standard metrics and a few
-// of the node's own, all labelled node=<name>. What feeds them:
+// metrics is a process's /metrics: telemetry's standard metrics and a few
+// of the daemon's own, all labelled node=<Config.TelemetryName>. What
+// feeds them:
 //
-//   - the units this node's rollouts ran (a rollout node's RemoteRunner, or
-//     the run's own rollouts through train.Options.OnUnit): episodes,
-//     units, policy lag, stage;
-//   - the run's state (train.Options.OnState, coordinator nodes): stage,
-//     policy version;
-//   - the actor system's live counters (actors.System.Stats, coordinator
-//     nodes), read at each scrape: work units completed, lease re-issues,
-//     learner updates, stale and pending groups;
-//   - a rollout node's runner counters, read at each scrape: failed units,
-//     policy loads.
+//   - the units this process's rollouts ran (a rollout process's
+//     RemoteRunner, or the run's own rollouts through
+//     train.Options.OnUnit): episodes, units, policy lag, stage;
+//   - the run's state (train.Options.OnState, coordinator): stage, policy
+//     version;
+//   - the actor system's live counters (actors.System.Stats, coordinator),
+//     read at each scrape: work units completed, lease re-issues, learner
+//     updates, stale and pending groups;
+//   - a rollout process's runner counters, read at each scrape: failed
+//     units, policy loads.
 //
 // t2t_work_queue_depth is the coordinator's queue of units waiting for a
-// rollout. The flow metrics (coordinator nodes) say what became of the
-// groups that reached the learner (discarded by reason, kept late), how
-// long queued units waited for the learner while rollouts had free slots,
-// and how full the dispatch window is.
-type nodeMetrics struct {
+// rollout. The flow metrics (coordinator) say what became of the groups
+// that reached the learner (discarded by reason, kept late), how long
+// queued units waited for the learner while rollouts had free slots, and
+// how full the dispatch window is.
+type metrics struct {
 	m                                        *telemetry.Metrics
 	rolloutUnits, rolloutFailed, policyLoads *telemetry.Counter
 	learnerStale, lateKept                   *telemetry.Counter
@@ -80,22 +81,24 @@ type nodeMetrics struct {
 	rateWindow                          time.Duration
 }
 
-func newNodeMetrics(node string) (*nodeMetrics, error) {
-	m, err := telemetry.NewMetrics(map[string]string{"node": node})
+// newMetrics registers the metrics labelled node=name. Errors are
+// *InputError (Field "TelemetryName").
+func newMetrics(name string) (*metrics, error) {
+	m, err := telemetry.NewMetrics(map[string]string{"node": name})
 	if err != nil {
-		return nil, err
+		return nil, &InputError{Field: "TelemetryName", Value: name, Err: err}
 	}
-	nm := &nodeMetrics{m: m, now: time.Now, rateWindow: time.Second}
+	nm := &metrics{m: m, now: time.Now, rateWindow: time.Second}
 	r := m.Registry
 	for _, c := range []struct {
 		dst        **telemetry.Counter
 		name, help string
 	}{
-		{&nm.rolloutUnits, metricRolloutUnits, "Work units this node's rollouts ran."},
-		{&nm.rolloutFailed, metricRolloutFailed, "Work units this node's rollouts failed (the coordinator re-issues them)."},
-		{&nm.policyLoads, metricPolicyLoads, "Policy versions this rollout node loaded from Redis."},
-		{&nm.learnerStale, metricLearnerStale, "Groups the learner found stale (older than the staleness bound K), kept or not."},
-		{&nm.lateKept, metricLateKept, "Stale groups the learner kept (at most the keep bound old), corrected by truncated importance weights."},
+		{&nm.rolloutUnits, MetricRolloutUnits, "Work units this node's rollouts ran."},
+		{&nm.rolloutFailed, MetricRolloutFailed, "Work units this node's rollouts failed (the coordinator re-issues them)."},
+		{&nm.policyLoads, MetricPolicyLoads, "Policy versions this rollout node loaded from Redis."},
+		{&nm.learnerStale, MetricLearnerStale, "Groups the learner found stale (older than the staleness bound K), kept or not."},
+		{&nm.lateKept, MetricLateKept, "Stale groups the learner kept (at most the keep bound old), corrected by truncated importance weights."},
 	} {
 		if *c.dst, err = r.Counter(c.name, c.help); err != nil {
 			return nil, err
@@ -105,18 +108,18 @@ func newNodeMetrics(node string) (*nodeMetrics, error) {
 		dst        **telemetry.Gauge
 		name, help string
 	}{
-		{&nm.policyVersion, metricPolicyVersion, "Policy version: the learner's (coordinator) or the one the latest unit played (rollout node)."},
-		{&nm.learnerPending, metricLearnerPending, "Groups waiting for the learner's next batch."},
-		{&nm.discardShare, metricDiscardShare, "Share of the groups that reached the learner which it discarded (any reason)."},
-		{&nm.learnerWait, metricLearnerWait, "Seconds queued work units waited for the learner while rollouts had free slots (cumulative)."},
-		{&nm.outstanding, metricOutstanding, "Groups issued to rollouts and not yet used or discarded by the learner."},
-		{&nm.window, metricDispatchLimit, "Most groups the coordinator lets be outstanding: (max lag + 1) x learner batch; 0 when dispatch is not paced."},
+		{&nm.policyVersion, MetricPolicyVersion, "Policy version: the learner's (coordinator) or the one the latest unit played (rollout node)."},
+		{&nm.learnerPending, MetricLearnerPending, "Groups waiting for the learner's next batch."},
+		{&nm.discardShare, MetricDiscardShare, "Share of the groups that reached the learner which it discarded (any reason)."},
+		{&nm.learnerWait, MetricLearnerWait, "Seconds queued work units waited for the learner while rollouts had free slots (cumulative)."},
+		{&nm.outstanding, MetricOutstanding, "Groups issued to rollouts and not yet used or discarded by the learner."},
+		{&nm.window, MetricDispatchWindow, "Most groups the coordinator lets be outstanding: (max lag + 1) x learner batch; 0 when dispatch is not paced."},
 	} {
 		if *g.dst, err = r.Gauge(g.name, g.help); err != nil {
 			return nil, err
 		}
 	}
-	if nm.discarded, err = r.CounterVec(metricDiscarded, "Groups the learner discarded, by reason: stale (older than the keep bound), late_stage (their stage was over), duplicate (a re-issued unit's second copy).", "reason"); err != nil {
+	if nm.discarded, err = r.CounterVec(MetricDiscarded, "Groups the learner discarded, by reason: stale (older than the keep bound), late_stage (their stage was over), duplicate (a re-issued unit's second copy).", "reason"); err != nil {
 		return nil, err
 	}
 	for _, reason := range []string{discardStale, discardLateStage, discardDuplicate} {
@@ -126,13 +129,13 @@ func newNodeMetrics(node string) (*nodeMetrics, error) {
 }
 
 // attach makes the scrapes read the run's actor system.
-func (nm *nodeMetrics) attach(sys *actors.System) { nm.sys.Store(sys) }
+func (nm *metrics) attach(sys *actors.System) { nm.sys.Store(sys) }
 
-// attachRunner makes the scrapes read a rollout node's runner.
-func (nm *nodeMetrics) attachRunner(r *train.RemoteRunner) { nm.runner.Store(r) }
+// attachRunner makes the scrapes read a rollout process's runner.
+func (nm *metrics) attachRunner(r *train.RemoteRunner) { nm.runner.Store(r) }
 
 // state is train.Options.OnState.
-func (nm *nodeMetrics) state(s store.RunState) {
+func (nm *metrics) state(s store.RunState) {
 	nm.m.Stage.Set(float64(s.Stage))
 	nm.policyVersion.Set(float64(s.PolicyVersion))
 }
@@ -146,7 +149,7 @@ func unitEpisodes(r store.UnitResult) uint64 {
 }
 
 // localUnit is train.Options.OnUnit: a unit the run's own rollouts ran.
-func (nm *nodeMetrics) localUnit(r store.UnitResult) {
+func (nm *metrics) localUnit(r store.UnitResult) {
 	nm.m.Episodes.Add(unitEpisodes(r))
 	nm.rolloutUnits.Inc()
 	if sys := nm.sys.Load(); sys != nil {
@@ -154,8 +157,8 @@ func (nm *nodeMetrics) localUnit(r store.UnitResult) {
 	}
 }
 
-// remoteUnit sees a unit a rollout node ran.
-func (nm *nodeMetrics) remoteUnit(u train.UnitLog) {
+// remoteUnit sees a unit a rollout process ran.
+func (nm *metrics) remoteUnit(u train.UnitLog) {
 	nm.m.Episodes.Add(unitEpisodes(u.Result))
 	nm.rolloutUnits.Inc()
 	nm.m.PolicyLag.Set(float64(u.Lag))
@@ -165,7 +168,7 @@ func (nm *nodeMetrics) remoteUnit(u train.UnitLog) {
 
 // sync brings the counters read from the actor system and the runner up
 // to date and measures the episode rate.
-func (nm *nodeMetrics) sync() {
+func (nm *metrics) sync() {
 	nm.mu.Lock()
 	defer nm.mu.Unlock()
 	up := func(c *telemetry.Counter, last *uint64, cur uint64) {
@@ -215,7 +218,7 @@ func (nm *nodeMetrics) sync() {
 }
 
 // handler serves the metrics in the Prometheus text format, synced first.
-func (nm *nodeMetrics) handler() http.Handler {
+func (nm *metrics) handler() http.Handler {
 	h := nm.m.Registry.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		nm.sync()
@@ -223,20 +226,21 @@ func (nm *nodeMetrics) handler() http.Handler {
 	})
 }
 
-// nodeMux routes /metrics to nm and everything else to health.
-func nodeMux(health http.Handler, nm *nodeMetrics) *http.ServeMux {
+// newMux routes /metrics to nm and everything else to h.
+func newMux(h *health, nm *metrics) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", nm.handler())
-	mux.Handle("/", health)
+	mux.Handle("/", h)
 	return mux
 }
 
-// serveHTTP serves h on addr and prints "<prefix>http=<address>"; the
-// returned func stops the server.
-func serveHTTP(addr string, h http.Handler, out io.Writer, prefix string) (func(), error) {
+// ListenAndServe serves h on addr and prints "<prefix>http=<address>" to
+// out; the returned func stops the server. A listen error is an
+// *InputError (Field "HTTPAddr").
+func ListenAndServe(addr string, h http.Handler, out io.Writer, prefix string) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, badInput("--http %s: %v", addr, err)
+		return nil, &InputError{Field: "HTTPAddr", Value: addr, Err: err}
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
@@ -244,20 +248,22 @@ func serveHTTP(addr string, h http.Handler, out io.Writer, prefix string) (func(
 	return func() { srv.Close() }, nil
 }
 
-// serveTrainHTTP serves t2t train's /healthz, /readyz (ready while the
-// stages run) and /metrics, hooking the metrics into opt.
-func serveTrainHTTP(addr, node string, opt *train.Options, dash *dashboard, out io.Writer) (func(), error) {
-	nm, err := newNodeMetrics(node)
+// RunHandler serves a one-process run's /healthz, /readyz (ready while
+// the stages run), /metrics (labelled node=telemetryName) and, with dash,
+// the live page. It hooks itself into opt: OnState, OnUnit, OnFlow and
+// Cluster.Started are replaced. A bad telemetryName is an *InputError.
+func RunHandler(telemetryName string, opt *train.Options, dash *Dashboard) (http.Handler, error) {
+	nm, err := newMetrics(telemetryName)
 	if err != nil {
-		return nil, badInput("--node-name: %v", err)
+		return nil, err
 	}
-	health := &nodeHealth{}
-	health.set(false, "starting")
+	h := &health{}
+	h.set(false, "starting")
 	opt.OnState = func(s store.RunState) {
 		nm.state(s)
 		switch s.Phase {
 		case train.PhaseDone, train.PhaseFailed, train.PhaseInterrupted:
-			health.set(false, s.Phase)
+			h.set(false, s.Phase)
 		}
 	}
 	opt.OnUnit = nm.localUnit
@@ -266,12 +272,12 @@ func serveTrainHTTP(addr, node string, opt *train.Options, dash *dashboard, out 
 	}
 	opt.Cluster.Started = func(sys *actors.System) error {
 		nm.attach(sys)
-		health.set(true, "running")
+		h.set(true, "running")
 		return nil
 	}
-	mux := nodeMux(health, nm)
+	mux := newMux(h, nm)
 	if dash != nil {
 		dash.register(mux)
 	}
-	return serveHTTP(addr, mux, out, "t2t train: ")
+	return mux, nil
 }

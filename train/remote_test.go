@@ -151,9 +151,10 @@ func TestGridWeightsTravelThroughRedis(t *testing.T) {
 }
 
 // TestRemoteRunnerMatchesInProcessRunner runs a unit through a rollout
-// node's runner and through the in-process runner: same groups, the
-// published policy version, one application in Redis however often the
-// unit runs, and the policy lag as the learner moves.
+// node's runner and through the in-process run's executor: the same
+// groups (the remote ones also carry their instance's JSON, for the
+// learner's node), the published policy version, one application in Redis
+// however often the unit runs, and the policy lag as the learner moves.
 func TestRemoteRunnerMatchesInProcessRunner(t *testing.T) {
 	seed := testSeed(t)
 	ctx := context.Background()
@@ -168,7 +169,7 @@ func TestRemoteRunnerMatchesInProcessRunner(t *testing.T) {
 	}
 	cfgJSON, _ := json.Marshal(smallConfig())
 	unit := func(i int) actors.WorkUnit {
-		return actors.WorkUnit{UnitID: "remote/s0/u" + string(rune('0'+i)), RunID: "remote", Stage: 0, Split: "train",
+		return actors.WorkUnit{UnitID: "remote/s0/u" + string(rune('0'+i)), RunID: "remote", Stage: 0, Split: store.SplitTrain,
 			ConfigVersion: "c0", ConfigJSON: cfgJSON, Seed: seed + uint64(i), Lo: 8 * i, Hi: 8 * (i + 1)}
 	}
 	var logs []UnitLog
@@ -177,7 +178,7 @@ func TestRemoteRunnerMatchesInProcessRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := &run{opt: Options{RunID: "local", Seed: seed, GroupSize: 3}, pol: &ScriptedPolicy{MistakeRate: 0.2}, st: openStore(t)}
+	local := localExecutor(Options{RunID: "local", Seed: seed, GroupSize: 3}, &ScriptedPolicy{MistakeRate: 0.2}, openStore(t))
 	want, err := local.RunUnit(ctx, unit(0))
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +191,14 @@ func TestRemoteRunnerMatchesInProcessRunner(t *testing.T) {
 		if g.PolicyVersion != 5 {
 			t.Fatalf("group %d played with policy %d, want the published 5", i, g.PolicyVersion)
 		}
-		g.PolicyVersion = w.PolicyVersion
+		if w.Instance != nil || w.Local == nil {
+			t.Fatalf("in-process group %d: %d bytes of instance JSON, instance %v; want the instance itself only", i, len(w.Instance), w.Local)
+		}
+		var in env.Instance
+		if err := json.Unmarshal(g.Instance, &in); err != nil || !reflect.DeepEqual(&in, w.Local) {
+			t.Fatalf("remote group %d carries instance JSON %s (%v), not the in-process group's instance", i, g.Instance, err)
+		}
+		g.PolicyVersion, g.Instance = w.PolicyVersion, nil
 		if !reflect.DeepEqual(g, w) {
 			t.Fatalf("group %d differs from the in-process run", i)
 		}
@@ -202,7 +210,7 @@ func TestRemoteRunnerMatchesInProcessRunner(t *testing.T) {
 	if _, err := rr.RunUnit(ctx, unit(0)); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := st.UnitsApplied(ctx, "remote", 0, "train"); err != nil || n != 1 {
+	if n, err := st.UnitsApplied(ctx, "remote", 0, store.SplitTrain); err != nil || n != 1 {
 		t.Fatalf("%d units applied, %v; want 1", n, err)
 	}
 	if !reflect.DeepEqual(logs[0].Result.Buckets, logs[1].Result.Buckets) {
@@ -251,7 +259,7 @@ func TestRunPublishesForOtherNodes(t *testing.T) {
 	opt := Options{RunID: "pub", Stages: 2, Seed: seed, Config: smallConfig(), InstancesPerUnit: 8, GroupSize: 3,
 		LearnerBatch: 4, ValPerSize: 1, EvalPerSize: 1,
 		Cluster: Cluster{Node: "n1", Listen: "127.0.0.1:0", Policies: ps, Started: func(s *actors.System) error {
-			addr = s.Node().Address()
+			addr = s.Host().Address()
 			return nil
 		}}}
 	res, err := Run(ctx, opt, &ScriptedPolicy{MistakeRate: 0.1}, st)

@@ -1,15 +1,15 @@
 package train
 
 import (
-	"github.com/asynkron/protoactor-go/remote"
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/asynkron/protoactor-go/remote"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
@@ -79,17 +79,18 @@ func (c *Cluster) prepare(ctx context.Context, sc *actors.SystemConfig, opt Opti
 // publishTimeout bounds one policy publication.
 const publishTimeout = 30 * time.Second
 
-// publish publishes pol's new version after an update. A failure is
-// logged, not returned: the update happened, and rollout nodes keep the
-// older weights (their policy lag shows it) until a later publication.
-func (c *Cluster) publish(r *run, pol Policy) {
+// publish publishes pol's new version of run runID after an update. A
+// failure is logged, not returned: the update happened, and rollout nodes
+// keep the older weights (their policy lag shows it) until a later
+// publication.
+func (c *Cluster) publish(runID string, pol Policy, logger *slog.Logger) {
 	if c.Policies == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
-	if err := c.Policies.PublishPolicy(ctx, r.opt.RunID, pol); err != nil {
-		r.opt.Logger.Error("train: policy not published", "version", pol.Version(), "error", err)
+	if err := c.Policies.PublishPolicy(ctx, runID, pol); err != nil {
+		logger.Error("train: policy not published", "version", pol.Version(), "error", err)
 	}
 }
 
@@ -122,10 +123,11 @@ type UnitLog struct {
 // between units), makes sure a unit plays at least the version the
 // coordinator issued it at (WorkUnit.PolicyVersion), and plays a unit
 // Chunk instances at a time, taking up a version published meanwhile at
-// the next chunk. Otherwise it runs the unit as an in-process run does
-// (generate the instances from the unit's config and the stage seed, play,
-// record the outcome in Redis, return the groups). It is safe for
-// concurrent use.
+// the next chunk. Otherwise it runs the unit with the executor of an
+// in-process run (unit.go: generate the instances from the unit's config
+// and the stage seed, play, record the outcome in Redis, return the
+// groups), its groups carrying their instances' JSON for the learner's
+// node. It is safe for concurrent use.
 type RemoteRunner struct {
 	st     *store.Store
 	ps     *PolicyStore
@@ -156,12 +158,14 @@ const DefaultChunk = 8
 // span whose context the unit carries); call it before the first unit.
 func (rr *RemoteRunner) SetTracer(t trace.Tracer) { rr.tracer = t }
 
-// remoteRun is the policy of one run on a rollout node.
+// remoteRun is the policy of one run on a rollout node, and the executor
+// that runs the run's units with it.
 type remoteRun struct {
 	spec RunSpec
 	pol  Policy
-	// use is held for reading while a unit plays and for writing while new
-	// weights load, so a unit plays one version from start to end.
+	exec unitExecutor // chunk set per unit (SetChunk)
+	// use is held for reading while a chunk plays and for writing while
+	// new weights load, so a chunk plays one version from start to end.
 	use    sync.RWMutex
 	loadMu sync.Mutex // one loader at a time
 	have   atomic.Int64
@@ -229,6 +233,10 @@ func (rr *RemoteRunner) runFor(ctx context.Context, runID string) (*remoteRun, e
 		return nil, err
 	}
 	r := &remoteRun{spec: spec, pol: pol}
+	r.exec = unitExecutor{runID: spec.RunID, seed: spec.Seed, groupSize: spec.GroupSize, pol: pol, st: rr.st,
+		traces: newStageTraces(rr.tracer, spec.RunID), acquire: func(ctx context.Context, u actors.WorkUnit) (int64, func(), error) {
+			return rr.acquire(ctx, r, u)
+		}, wire: true}
 	r.have.Store(-1)
 	rr.cur = r
 	rr.logger.Info("rollout: serving run", "run", runID, "policy", spec.Policy)
@@ -298,41 +306,39 @@ func (rr *RemoteRunner) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.
 	return d, err
 }
 
+// acquire brings r's policy to at least the learner's version as this
+// node heard it and the version u was issued at (the store's newest when
+// the learner's is not known here), and holds it for a chunk of u: the
+// returned func releases it.
+func (rr *RemoteRunner) acquire(ctx context.Context, r *remoteRun, u actors.WorkUnit) (int64, func(), error) {
+	want := rr.learner() // < 0: not known here, ask the store
+	if want >= 0 {
+		want = max(want, u.PolicyVersion)
+	}
+	if err := rr.sync(ctx, r, want); err != nil {
+		return 0, nil, err
+	}
+	r.use.RLock()
+	return r.pol.Version(), r.use.RUnlock, nil
+}
+
 func (rr *RemoteRunner) runUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, error) {
 	t0 := time.Now()
 	r, err := rr.runFor(ctx, u.RunID)
 	if err != nil {
 		return actors.UnitDone{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
 	}
-	var res store.UnitResult
-	used, last := int64(-1), int64(-1)
-	one := &run{opt: Options{RunID: r.spec.RunID, Seed: r.spec.Seed, GroupSize: r.spec.GroupSize,
-		OnUnit: func(x store.UnitResult) { res = x }}, pol: r.pol, st: rr.st, traces: newStageTraces(rr.tracer, r.spec.RunID),
-		chunk: int(rr.chunk.Load()),
-		acquire: func(ctx context.Context) (int64, func(), error) {
-			want := rr.learner() // < 0: not known here, ask the store
-			if want >= 0 {
-				want = max(want, u.PolicyVersion)
-			}
-			if err := rr.sync(ctx, r, want); err != nil {
-				return 0, nil, err
-			}
-			r.use.RLock()
-			v := r.pol.Version()
-			if used < 0 {
-				used = v
-			}
-			last = v
-			return v, r.use.RUnlock, nil
-		}}
-	d, err := one.RunUnit(ctx, u)
+	e := r.exec
+	e.chunk = int(rr.chunk.Load())
+	out, err := e.run(ctx, u)
 	if err != nil {
-		return d, err
+		return out.done, err
 	}
+	used := out.first
 	if used < 0 { // no instance to play
 		used = r.have.Load()
 	}
-	if last > used {
+	if out.last > used {
 		rr.refreshes.Add(1)
 	}
 	lv := rr.learner()
@@ -352,7 +358,7 @@ func (rr *RemoteRunner) runUnit(ctx context.Context, u actors.WorkUnit) (actors.
 		}
 	}
 	if rr.onUnit != nil {
-		rr.onUnit(UnitLog{Result: res, PolicyVersion: used, LearnerVersion: lv, Lag: lag, Millis: time.Since(t0).Milliseconds()})
+		rr.onUnit(UnitLog{Result: out.result, PolicyVersion: used, LearnerVersion: lv, Lag: lag, Millis: time.Since(t0).Milliseconds()})
 	}
-	return d, nil
+	return out.done, nil
 }

@@ -1,0 +1,123 @@
+package cluster
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// GossipKeyEnv names the environment variable that holds the gossip key
+// when no flag gives one (a Kubernetes Secret as an environment variable,
+// say).
+const GossipKeyEnv = "T2T_GOSSIP_KEY"
+
+// Usage is the error as a command line's message: "Field Value: Reason",
+// or "Field: Reason" without a Value, where Field names the flag.
+func (e *FieldError) Usage() string {
+	if e.Value == nil {
+		return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+	}
+	return fmt.Sprintf("%s %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// SplitHostPort splits addr, the value of flag, into a host and a port in
+// 0..65535; a bad address is a *FieldError naming flag.
+func SplitHostPort(flag, addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, &FieldError{Of: ErrInvalidConfig, Field: flag, Value: strconv.Quote(addr), Reason: err.Error()}
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, &FieldError{Of: ErrInvalidConfig, Field: flag, Value: strconv.Quote(addr), Reason: "port must be 0..65535"}
+	}
+	return host, port, nil
+}
+
+// GossipFlags are a node's gossip settings as a command line gives them.
+type GossipFlags struct {
+	// Bind is the gossip host:port (--gossip); Advertise the address other
+	// nodes reach it at (--advertise, host[:port]); Join comma-separated
+	// seeds (--join); Profile ProfileLocal or another (--gossip-profile).
+	Bind, Advertise, Join, Profile string
+	JoinTimeout                    time.Duration
+	// Key (base64, --gossip-key) or KeyFile (its first line,
+	// --gossip-key-file) is the encryption key; neither: $GossipKeyEnv.
+	Key, KeyFile string
+}
+
+// Config is the membership Config of g, validated, with its secret key.
+// Bad settings are *FieldError naming the flag.
+func (g GossipFlags) Config() (Config, error) {
+	c := DefaultConfig()
+	if g.Profile == ProfileLocal {
+		c = LocalConfig()
+	}
+	c.Profile = g.Profile
+	host, port, err := SplitHostPort("--gossip", g.Bind)
+	if err != nil {
+		return c, err
+	}
+	c.BindAddr, c.BindPort = host, port
+	if g.Advertise != "" {
+		h, p, err := net.SplitHostPort(g.Advertise)
+		if err != nil {
+			h, p = g.Advertise, "0"
+		}
+		ap, perr := strconv.Atoi(p)
+		if perr != nil {
+			return c, &FieldError{Of: ErrInvalidConfig, Field: "--advertise", Value: strconv.Quote(g.Advertise), Reason: "bad port"}
+		}
+		c.AdvertiseAddr, c.AdvertisePort = h, ap
+	}
+	for _, s := range strings.Split(g.Join, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.Seeds = append(c.Seeds, s)
+		}
+	}
+	c.JoinTimeout = g.JoinTimeout
+	if err := c.Validate(); err != nil {
+		return c, &FieldError{Of: ErrInvalidConfig, Field: "gossip flags", Reason: err.Error()}
+	}
+	if c.SecretKey, err = ReadGossipKey(g.Key, g.KeyFile); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// ReadGossipKey returns the gossip encryption key: flagValue (base64), else
+// the first line of file (base64), else $GossipKeyEnv (base64), else none.
+// A key must decode to 16, 24 or 32 bytes (AES-128/192/256-GCM); a bad one
+// is a *FieldError naming where it came from.
+func ReadGossipKey(flagValue, file string) ([]byte, error) {
+	src, text := "--gossip-key", flagValue
+	switch {
+	case flagValue != "" && file != "":
+		return nil, &FieldError{Of: ErrInvalidConfig, Field: "--gossip-key and --gossip-key-file", Reason: "give one"}
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, &FieldError{Of: ErrInvalidConfig, Field: "--gossip-key-file", Reason: err.Error()}
+		}
+		src, text = "--gossip-key-file "+file, string(b)
+	case flagValue == "":
+		src, text = "$"+GossipKeyEnv, os.Getenv(GossipKeyEnv)
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, nil
+	}
+	key, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		return nil, &FieldError{Of: ErrInvalidConfig, Field: src, Reason: "not base64: " + err.Error()}
+	}
+	switch len(key) {
+	case 16, 24, 32:
+		return key, nil
+	}
+	return nil, &FieldError{Of: ErrInvalidConfig, Field: src, Reason: fmt.Sprintf("%d bytes, want 16, 24 or 32 (e.g. 'openssl rand -base64 32')", len(key))}
+}

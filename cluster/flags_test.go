@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestGossipKey(t *testing.T) {
+	dir := t.TempDir()
+	k16 := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
+	k32 := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	file := filepath.Join(dir, "key")
+	if err := os.WriteFile(file, []byte(k32+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag, file, env string
+		want            int // key length; -1: an error
+	}{
+		{"", "", "", 0},
+		{k16, "", "", 16},
+		{"", file, "", 32},
+		{"", "", k16, 16},
+		{k32, "", k16, 32}, // the flag wins over the environment
+		{k16, file, "", -1},
+		{"not base64!", "", "", -1},
+		{base64.StdEncoding.EncodeToString([]byte("short")), "", "", -1},
+		{"", filepath.Join(dir, "missing"), "", -1},
+	} {
+		t.Setenv(GossipKeyEnv, tc.env)
+		key, err := ReadGossipKey(tc.flag, tc.file)
+		var ce *FieldError
+		switch {
+		case tc.want < 0 && (err == nil || !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig)):
+			t.Errorf("ReadGossipKey(%q, %q, env %q) = %v, want a *FieldError", tc.flag, tc.file, tc.env, err)
+		case tc.want >= 0 && (err != nil || len(key) != tc.want):
+			t.Errorf("ReadGossipKey(%q, %q, env %q) = %d bytes, %v; want %d", tc.flag, tc.file, tc.env, len(key), err, tc.want)
+		}
+	}
+}
+
+func TestGossipFlagsConfig(t *testing.T) {
+	t.Setenv(GossipKeyEnv, "")
+	c, err := GossipFlags{Bind: "127.0.0.1:0", Advertise: "10.0.0.7", Join: " a:1, ,b:2 ", Profile: ProfileLocal, JoinTimeout: time.Second}.Config()
+	if err != nil || c.BindAddr != "127.0.0.1" || c.AdvertiseAddr != "10.0.0.7" || len(c.Seeds) != 2 || c.SecretKey != nil {
+		t.Fatalf("config %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		g    GossipFlags
+		want string
+	}{
+		{GossipFlags{Bind: "nohost", JoinTimeout: time.Second}, `--gossip "nohost": `},
+		{GossipFlags{Bind: "127.0.0.1:70000", JoinTimeout: time.Second}, `--gossip "127.0.0.1:70000": port must be 0..65535`},
+		{GossipFlags{Bind: "127.0.0.1:0", Advertise: "h:x", JoinTimeout: time.Second}, `--advertise "h:x": bad port`},
+	} {
+		_, err := tc.g.Config()
+		var ce *FieldError
+		if !errors.As(err, &ce) || len(ce.Usage()) < len(tc.want) || ce.Usage()[:len(tc.want)] != tc.want {
+			t.Errorf("%+v: %v, want a usage starting %q", tc.g, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package env
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestParallelRangeCoversOnceAndReportsProgress(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ n, workers int }{{0, 3}, {1, 1}, {37, 2}, {100, 0}, {16, 8}} {
+		hits := make([]atomic.Int32, tc.n)
+		var last int
+		err := ParallelRange(tc.n, tc.workers, func(done int) {
+			if done <= last || done > tc.n {
+				t.Errorf("n=%d: progress %d after %d", tc.n, done, last)
+			}
+			last = done
+		}, func(lo, hi int) error {
+			for i := lo; i < hi; i++ {
+				hits[i].Add(1)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range hits {
+			if hits[i].Load() != 1 {
+				t.Fatalf("n=%d: item %d ran %d times", tc.n, i, hits[i].Load())
+			}
+		}
+		if tc.n > 0 && last != tc.n {
+			t.Fatalf("n=%d: final progress %d", tc.n, last)
+		}
+	}
+}
+
+func TestParallelRangeStopsOnError(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	var chunks atomic.Int32
+	err := ParallelRange(1000, 1, nil, func(lo, hi int) error {
+		chunks.Add(1)
+		if lo >= 32 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || chunks.Load() != 3 {
+		t.Fatalf("err %v after %d chunks, want boom after 3", err, chunks.Load())
+	}
+}
+
+func TestGenerateAllMatchesGenerate(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultLocalConfig()
+	cfg.Instances = 40
+	want, err := Generate(cfg, 7, 0, cfg.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := GenerateAll(cfg, 7, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(got, want, func(a, b *Instance) bool { return a.ID == b.ID }) {
+		t.Fatal("parallel generation differs from Generate")
+	}
+}
+
+func TestSolveAllNamesTheFailingInstance(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultLocalConfig()
+	cfg.Instances = 20
+	ins, err := GenerateAll(cfg, 3, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SolveAll(ins, SolveOptions{}, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range ins {
+		if len(in.Paths) != len(in.Agents) || !in.Solved() {
+			t.Fatalf("instance %s not solved", in.ID)
+		}
+	}
+	bad := ins[3].Clone()
+	bad.Holes[bad.Index(bad.Agents[0].Goal)] = true // a goal in a hole: no plan exists
+	err = SolveAll([]*Instance{ins[0], bad}, SolveOptions{}, 1, nil)
+	var ie *InstanceError
+	if !errors.As(err, &ie) || ie.Index != 1 || !strings.Contains(err.Error(), "instance 2 (id ") {
+		t.Fatalf("error %v, want an *InstanceError for the second instance", err)
+	}
+}
+
+func TestReadInstancesNamesTheLine(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultLocalConfig()
+	cfg.Instances = 3
+	ins, err := GenerateAll(cfg, 1, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := EncodeJSONL(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadInstances(strings.NewReader("\n" + string(b)))
+	if err != nil || len(got) != 3 || got[2].ID != ins[2].ID {
+		t.Fatalf("read back %d instances, %v", len(got), err)
+	}
+	_, err = ReadInstances(strings.NewReader(string(b) + `{"width":"x"}` + "\n"))
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 4 || !strings.Contains(err.Error(), `field "width"`) {
+		t.Fatalf("error %v, want line 4 naming field width", err)
+	}
+}
+
+func TestDrawFormats(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultLocalConfig()
+	cfg.Instances = 1
+	ins, err := GenerateAll(cfg, 5, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{FormatASCII, "SVG", FormatPNG} {
+		b, err := Draw(ins[0], nil, f, 16)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("%s: %d bytes, %v", f, len(b), err)
+		}
+	}
+	var fe *FieldError
+	if _, err := Draw(ins[0], nil, "gif", 16); !errors.As(err, &fe) || fe.Field != "format" {
+		t.Fatalf("gif: %v, want a format FieldError", err)
+	}
+}

@@ -1,0 +1,73 @@
+package env
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// MaxJSONLLine bounds one line of an instance file.
+const MaxJSONLLine = 64 << 20
+
+// LineError is a bad line of an instance file: Line is 1-based. It wraps
+// Err.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%d: %v", e.Line, e.Err) }
+
+// Unwrap returns Err.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ReadInstances reads instances from JSONL, one per non-blank line; each is
+// checked as Instance.UnmarshalJSON checks it. A bad line is a *LineError
+// whose Err names the field and the reason.
+func ReadInstances(r io.Reader) ([]*Instance, error) {
+	var out []*Instance
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), MaxJSONLLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		in := new(Instance)
+		if err := json.Unmarshal(b, in); err != nil {
+			return nil, &LineError{Line: line, Err: JSONReason(err)}
+		}
+		out = append(out, in)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &LineError{Line: line + 1, Err: err}
+	}
+	return out, nil
+}
+
+// JSONReason shortens an encoding/json type error to the field and the
+// reason; other errors are returned as they are.
+func JSONReason(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("field %q: want %s, got %s", te.Field, te.Type, te.Value)
+	}
+	return err
+}
+
+// EncodeJSONL encodes values one per line.
+func EncodeJSONL[T any](vals []T) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, v := range vals {
+		if err := enc.Encode(v); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"flag"
+	"sync"
+)
+
+// PythonEnv names the environment variable that chooses the torch worker's
+// interpreter.
+const PythonEnv = "T2T_PYTHON"
+
+// Flags are the compute-engine settings of a command line (--engine,
+// --python, --autocast, --threads); the device is the command's own flag.
+type Flags struct {
+	Kind, Python, Autocast string
+	Threads                int
+}
+
+// Register binds f to fs, with the defaults of a zero Spec.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Kind, "engine", GoMLX, "LLM compute engine: gomlx (pure Go, no Python) or torch (a PyTorch worker process: fast on CPU, the path for GPUs)")
+	fs.StringVar(&f.Python, "python", "", "torch engine: the Python interpreter (default $"+PythonEnv+", else the first of python3, /usr/bin/python3, python that imports torch)")
+	fs.StringVar(&f.Autocast, "autocast", "", "torch engine on CUDA: bf16 for bfloat16 autocast over float32 master weights (default: float32)")
+	fs.IntVar(&f.Threads, "threads", 0, "torch engine: CPU threads of the worker (0: every core)")
+}
+
+// Spec is the checked engine spec on device. For the torch engine, log
+// (when not nil) receives the worker's stderr lines, one call at a time.
+func (f *Flags) Spec(device string, log func(line string)) (Spec, error) {
+	s := Spec{Kind: f.Kind, Device: device, Python: f.Python, Autocast: f.Autocast, Threads: f.Threads}
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	if s.Kind == Torch && log != nil {
+		var mu sync.Mutex
+		s.Log = func(line string) {
+			mu.Lock()
+			defer mu.Unlock()
+			log(line)
+		}
+	}
+	return s, nil
+}

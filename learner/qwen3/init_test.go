@@ -1,0 +1,91 @@
+package qwen3
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/t2t-lab/t2t/learner"
+)
+
+// Init writes what t2t model init writes: the vocabulary fitted to the tokenizer (exactly, or
+// grown), the tokenizer files beside the weights, and no 4b-shape checkpoint without Force.
+func TestInit(t *testing.T) {
+	tokPath := qwenTinyTokenizerJSON(t) // 261 ids, with a tokenizer_config.json beside it
+	js, err := os.ReadFile(tokPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := func(dir string) map[string]string {
+		out := map[string]string{}
+		for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+			if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+				out[f] = string(b)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		o         InitOptions
+		vocab     int
+		tokConfig string
+	}{
+		{"exact vocab", InitOptions{Preset: PresetTiny, Seed: 3, Tokenizer: js, TokenizerConfig: []byte(TokenizerConfigJSON), ExactVocab: true}, 261, TokenizerConfigJSON},
+		{"grown vocab", InitOptions{Preset: PresetTiny, Seed: 3, Tokenizer: js}, 512, ""},
+		{"tokenizer path", InitOptions{Preset: PresetTiny, TokenizerPath: tokPath, ExactVocab: true, Shape: Shape{Layers: 1, Hidden: 32}}, 512, `{"eos_token":"<|im_end|>"}`},
+	} {
+		dir := filepath.Join(t.TempDir(), "m")
+		var planned []Config
+		cfg, err := Init(dir, tc.o, func(c Config) { planned = append(planned, c) })
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		fs := files(dir)
+		switch {
+		case cfg.VocabSize != tc.vocab || len(planned) != 1 || planned[0].VocabSize != tc.vocab:
+			t.Errorf("%s: vocab %d (planned %v), want %d", tc.name, cfg.VocabSize, planned, tc.vocab)
+		case fs["tokenizer.json"] != string(js) || fs["tokenizer_config.json"] != tc.tokConfig || fs["config.json"] == "" || fs["model.safetensors"] == "":
+			t.Errorf("%s: files %v", tc.name, len(fs))
+		case tc.o.Shape.Layers == 1 && (cfg.NumHiddenLayers != 1 || cfg.HeadDim != 8):
+			t.Errorf("%s: shape %+v", tc.name, cfg)
+		}
+		ins, err := Inspect(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := ins.WriteText(&b); err != nil || !strings.Contains(b.String(), "tokenizer: 261 ids") ||
+			!strings.Contains(b.String(), "every tensor the config needs") || !strings.Contains(b.String(), "memory, LoRA r16 ") {
+			t.Errorf("%s: inspect: %v\n%s", tc.name, err, b.String())
+		}
+	}
+
+	big := filepath.Join(t.TempDir(), "big")
+	planned := 0
+	var le *LargeCheckpointError
+	if _, err := Init(big, InitOptions{Preset: Preset4BShape}, func(Config) { planned++ }); !errors.As(err, &le) || !errors.Is(err, ErrNeedsForce) ||
+		le.Bytes < 14<<30 || planned != 1 {
+		t.Errorf("4b-shape without Force: %v (planned %d)", err, planned)
+	}
+	if _, err := os.Stat(big); !os.IsNotExist(err) {
+		t.Errorf("4b-shape without Force wrote %s", big)
+	}
+	for _, tc := range []struct {
+		o     InitOptions
+		field string
+	}{
+		{InitOptions{Preset: "huge"}, "preset"},
+		{InitOptions{Preset: PresetTiny, Shape: Shape{Hidden: 30}}, "Shape.Hidden"},
+		{InitOptions{Preset: PresetTiny, TokenizerPath: "/nonexistent/tokenizer.json"}, "InitOptions.TokenizerPath"},
+		{InitOptions{Preset: PresetTiny, Tokenizer: []byte("{")}, "InitOptions.Tokenizer"},
+	} {
+		var ce *learner.ConfigError
+		if _, err := Init(big, tc.o, nil); !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%+v: %v, want a ConfigError naming %s", tc.o, err, tc.field)
+		}
+	}
+}

@@ -1,0 +1,28 @@
+package textpolicy
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// PrintSFTProgress prints an SFT run's reports on w as `t2t sft` does; dir
+// is the checkpoint folder a save writes.
+func PrintSFTProgress(w io.Writer, dir string) SFTProgress {
+	return SFTProgress{
+		EvalSet: func(s SFTEvalSet) {
+			fmt.Fprintf(w, "evaluation set: %d instances from seed %d (id %s); baseline: rows-first Manhattan paths, blind to holes and the other agent, are valid on %.1f%%\n",
+				s.Instances, s.Seed, s.ID, 100*s.Baseline)
+		},
+		Evaluated: func(ev SFTEval) {
+			e := ev.Eval
+			fmt.Fprintf(w, "%s: %d instances (2 agents, 3x3..5x5), greedy: parsable %.1f%%, valid %.1f%%, optimal %.1f%%; valid by size: %s; failed checks: %s\n",
+				ev.When(), e.Total.Episodes, 100*ParsableRate(e), 100*e.Total.ValidRate(), 100*e.Total.OptimalRate(), SizeSummary(e), FailureSummary(e))
+		},
+		Loss: func(l SFTLoss) {
+			fmt.Fprintf(w, "step %d: cross-entropy %.3f, token accuracy %.3f (mean of the last %d steps), %s\n",
+				l.Step, l.Loss, l.Accuracy, l.Steps, l.Elapsed.Round(100*time.Millisecond))
+		},
+		Saved: func(step int) { fmt.Fprintf(w, "step %d: wrote %s\n", step, dir) },
+	}
+}

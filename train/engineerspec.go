@@ -1,0 +1,136 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+
+	"github.com/t2t-lab/t2t/engineer"
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
+)
+
+// Engineer targets of EngineerSpec.Target besides an endpoint URL.
+const (
+	// EngineerSelf: the policy being trained answers the engineer prompt
+	// (the default for an LLM policy).
+	EngineerSelf = "self"
+	// EngineerBase: a frozen copy of the starting checkpoint answers it.
+	EngineerBase = "base"
+)
+
+// EngineerSpec says which engineer proposes each next stage's config, and
+// how: a strategy, and for the llm strategy who answers the prompt.
+type EngineerSpec struct {
+	// Strategy is one of engineer.StrategyNames.
+	Strategy string
+	// Seed seeds the random strategy and the engineer's sampling.
+	Seed uint64
+	// Target (llm only) is EngineerSelf, EngineerBase or an
+	// OpenAI-compatible base URL; empty means EngineerSelf for an LLM
+	// policy and is an error otherwise.
+	Target string
+	// Model is the model name at a Target URL; APIKey its key (may be empty).
+	Model, APIKey string
+	// Modules are the prompt's context modules (engineer.ParseModules).
+	Modules string
+	// MaxTokens bounds an answer (0: the engineer's default), Temperature
+	// is in [0, 2], Retries ≥ 0 further attempts after a rejected answer,
+	// Thinking lets a self or base engineer think before its JSON.
+	MaxTokens   int
+	Temperature float64
+	Retries     int
+	Thinking    bool
+	// BaseModel and Engine open the frozen copy for EngineerBase.
+	BaseModel string
+	Engine    engine.Spec
+	Logger    *slog.Logger
+}
+
+// NewEngineer builds spec's strategy over base (the stage-0 config) for a
+// run that trains pol (nil: none, as in t2t engineer propose). close
+// releases what it opened (a self or base engineer's model). Bad settings
+// are *OptionError naming the flag-style field; opening BaseModel fails as
+// EngineError says.
+func NewEngineer(ctx context.Context, spec EngineerSpec, base *env.Config, pol Policy) (engineer.Strategy, func() error, error) {
+	closer := func() error { return nil }
+	eo := engineer.Options{Seed: spec.Seed, Base: base, Feasible: env.CheckFeasible, Logger: spec.Logger}
+	if spec.Strategy == engineer.NameLLM {
+		lo, c, err := llmEngineer(ctx, spec, pol)
+		if err != nil {
+			return nil, nil, err
+		}
+		eo.LLM, closer = lo, c
+	}
+	strat, err := engineer.ParseStrategy(spec.Strategy, eo)
+	if err != nil {
+		_ = closer()
+		return nil, nil, &OptionError{Field: "strategy", Value: spec.Strategy, Reason: err.Error()}
+	}
+	return strat, closer, nil
+}
+
+// llmEngineer checks the llm strategy's settings and connects its chat.
+func llmEngineer(ctx context.Context, spec EngineerSpec, pol Policy) (engineer.LLMOptions, func() error, error) {
+	noop := func() error { return nil }
+	mods, err := engineer.ParseModules(spec.Modules)
+	if err != nil {
+		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-modules", Value: spec.Modules, Reason: err.Error()}
+	}
+	switch {
+	case spec.MaxTokens < 0:
+		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-max-tokens", Value: spec.MaxTokens, Reason: "must be ≥ 0"}
+	case math.IsNaN(spec.Temperature) || spec.Temperature < 0 || spec.Temperature > 2:
+		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-temperature", Value: spec.Temperature, Reason: "must be in [0, 2]"}
+	case spec.Retries < 0:
+		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-retries", Value: spec.Retries, Reason: "must be ≥ 0"}
+	}
+	retries := spec.Retries
+	if retries == 0 {
+		retries = -1 // LLMOptions: negative is none, 0 the default
+	}
+	lo := engineer.LLMOptions{Modules: mods, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, MaxRetries: retries}
+	tp, isLM := pol.(*textpolicy.Policy)
+	target := spec.Target
+	if target == "" {
+		if !isLM {
+			return lo, nil, &OptionError{Field: "engineer", Value: `""`, Reason: "--strategy llm with a non-LLM policy needs --engineer URL (an OpenAI-compatible endpoint) and --engineer-model; self and base need --policy qwen3"}
+		}
+		target = EngineerSelf
+	}
+	switch target {
+	case EngineerSelf:
+		if isLM {
+			lo.Chat = &textpolicy.EngineerChat{LM: tp.LM(), Label: func() string { return fmt.Sprintf("self@v%d", tp.Version()) }, Thinking: spec.Thinking, Seed: spec.Seed}
+			return lo, noop, nil
+		}
+		if spec.BaseModel == "" {
+			return lo, nil, &OptionError{Field: "engineer", Value: target, Reason: "needs --policy qwen3 (the policy being trained answers the engineer prompt), or offline --model DIR"}
+		}
+		// No policy in this process (t2t engineer propose): the checkpoint
+		// BaseModel is the current policy.
+		return openEngineerLM(ctx, spec, lo, "self@"+spec.BaseModel)
+	case EngineerBase:
+		if spec.BaseModel == "" {
+			return lo, nil, &OptionError{Field: "engineer", Value: target, Reason: "needs --policy qwen3 --model DIR (a frozen copy of the starting checkpoint answers the engineer prompt)"}
+		}
+		return openEngineerLM(ctx, spec, lo, "base@"+spec.BaseModel)
+	}
+	if spec.Model == "" {
+		return lo, nil, &OptionError{Field: "engineer-model", Value: `""`, Reason: fmt.Sprintf("--engineer %s needs --engineer-model (the model name at that endpoint)", target)}
+	}
+	lo.BaseURL, lo.Model, lo.APIKey = target, spec.Model, spec.APIKey
+	return lo, noop, nil
+}
+
+// openEngineerLM opens spec.BaseModel as the engineer's chat model.
+func openEngineerLM(ctx context.Context, spec EngineerSpec, lo engineer.LLMOptions, label string) (engineer.LLMOptions, func() error, error) {
+	lm, err := textpolicy.OpenLM(ctx, spec.Engine, spec.BaseModel)
+	if err != nil {
+		return lo, nil, EngineError("model", err)
+	}
+	lo.Chat = &textpolicy.EngineerChat{LM: lm, Label: func() string { return label }, Thinking: spec.Thinking, Seed: spec.Seed}
+	return lo, lm.Close, nil
+}

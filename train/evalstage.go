@@ -1,0 +1,106 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/t2t-lab/t2t/actors"
+	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/cluster/telemetry"
+	"github.com/t2t-lab/t2t/env"
+)
+
+// evalStage evaluates the policy greedily after stage (or before any stage
+// for stage -1) on the validation set (store.SplitVal) and the benchmark
+// suite (store.SplitEvalPaper), records the outcomes in Redis (stage >= 0)
+// and fills rep's Val, Eval and Policy.
+func (r *run) evalStage(ctx context.Context, stage int, rep *StageReport) error {
+	seed := actors.EvalSeed(r.opt.Seed, stage)
+	for _, split := range []struct {
+		name string
+		ins  []*env.Instance
+	}{{store.SplitVal, r.val}, {store.SplitEvalPaper, r.eval}} {
+		var span trace.Span
+		if stage >= 0 {
+			_, span = r.traces.start(r.traces.ctx(stage), telemetry.SpanEval, attribute.String("t2t.split", split.name))
+		}
+		ro, err := r.pol.Play(split.ins, 1, 0, seed)
+		if span != nil {
+			span.End()
+		}
+		if err != nil {
+			return fmt.Errorf("%s after stage %d: %w", split.name, stage, err)
+		}
+		res := unitResult(r.opt.RunID, stage, split.name, split.name, ro, r.pol.Version(), "")
+		if stage >= 0 {
+			if _, err := r.st.RecordUnit(ctx, res); err != nil {
+				return fmt.Errorf("%s after stage %d: record: %w", split.name, stage, err)
+			}
+		}
+		sum := store.SumSplit(res.Buckets)
+		if split.name == store.SplitVal {
+			rep.Val = ratesOf(sum.All)
+			continue
+		}
+		rep.Eval = map[int]Rates{}
+		for k, c := range sum.ByAgents {
+			rep.Eval[k] = ratesOf(c)
+		}
+	}
+	rep.Policy = r.pol.Version()
+	return nil
+}
+
+// finishStage evaluates the policy after stage, reads the stage's training
+// outcome from Redis and appends the stage report.
+func (r *run) finishStage(ctx context.Context, stage int) (*StageReport, error) {
+	if r.gate != nil {
+		// The stage's last batch may still be in the learner.
+		if _, err := r.gate.wait(ctx, true); err != nil {
+			return nil, fmt.Errorf("after stage %d: %w", stage, err)
+		}
+	}
+	r.mu.Lock()
+	ls := r.learn.stats()
+	rep := StageReport{Stage: stage, Config: r.configs[stage], ConfigVersion: r.configs[stage].Hash(),
+		Updates: ls.Updates, MeanLoss: ls.MeanLoss, ZeroShare: ls.ZeroShare, Learn: ls, Duration: time.Since(r.stageStart)}
+	r.learn = learnAcc{}
+	r.mu.Unlock()
+	rep.Flow = r.flow.stageDone(stage)
+	agg, err := r.st.Aggregates(ctx, r.opt.RunID, stage, store.SplitTrain)
+	if err != nil {
+		return nil, err
+	}
+	rep.Train = ratesOf(store.SumSplit(agg).All)
+	if err := r.evalStage(ctx, stage, &rep); err != nil {
+		return nil, err
+	}
+	if err := r.checkpoint(ctx, stage); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.res.Stages = append(r.res.Stages, rep)
+	r.stageStart = time.Now()
+	r.mu.Unlock()
+	printStage(r.opt.Out, &rep)
+	printLearn(r.opt.Out, &rep.Learn)
+	printFlow(r.opt.Out, &rep.Flow)
+	return &r.res.Stages[len(r.res.Stages)-1], nil
+}
+
+// checkpoint saves a Checkpointer policy after stage and indexes it in
+// Redis (see saveCheckpoint).
+func (r *run) checkpoint(ctx context.Context, stage int) error {
+	cp, ok := r.pol.(Checkpointer)
+	if !ok || r.opt.CheckpointDir == "" {
+		return nil
+	}
+	if err := r.saveCheckpoint(ctx, cp, stage); err != nil {
+		return fmt.Errorf("checkpoint after stage %d: %w", stage, err)
+	}
+	return nil
+}

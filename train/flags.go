@@ -1,0 +1,250 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/t2t-lab/t2t/cluster/telemetry"
+	"github.com/t2t-lab/t2t/engineer"
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
+)
+
+// DeviceHelp describes the --device flag of the commands with a model.
+const DeviceHelp = "compute device: gomlx engine: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds); torch engine: cpu, cuda or cuda:N"
+
+// Flags are the run settings that `t2t train` and `t2t node` share on their
+// command lines (Register, with DefaultOptions' defaults), and what they
+// build (Build): the stage-0 config, the policy and the engineer.
+type Flags struct {
+	// Opt holds the options the flags set directly.
+	Opt                                 Options
+	ConfigPath, Policy, Strategy, Redis string
+	WarmStart, Hidden, Device, ModelDir string
+	Prompt                              string
+	Instances, BCSteps, MaxNewTokens    int
+	MistakeRate, LR                     float64
+	Verbose, Thinking                   bool
+	Engineer                            EngineerSpec
+	EngineerURL                         string
+	Engine                              engine.Flags
+	Telemetry                           telemetry.Flags
+}
+
+// Register binds f to fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	d := DefaultOptions()
+	o := &f.Opt
+	fs.IntVar(&o.Stages, "stages", d.Stages, "training stages")
+	fs.Uint64Var(&o.Seed, "seed", d.Seed, "run seed: instances, sampling and weight initialisation")
+	fs.StringVar(&f.ConfigPath, "config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)")
+	fs.IntVar(&f.Instances, "instances", 0, "training instances per stage (0: the config's)")
+	fs.StringVar(&f.Policy, "policy", PolicyGridNet, "policy to train: gridnet (CPU network), qwen3 (a causal LM, --model), or scripted (optimal plans with injected mistakes)")
+	fs.Float64Var(&f.MistakeRate, "mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move")
+	fs.StringVar(&f.Strategy, "strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", "))
+	fs.StringVar(&f.Redis, "redis", "", "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server")
+	fs.StringVar(&f.WarmStart, "warmstart", "none", "gridnet warm start: none or bc (behaviour cloning from optimal plans)")
+	fs.IntVar(&f.BCSteps, "bc-steps", 60, "warm start: behaviour-cloning steps of 64 instances")
+	fs.StringVar(&f.Hidden, "hidden", "128,128", "gridnet hidden layer widths")
+	fs.Float64Var(&f.LR, "lr", 1e-3, "learning rate (AdamW)")
+	fs.IntVar(&o.GroupSize, "group", d.GroupSize, "GRPO group size: episodes per instance")
+	fs.IntVar(&o.LearnerBatch, "learner-batch", d.LearnerBatch, "groups per policy update")
+	fs.IntVar(&o.InstancesPerUnit, "instances-per-unit", d.InstancesPerUnit, "instances per work unit")
+	fs.StringVar(&o.RunID, "run-id", "", "run id in Redis (default run-<seed>)")
+	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "write a checkpoint (gridnet, or qwen3 as a Hugging Face directory) after every stage into this folder")
+	fs.IntVar(&o.ValPerSize, "val-per-size", d.ValPerSize, "validation set: instances per map size (2 agents, sizes 3..10)")
+	fs.IntVar(&o.EvalPerSize, "eval-per-size", d.EvalPerSize, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents")
+	fs.StringVar(&f.Device, "device", "cpu", DeviceHelp)
+	fs.BoolVar(&f.Verbose, "v", false, "log the actor runtime and every learner update (loss, reward, clip, KL, policy lag) to stderr")
+	fs.BoolVar(&o.Deterministic, "deterministic", false, "deterministic run: one rollout, units in order, each sampling the weights of all earlier full batches;\n"+
+		"the same flags give the same weights (--instances must be a multiple of --instances-per-unit and --learner-batch)")
+	fs.BoolVar(&o.Resume, "resume", false, "continue --run-id after its latest checkpoint indexed in Redis (needs --redis and --checkpoint-dir,\n"+
+		"and the interrupted run's other flags)")
+	f.Telemetry.Register(fs)
+	fs.StringVar(&f.ModelDir, "model", "", "--policy qwen3: Hugging Face checkpoint directory (e.g. from 't2t model init' or a real Qwen3)")
+	fs.IntVar(&f.MaxNewTokens, "max-new-tokens", 512, "--policy qwen3: most tokens per answer")
+	fs.BoolVar(&f.Thinking, "thinking", false, "--policy qwen3: let the model think (<think>…</think>) before answering")
+	fs.StringVar(&f.Prompt, "prompt", env.PromptFull, "--policy qwen3: "+env.PromptStyleHelp)
+	f.registerEngineer(fs)
+	f.Engine.Register(fs)
+}
+
+// registerEngineer binds the --strategy llm settings.
+func (f *Flags) registerEngineer(fs *flag.FlagSet) {
+	e := &f.Engineer
+	fs.StringVar(&e.Target, "engineer", "", "--strategy llm: who writes the next config: self (the policy being trained, the default for --policy qwen3),\n"+
+		"base (a frozen copy of --model), or an OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1; API key from $T2T_ENGINEER_API_KEY)")
+	fs.StringVar(&f.EngineerURL, "engineer-url", "", "--strategy llm: alias of --engineer URL")
+	fs.StringVar(&e.Model, "engineer-model", "", "--strategy llm: model name at the --engineer URL")
+	fs.IntVar(&e.MaxTokens, "engineer-max-tokens", 1024, "--strategy llm: most tokens per engineer answer")
+	fs.Float64Var(&e.Temperature, "engineer-temperature", 0.6, "--strategy llm: engineer sampling temperature (0: greedy)")
+	fs.IntVar(&e.Retries, "engineer-retries", 3, "--strategy llm: further attempts after a rejected answer or a failed call, each told why the last was rejected")
+	fs.BoolVar(&e.Thinking, "engineer-thinking", false, "--strategy llm with self or base: let the engineer think (<think>…</think>) before its JSON")
+	fs.StringVar(&e.Modules, "engineer-modules", "F,G,H0,T", "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)")
+}
+
+// Logger is the runtime logger the flags ask for (-v: text on stderr).
+func (f *Flags) Logger(stderr io.Writer) *slog.Logger {
+	if f.Verbose {
+		return slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Setup is what the flags build.
+type Setup struct {
+	Config   env.Config
+	Policy   Policy
+	Strategy engineer.Strategy
+	Logger   *slog.Logger
+	close    func() error
+}
+
+// Close releases the policy's model (a torch worker) and a base engineer's.
+func (s *Setup) Close() error {
+	if s.close == nil {
+		return nil
+	}
+	return s.close()
+}
+
+// Options are the run options of the flags and s, writing to out
+// (Rollouts and Tracer are the caller's).
+func (f *Flags) Options(s *Setup, out io.Writer) Options {
+	o := f.Opt
+	o.Config, o.Strategy, o.Out, o.Logger = s.Config, s.Strategy, out, s.Logger
+	return o
+}
+
+// Build checks the flags and builds the stage-0 config (ConfigPath, or the
+// embedded local config), the policy (warm-started as asked) and the
+// engineer. Bad flags are *OptionError (OptionError.Usage words them);
+// opening a model fails as EngineError says.
+func (f *Flags) Build(ctx context.Context, logger *slog.Logger, out io.Writer) (*Setup, error) {
+	cfg, err := f.config()
+	if err != nil {
+		return nil, err
+	}
+	if f.Opt.Resume && (f.Redis == "" || f.Opt.CheckpointDir == "") {
+		return nil, &OptionError{Reason: "--resume needs --redis (the Redis of the interrupted run; an embedded one starts empty) and --checkpoint-dir"}
+	}
+	spec, err := f.policySpec(cfg, logger, out)
+	if err != nil {
+		return nil, err
+	}
+	pol, closePol, err := NewPolicy(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	strat, closeEng, err := f.engineer(ctx, &cfg, logger, pol)
+	if err != nil {
+		_ = closePol()
+		return nil, err
+	}
+	return &Setup{Config: cfg, Policy: pol, Strategy: strat, Logger: logger, close: func() error {
+		return errors.Join(closeEng(), closePol())
+	}}, nil
+}
+
+// config reads the stage-0 config.
+func (f *Flags) config() (env.Config, error) {
+	cfg, err := ReadConfig(f.ConfigPath)
+	if err != nil {
+		return cfg, err
+	}
+	if f.Instances > 0 {
+		cfg.Instances = f.Instances
+	}
+	return cfg, nil
+}
+
+// ReadConfig reads a generator config file; "" is the embedded local
+// config. A file that does not read or parse is an *OptionError about
+// "config".
+func ReadConfig(path string) (env.Config, error) {
+	if path == "" {
+		return env.DefaultLocalConfig(), nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return env.Config{}, &OptionError{Reason: err.Error(), Err: err}
+	}
+	c, err := env.ParseConfig(b)
+	if err != nil {
+		return env.Config{}, &OptionError{Reason: fmt.Sprintf("%s: %v", path, err), Err: err}
+	}
+	return c, nil
+}
+
+// policySpec is the policy the flags ask for.
+func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (PolicySpec, error) {
+	switch f.Policy {
+	case PolicyScripted, PolicyGridNet, PolicyQwen3:
+	default:
+		return PolicySpec{}, &OptionError{Field: "policy", Value: strconv.Quote(f.Policy), Reason: "want gridnet, qwen3 or scripted"}
+	}
+	if f.WarmStart != "none" && f.WarmStart != "bc" {
+		return PolicySpec{}, &OptionError{Field: "warmstart", Value: strconv.Quote(f.WarmStart), Reason: "want none or bc"}
+	}
+	spec := PolicySpec{Kind: f.Policy, Device: f.Device, GroupSize: f.Opt.GroupSize, Seed: f.Opt.Seed, MistakeRate: f.MistakeRate, LR: f.LR, ModelDir: f.ModelDir}
+	switch f.Policy {
+	case PolicyGridNet:
+		widths, err := ParseWidths(f.Hidden)
+		if err != nil {
+			return spec, &OptionError{Field: "hidden", Reason: err.Error()}
+		}
+		spec.Hidden = widths
+		if f.WarmStart == "bc" && !f.Opt.Resume { // a resumed run loads its checkpoint
+			spec.WarmStart = &WarmStart{Steps: f.BCSteps, Config: cfg, Out: out}
+		}
+	case PolicyQwen3:
+		var err error
+		if spec.Engine, err = f.Engine.Spec(f.Device, func(line string) { logger.Info("torch worker", "line", line) }); err != nil {
+			return spec, causeError("", err)
+		}
+		spec.Text = textpolicy.DefaultOptions()
+		if spec.Text.Prompt, err = env.PromptStyle(f.Prompt); err != nil {
+			return spec, &OptionError{Field: "prompt", Value: strconv.Quote(f.Prompt), Reason: "want full or compact"}
+		}
+		spec.Text.MaxNewTokens, spec.Text.Thinking = f.MaxNewTokens, f.Thinking
+	}
+	return spec, nil
+}
+
+// engineer builds the engineer strategy of the flags.
+func (f *Flags) engineer(ctx context.Context, cfg *env.Config, logger *slog.Logger, pol Policy) (engineer.Strategy, func() error, error) {
+	spec := f.Engineer
+	spec.Strategy, spec.Seed, spec.BaseModel, spec.Logger = f.Strategy, f.Opt.Seed, f.ModelDir, logger
+	spec.APIKey = os.Getenv("T2T_ENGINEER_API_KEY")
+	if spec.Target == "" {
+		spec.Target = f.EngineerURL
+	}
+	if f.Strategy == engineer.NameLLM && spec.Target == EngineerBase {
+		var err error
+		if spec.Engine, err = f.Engine.Spec(f.Device, func(line string) { logger.Info("torch worker (base engineer)", "line", line) }); err != nil {
+			return nil, nil, causeError("", err)
+		}
+	}
+	return NewEngineer(ctx, spec, cfg, pol)
+}
+
+// ParseWidths parses comma-separated layer widths, each in [1,4096].
+func ParseWidths(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 4096 {
+			return nil, fmt.Errorf("width %q: want an integer in [1,4096]", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,255 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
+	"github.com/t2t-lab/t2t/learner/torch"
+)
+
+// Policy kinds NewPolicy builds (PolicySpec.Kind), besides
+// EndpointPolicyName.
+const (
+	// PolicyScripted: ScriptedPolicy, optimal plans with injected mistakes.
+	PolicyScripted = "scripted"
+	// PolicyGridNet: GridPolicy, the step-wise gridnet network.
+	PolicyGridNet = "gridnet"
+	// PolicyQwen3: a textpolicy.Policy over a causal LM checkpoint.
+	PolicyQwen3 = "qwen3"
+)
+
+// PolicySpec says which policy to build and how (NewPolicy). Fields that a
+// kind does not use are ignored, except MistakeRate, which must be in
+// [0,1] for every kind.
+type PolicySpec struct {
+	// Kind is PolicyScripted, PolicyGridNet, PolicyQwen3 or
+	// EndpointPolicyName.
+	Kind string
+	// Device is the compute device: "cpu" (the default), or
+	// "xla:/abs/path/plugin.so" for a gridnet; a qwen3 policy's engine
+	// runs on Engine.Device, which defaults to Device.
+	Device string
+	// GroupSize is the GRPO group size (gridnet and qwen3).
+	GroupSize int
+	// Seed seeds a gridnet's weight initialisation and its warm start.
+	Seed uint64
+
+	// MistakeRate is a scripted policy's chance per agent and step of a
+	// random move.
+	MistakeRate float64
+
+	// Hidden are a gridnet's hidden layer widths; ObsSize its observation
+	// length (0: env.ObsSize(env.ObsRadius)).
+	Hidden  []int
+	ObsSize int
+	// LR is a gridnet's learning rate (AdamW; learner.DefaultGRPOConfig's
+	// is the usual, 0 is refused).
+	LR float64
+	// Rollout is a gridnet's rollout config (nil:
+	// learner.DefaultRolloutConfig()).
+	Rollout *learner.RolloutConfig
+	// WarmStart, when set, warm-starts a gridnet by behaviour cloning.
+	WarmStart *WarmStart
+
+	// ModelDir is a qwen3 policy's Hugging Face checkpoint directory,
+	// opened on Engine.
+	ModelDir string
+	Engine   engine.Spec
+	// Text are a qwen3 policy's options (start from
+	// textpolicy.DefaultOptions()); GRPO.GroupSize is set to GroupSize.
+	Text textpolicy.Options
+
+	// Endpoint is an EndpointPolicy's client of the learner node's
+	// OpenAI-compatible endpoint.
+	Endpoint textpolicy.ClientOptions
+}
+
+// WarmStart is a gridnet's behaviour-cloning warm start: Steps steps, each
+// on 64 fresh instances of Config (generated with PolicySpec.Seed^0xbc00 +
+// step), cloning their optimal plans. One line goes to Out at the end
+// (nil: nowhere).
+type WarmStart struct {
+	Steps  int
+	Config env.Config
+	Out    io.Writer
+}
+
+// NewPolicy builds the policy spec describes. close releases what the
+// policy holds (a qwen3 policy's model, a torch worker); it is never nil.
+//
+// Bad settings are *OptionError naming the flag-style field (Field ""
+// when another package's check failed with no single field to name; Err
+// is that package's error); OptionError.Usage words them for a command
+// line. Opening a qwen3 model fails as EngineError says. A warm start's
+// errors are returned as they are.
+func NewPolicy(ctx context.Context, spec PolicySpec) (pol Policy, close func() error, err error) {
+	noop := func() error { return nil }
+	if spec.MistakeRate < 0 || spec.MistakeRate > 1 {
+		return nil, nil, &OptionError{Field: "mistake-rate", Value: spec.MistakeRate, Reason: "out of range [0,1]"}
+	}
+	switch spec.Kind {
+	case PolicyScripted:
+		return &ScriptedPolicy{MistakeRate: spec.MistakeRate}, noop, nil
+	case PolicyGridNet:
+		gp, err := newGridPolicy(spec)
+		if err != nil {
+			return nil, nil, err
+		}
+		return gp, noop, nil
+	case PolicyQwen3:
+		return newTextPolicy(ctx, spec)
+	case EndpointPolicyName:
+		c, err := textpolicy.NewClient(spec.Endpoint)
+		if err != nil {
+			return nil, nil, causeError("endpoint", err)
+		}
+		return &EndpointPolicy{Client: c}, noop, nil
+	}
+	return nil, nil, &OptionError{Field: "policy", Value: spec.Kind,
+		Reason: fmt.Sprintf("want %s, %s, %s or %s", PolicyGridNet, PolicyQwen3, PolicyScripted, EndpointPolicyName)}
+}
+
+// newGridPolicy builds a gridnet policy and warm-starts it.
+func newGridPolicy(spec PolicySpec) (*GridPolicy, error) {
+	device := spec.Device
+	if device == "" {
+		device = "cpu"
+	}
+	be, err := learner.NewBackend(device)
+	if err != nil {
+		return nil, causeError("device", err)
+	}
+	gc := learner.DefaultGRPOConfig()
+	gc.LR = spec.LR
+	gc.GroupSize = spec.GroupSize
+	if err := gc.Validate(); err != nil {
+		return nil, causeError("", err)
+	}
+	obs := spec.ObsSize
+	if obs == 0 {
+		obs = env.ObsSize(env.ObsRadius)
+	}
+	net, err := learner.NewGridNet(be, learner.GridNetConfig{ObsSize: obs, Hidden: spec.Hidden, Seed: spec.Seed}, gc)
+	if err != nil {
+		return nil, causeError("", err)
+	}
+	gp := &GridPolicy{Net: net, Rollout: learner.DefaultRolloutConfig()}
+	if spec.Rollout != nil {
+		gp.Rollout = *spec.Rollout
+	}
+	if spec.WarmStart != nil {
+		if err := warmStart(gp, *spec.WarmStart, spec.Seed); err != nil {
+			return nil, err
+		}
+	}
+	return gp, nil
+}
+
+// warmStart clones optimal plans into gp: w.Steps steps of 64 instances.
+func warmStart(gp *GridPolicy, w WarmStart, seed uint64) error {
+	c := w.Config.Clone()
+	c.Instances = 64
+	start := time.Now()
+	var last learner.UpdateStats
+	for i := range w.Steps {
+		ins, err := env.Generate(c, seed^0xbc00+uint64(i), 0, c.Instances)
+		if err != nil {
+			return err
+		}
+		if last, err = learner.BCFromOptimal(gp.Net, ins, gp.Rollout); err != nil {
+			return err
+		}
+	}
+	if w.Out != nil {
+		fmt.Fprintf(w.Out, "warm start: %d behaviour-cloning steps, accuracy %.2f, %s\n", w.Steps, last.Accuracy, time.Since(start).Round(time.Second))
+	}
+	return nil
+}
+
+// newTextPolicy opens the qwen3 checkpoint and builds its text policy.
+func newTextPolicy(ctx context.Context, spec PolicySpec) (Policy, func() error, error) {
+	if spec.ModelDir == "" {
+		return nil, nil, &OptionError{Field: "policy", Value: spec.Kind, Reason: "needs --model DIR"}
+	}
+	if n := spec.Text.MaxNewTokens; n < 1 || n > 32768 {
+		return nil, nil, &OptionError{Field: "max-new-tokens", Value: n, Reason: "out of range [1,32768]"}
+	}
+	es := spec.Engine
+	if es.Device == "" {
+		es.Device = spec.Device
+	}
+	lm, err := textpolicy.OpenLM(ctx, es, spec.ModelDir)
+	if err != nil {
+		return nil, nil, EngineError("model", err)
+	}
+	o := spec.Text
+	o.GRPO.GroupSize = spec.GroupSize
+	tp, err := textpolicy.New(lm, o)
+	if err != nil {
+		_ = lm.Close()
+		return nil, nil, causeError("", err)
+	}
+	return tp, lm.Close, nil
+}
+
+// EngineError sorts an error of opening a model on a compute engine
+// (textpolicy.OpenLM): a bad or unavailable device is an *OptionError
+// about "device"; torch missing or failing (torch.ErrNoTorch,
+// ErrWorkerDied, ErrVersion, ErrProtocol) is returned as it is, a fault of
+// the environment rather than of the settings; anything else is an
+// *OptionError about field (the model), its "torch: " prefix dropped.
+func EngineError(field string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, learner.ErrBadDevice) || errors.Is(err, learner.ErrNoXLA):
+		return causeError("device", err)
+	case errors.Is(err, torch.ErrNoTorch) || errors.Is(err, torch.ErrWorkerDied) || errors.Is(err, torch.ErrVersion) || errors.Is(err, torch.ErrProtocol):
+		return err
+	}
+	return &OptionError{Field: field, Reason: strings.TrimPrefix(err.Error(), "torch: "), Err: err}
+}
+
+// LoadGridPolicy loads the gridnet checkpoint in dir on device and names
+// it "gridnet@" and the first 16 hex digits of its weights' SHA-256 (the
+// policy id of an evaluation). A checkpoint that does not read, holds
+// another model or does not fit its config is an *OptionError about
+// "checkpoint"; a bad device one about "device".
+func LoadGridPolicy(dir, device string) (*GridPolicy, string, error) {
+	ck, err := learner.ReadCheckpoint(dir)
+	if err != nil {
+		return nil, "", causeError("checkpoint", err)
+	}
+	if ck.Manifest.Model != learner.GridNetKind {
+		return nil, "", &OptionError{Field: "checkpoint", Value: dir, Reason: fmt.Sprintf("holds a %q model, not gridnet", ck.Manifest.Model)}
+	}
+	var gc learner.GridNetConfig
+	if err := json.Unmarshal(ck.Manifest.ModelConfig, &gc); err != nil {
+		return nil, "", &OptionError{Field: "checkpoint", Value: dir, Reason: "model_config: " + err.Error(), Err: err}
+	}
+	be, err := learner.NewBackend(device)
+	if err != nil {
+		return nil, "", causeError("device", err)
+	}
+	net, err := learner.NewGridNet(be, gc, learner.DefaultGRPOConfig())
+	if err != nil {
+		return nil, "", err
+	}
+	if err := net.Load(dir); err != nil {
+		return nil, "", fmt.Errorf("--checkpoint %s: %w", dir, err)
+	}
+	sum := ck.Manifest.Files[learner.CheckpointWeightsFile]
+	if len(sum) > 16 {
+		sum = sum[:16]
+	}
+	return &GridPolicy{Net: net, Rollout: learner.DefaultRolloutConfig()}, "gridnet@" + sum, nil
+}

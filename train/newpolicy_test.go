@@ -1,0 +1,135 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
+)
+
+// TestNewPolicyGridNet: a gridnet from NewPolicy has the weights of one
+// built by hand from the same widths and seed, and a warm start writes its
+// line.
+func TestNewPolicyGridNet(t *testing.T) {
+	seed := testSeed(t)
+	pol, closePol, err := NewPolicy(context.Background(), PolicySpec{Kind: PolicyGridNet, Hidden: []int{8}, Seed: seed,
+		GroupSize: 4, LR: learner.DefaultGRPOConfig().LR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePol()
+	ins, err := env.Generate(smallConfig(), seed, 0, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pol.Play(ins, 4, 1, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := gridTestPolicy(t, seed).Play(ins, 4, 1, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Actions, want.Actions) || !slices.Equal(got.LogProbs, want.LogProbs) {
+		t.Fatal("NewPolicy's gridnet plays unlike one built by hand")
+	}
+	var out bytes.Buffer
+	warm, _, err := NewPolicy(context.Background(), PolicySpec{Kind: PolicyGridNet, Hidden: []int{8}, Seed: seed, GroupSize: 4,
+		LR: 1e-3, WarmStart: &WarmStart{Steps: 1, Config: smallConfig(), Out: &out}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.Version() == 0 || !strings.HasPrefix(out.String(), "warm start: 1 behaviour-cloning steps, accuracy ") {
+		t.Fatalf("warm start: version %d, line %q", warm.Version(), out.String())
+	}
+}
+
+// TestNewPolicyErrors: bad settings are *OptionError naming the field,
+// worded for a command line by Usage; other packages' errors stay
+// reachable.
+func TestNewPolicyErrors(t *testing.T) {
+	ctx := context.Background()
+	grid := PolicySpec{Kind: PolicyGridNet, Hidden: []int{8}, GroupSize: 4, LR: 1e-3}
+	for _, c := range []struct {
+		name  string
+		spec  PolicySpec
+		field string
+		usage string // "": not checked
+		is    error
+	}{
+		{"mistake rate", PolicySpec{Kind: PolicyScripted, MistakeRate: 1.5}, "mistake-rate", "--mistake-rate 1.5: out of range [0,1]", nil},
+		{"unknown kind", PolicySpec{Kind: "lstm"}, "policy", "--policy lstm: want gridnet, qwen3, scripted or qwen3-endpoint", nil},
+		{"device", func() PolicySpec { s := grid; s.Device = "tpu"; return s }(), "device", "", learner.ErrBadDevice},
+		{"lr", func() PolicySpec { s := grid; s.LR = 0; return s }(), "", "", nil},
+		{"widths", func() PolicySpec { s := grid; s.Hidden = []int{0}; return s }(), "", "", nil},
+		{"no model", PolicySpec{Kind: PolicyQwen3, Text: textpolicy.DefaultOptions()}, "policy", "--policy qwen3: needs --model DIR", nil},
+		{"max new tokens", PolicySpec{Kind: PolicyQwen3, ModelDir: t.TempDir()}, "max-new-tokens", "--max-new-tokens 0: out of range [1,32768]", nil},
+		{"model dir", PolicySpec{Kind: PolicyQwen3, ModelDir: t.TempDir(), Text: textpolicy.DefaultOptions()}, "model", "", nil},
+		{"endpoint", PolicySpec{Kind: EndpointPolicyName}, "endpoint", "", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := NewPolicy(ctx, c.spec)
+			var oe *OptionError
+			if !errors.As(err, &oe) || !errors.Is(err, ErrOptions) || oe.Field != c.field {
+				t.Fatalf("error %v (%T), want an *OptionError about %q", err, err, c.field)
+			}
+			if c.usage != "" && oe.Usage() != c.usage {
+				t.Fatalf("usage %q, want %q", oe.Usage(), c.usage)
+			}
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Fatalf("%v does not wrap %v", err, c.is)
+			}
+			if c.field == "" {
+				var ce *learner.ConfigError
+				if !errors.As(err, &ce) || oe.Usage() != ce.Error() {
+					t.Fatalf("%v: want learner's ConfigError, worded as it is", err)
+				}
+			}
+		})
+	}
+}
+
+// TestOptionErrorWording: Error and Usage with and without a value or a
+// field.
+func TestOptionErrorWording(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("learner: device \"x\": bad")
+	for _, c := range []struct {
+		e            *OptionError
+		err, usage   string
+		wrapsOptions bool
+	}{
+		{&OptionError{Field: "stages", Value: -1, Reason: "must be in [1,1000]"}, "train: stages = -1: must be in [1,1000]", "--stages -1: must be in [1,1000]", true},
+		{causeError("device", cause), `train: device: learner: device "x": bad`, `--device: learner: device "x": bad`, true},
+		{causeError("", cause), `learner: device "x": bad`, `learner: device "x": bad`, true},
+	} {
+		if c.e.Error() != c.err || c.e.Usage() != c.usage || errors.Is(c.e, ErrOptions) != c.wrapsOptions {
+			t.Errorf("%#v: Error %q, Usage %q; want %q, %q", c.e, c.e.Error(), c.e.Usage(), c.err, c.usage)
+		}
+	}
+	if !errors.Is(causeError("device", cause), cause) {
+		t.Error("the cause is not reachable")
+	}
+}
+
+// TestEngineErrorSorts: device errors and model errors are the settings'
+// fault, a missing torch is the environment's.
+func TestEngineErrorSorts(t *testing.T) {
+	t.Parallel()
+	var oe *OptionError
+	if err := EngineError("model", errors.New("torch: config.json: no such file")); !errors.As(err, &oe) || oe.Usage() != "--model: config.json: no such file" {
+		t.Fatalf("model error: %v", err)
+	}
+	if err := EngineError("model", learner.ErrNoXLA); !errors.As(err, &oe) || oe.Field != "device" {
+		t.Fatalf("device error: %v", err)
+	}
+	if err := EngineError("model", nil); err != nil {
+		t.Fatalf("nil: %v", err)
+	}
+}

@@ -1,0 +1,131 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/cluster/telemetry"
+	"github.com/t2t-lab/t2t/env"
+)
+
+// Propose implements actors.Proposer: close the finished stage (evaluate,
+// checkpoint, report), then ask the strategy for the next config.
+func (r *run) Propose(ctx context.Context, runID string, stage int) (string, []byte, error) {
+	rep, err := r.finishStage(ctx, stage-1)
+	if err != nil {
+		return "", nil, err
+	}
+	defer r.traces.end(stage - 1)
+	cfg, b, rationale, err := r.propose(ctx, stage, false)
+	if err != nil {
+		return "", nil, err
+	}
+	r.mu.Lock()
+	rep.Rationale = rationale
+	r.mu.Unlock()
+	return cfg.Hash(), b, nil
+}
+
+// propose asks the strategy for stage's config (the stage before it is
+// done and recorded), records the attempts and the config in Redis and
+// prints the change. A resumed run re-proposes a config whose record the
+// interrupted run did not write (resumed): attempts the interrupted run
+// recorded differently are then kept, with a warning.
+func (r *run) propose(ctx context.Context, stage int, resumed bool) (env.Config, []byte, string, error) {
+	runID := r.opt.RunID
+	h, err := History(ctx, r.st, runID, r.opt.Stages)
+	if err != nil {
+		return env.Config{}, nil, "", err
+	}
+	_, span := r.traces.start(r.traces.ctx(stage-1), telemetry.SpanEngineerPropose, attribute.Int(telemetry.AttrStage, stage))
+	prop, err := r.opt.Strategy.Propose(ctx, h)
+	span.End()
+	if err != nil {
+		return env.Config{}, nil, "", err
+	}
+	for i, a := range prop.Attempts {
+		ar := store.AuditRecord{Stage: stage, Attempt: i, PromptHash: a.PromptHash, RawAnswer: a.Raw, Parsed: a.Parsed, Projected: a.Projected, Accepted: a.Accepted, Reason: a.Reason, Engineer: a.Engineer}
+		if err := r.st.AppendAudit(ctx, runID, ar); err != nil {
+			if !resumed || !errors.Is(err, store.ErrConflict) {
+				return env.Config{}, nil, "", err
+			}
+			r.opt.Logger.Warn("train: resumed proposal differs from the recorded attempt; the record is kept", "stage", stage, "attempt", i)
+		}
+	}
+	cfg := prop.Config
+	pinned := r.opt.Deterministic && cfg.Instances >= 1 && cfg.Instances != r.opt.Config.Instances
+	if cfg.Instances < 1 || pinned {
+		cfg.Instances = r.opt.Config.Instances
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return env.Config{}, nil, "", err
+	}
+	if err := r.st.PutConfig(ctx, runID, store.ConfigRecord{Stage: stage, Version: cfg.Hash(), JSON: b, Proposer: r.opt.Strategy.Name(), Rationale: prop.Rationale}); err != nil {
+		return env.Config{}, nil, "", err
+	}
+	r.mu.Lock()
+	prev := r.configs[stage-1]
+	r.configs[stage] = cfg
+	r.mu.Unlock()
+	if pinned {
+		fmt.Fprintf(r.opt.Out, "  engineer (%s) proposed %d instances for stage %d; a deterministic run keeps %d\n", r.opt.Strategy.Name(), prop.Config.Instances, stage, cfg.Instances)
+	}
+	if lines := compactDiff(prev, cfg); len(lines) > 0 {
+		fmt.Fprintf(r.opt.Out, "  engineer (%s) → stage %d config %s:\n", r.opt.Strategy.Name(), stage, cfg.Hash())
+		for _, line := range lines {
+			fmt.Fprintf(r.opt.Out, "    %s\n", line)
+		}
+	} else {
+		fmt.Fprintf(r.opt.Out, "  engineer (%s) → stage %d keeps config %s\n", r.opt.Strategy.Name(), stage, cfg.Hash())
+	}
+	return cfg, b, prop.Rationale, nil
+}
+
+// compactDiff lists config changes one line per size ("size 5: data
+// 0.12→0.20  hole 0.20→0.10"), plus agents and instances; Config.Diff has
+// the one-change-per-line form.
+func compactDiff(old, cfg env.Config) []string {
+	var out []string
+	prev := map[int]env.SizeConfig{}
+	for _, sc := range old.Sizes {
+		prev[sc.Size] = sc
+	}
+	for _, sc := range cfg.Sizes {
+		p, ok := prev[sc.Size]
+		if !ok {
+			out = append(out, fmt.Sprintf("size %d added: data %.2f  hole %.2f  wait %.2f", sc.Size, sc.DataRatio, sc.HoleRatio, sc.WaitRatio))
+			continue
+		}
+		delete(prev, sc.Size)
+		var parts []string
+		for _, f := range []struct {
+			name string
+			a, b float64
+		}{{"data", p.DataRatio, sc.DataRatio}, {"hole", p.HoleRatio, sc.HoleRatio}, {"wait", p.WaitRatio, sc.WaitRatio}} {
+			if math.Abs(f.a-f.b) >= 0.005 {
+				parts = append(parts, fmt.Sprintf("%s %.2f→%.2f", f.name, f.a, f.b))
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, fmt.Sprintf("size %2d: %s", sc.Size, strings.Join(parts, "  ")))
+		}
+	}
+	for size := range prev {
+		out = append(out, fmt.Sprintf("size %d removed", size))
+	}
+	if old.Agents != cfg.Agents {
+		out = append(out, fmt.Sprintf("agents %d→%d", old.Agents, cfg.Agents))
+	}
+	if old.Instances != cfg.Instances {
+		out = append(out, fmt.Sprintf("instances %d→%d", old.Instances, cfg.Instances))
+	}
+	return out
+}

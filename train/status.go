@@ -1,0 +1,254 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/env"
+)
+
+// StatusStage is one stage of a run as Redis has it: how it did
+// (store.StageView), the config it ran and who proposed it, and, once the
+// stage is done, its learner flow.
+type StatusStage struct {
+	Stage         int    `json:"stage"`
+	ConfigVersion string `json:"config_version"`
+	Proposer      string `json:"proposer,omitempty"`
+	Rationale     string `json:"rationale,omitempty"`
+	Units         int64  `json:"units"` // training units applied
+	// Train, Val and Eval (by agent count) are as in store.StageView.
+	Train store.Rates         `json:"train"`
+	Val   store.Rates         `json:"val"`
+	Eval  map[int]store.Rates `json:"eval_paper,omitempty"`
+	// Flow is the stage's learner flow (updates, groups used, kept late,
+	// discarded by reason), once the stage is done.
+	Flow *FlowStats `json:"flow,omitempty"`
+}
+
+// Status is the live state of a run from Redis, as `t2t status` and the
+// live page show it (JSON as is).
+type Status struct {
+	Redis string          `json:"redis"`
+	Run   string          `json:"run"`
+	Runs  []string        `json:"runs"`
+	State *store.RunState `json:"state,omitempty"`
+	// ConfigDiff is the latest config change (the last stage's config
+	// against the one before), one change per line.
+	ConfigDiff  string                   `json:"config_diff,omitempty"`
+	DiffStages  [2]int                   `json:"diff_stages"`
+	Stages      []StatusStage            `json:"stages"`
+	Checkpoints []store.CheckpointRecord `json:"checkpoints"`
+	// Flow is the run's flow record, when the run wrote one.
+	Flow *FlowRecord `json:"flow,omitempty"`
+}
+
+// CollectStatus reads run's status from st and its flow record from ps
+// (nil: none) (the most recently updated run when run is empty).
+func CollectStatus(ctx context.Context, st *store.Store, ps *PolicyStore, run string) (*Status, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Status{Run: run, Runs: runs}
+	if run == "" {
+		var latest int64 = -1
+		for _, id := range runs {
+			s, ok, err := st.RunState(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if ok && s.UpdatedUnixMs > latest {
+				latest, rep.Run = s.UpdatedUnixMs, id
+			}
+		}
+		if rep.Run == "" {
+			return nil, &OptionError{Field: "run", Value: `""`, Reason: "no run has a state in this Redis (name one with --run)"}
+		}
+	}
+	s, ok, err := st.RunState(ctx, rep.Run)
+	if err != nil {
+		if errors.Is(err, store.ErrInvalid) {
+			return nil, &OptionError{Field: "run", Value: fmt.Sprintf("%q", rep.Run), Reason: err.Error()}
+		}
+		return nil, err
+	}
+	if ok {
+		rep.State = &s
+	}
+	cfgs, err := st.Configs(ctx, rep.Run)
+	if err != nil {
+		return nil, err
+	}
+	if !ok && len(cfgs) == 0 {
+		return nil, &OptionError{Field: "run", Value: fmt.Sprintf("%q", rep.Run), Reason: "no such run in this Redis (runs with a state: " + strings.Join(runs, ", ") + ")"}
+	}
+	parsed := make([]env.Config, len(cfgs))
+	for i, c := range cfgs {
+		if err := json.Unmarshal(c.JSON, &parsed[i]); err != nil {
+			return nil, fmt.Errorf("config of stage %d: %w", c.Stage, err)
+		}
+		view, err := st.StageView(ctx, rep.Run, c.Stage)
+		if err != nil {
+			return nil, err
+		}
+		ss := StatusStage{Stage: c.Stage, ConfigVersion: c.Version, Proposer: c.Proposer, Rationale: c.Rationale,
+			Units: view.Units, Train: view.Train, Val: view.Val, Eval: view.Eval}
+		rep.Stages = append(rep.Stages, ss)
+	}
+	if n := len(cfgs); n >= 2 {
+		rep.ConfigDiff = parsed[n-1].Diff(parsed[n-2])
+		rep.DiffStages = [2]int{cfgs[n-2].Stage, cfgs[n-1].Stage}
+	}
+	if rep.Checkpoints, err = st.Checkpoints(ctx, rep.Run); err != nil {
+		return nil, err
+	}
+	if ps != nil {
+		f, ok, err := ps.Flow(ctx, rep.Run)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			rep.SetFlow(&f)
+		}
+	}
+	return rep, nil
+}
+
+// SetFlow attaches a flow record to the report and its stages.
+func (rep *Status) SetFlow(f *FlowRecord) {
+	rep.Flow = f
+	for i := range rep.Stages {
+		rep.Stages[i].Flow = nil
+		for _, sf := range f.Stages {
+			if sf.Stage == rep.Stages[i].Stage {
+				fs := sf.FlowStats
+				rep.Stages[i].Flow = &fs
+			}
+		}
+	}
+}
+
+func statusPct(r store.Rates) string {
+	if r.Episodes == 0 {
+		return "    -        "
+	}
+	return fmt.Sprintf("%5.1f / %5.1f", 100*r.Valid, 100*r.Optimal)
+}
+
+// WriteStatus prints rep for a reader as `t2t status` does; now dates the
+// state's age.
+func WriteStatus(w io.Writer, rep *Status, now time.Time) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %s (Redis %s", rep.Run, rep.Redis)
+	if others := slices.DeleteFunc(slices.Clone(rep.Runs), func(s string) bool { return s == rep.Run }); len(others) > 0 {
+		fmt.Fprintf(&b, "; other runs: %s", strings.Join(others, ", "))
+	}
+	b.WriteString(")\n")
+	if s := rep.State; s != nil {
+		at := time.UnixMilli(s.UpdatedUnixMs)
+		fmt.Fprintf(&b, "state: stage %d %s, policy version %d, config %s, updated %s (%s ago)\n",
+			s.Stage, s.Phase, s.PolicyVersion, s.ConfigVersion, at.UTC().Format(time.RFC3339), now.Sub(at).Round(time.Second))
+	} else {
+		b.WriteString("state: none recorded (the run did not write one)\n")
+	}
+	if rep.ConfigDiff != "" || len(rep.Stages) >= 2 {
+		last := rep.Stages[len(rep.Stages)-1]
+		fmt.Fprintf(&b, "latest config change, stage %d → %d (%s):", rep.DiffStages[0], rep.DiffStages[1], last.Proposer)
+		if rep.ConfigDiff == "" {
+			b.WriteString(" none\n")
+		} else {
+			b.WriteString("\n")
+			for _, l := range strings.Split(rep.ConfigDiff, "\n") {
+				fmt.Fprintf(&b, "  %s\n", l)
+			}
+		}
+		if last.Rationale != "" {
+			r := strings.Join(strings.Fields(last.Rationale), " ")
+			if len(r) > 300 {
+				r = strings.ToValidUTF8(r[:300], "") + "…"
+			}
+			fmt.Fprintf(&b, "  rationale: %s\n", r)
+		}
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tconfig\tproposer\tunits\ttrain episodes\ttrain v/o %\tval v/o %\t3 agents v/o %\t4 agents v/o %\t5 agents v/o %\tupdates\tdiscarded groups\t")
+	for _, s := range rep.Stages {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Stage, s.ConfigVersion, s.Proposer, s.Units, s.Train.Episodes,
+			statusPct(s.Train), statusPct(s.Val), statusPct(s.Eval[3]), statusPct(s.Eval[4]), statusPct(s.Eval[5]),
+			statusUpdates(s.Flow), statusDiscards(s.Flow))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if f := rep.Flow; f != nil {
+		fmt.Fprintf(&b, "\nflow (max lag %s, staleness K %d, late groups kept up to %s): %s\n",
+			statusLag(f.MaxLag), f.StalenessK, statusKeep(f), f.Total)
+		if f.Total.Warn() {
+			fmt.Fprintf(&b, "WARNING: %s\n", DiscardWarning(f.Total))
+		}
+	}
+	if len(rep.Checkpoints) == 0 {
+		b.WriteString("\ncheckpoints: none\n")
+	} else {
+		b.WriteString("\ncheckpoints:\n")
+		for _, c := range rep.Checkpoints {
+			fmt.Fprintf(&b, "  version %d  after stage %d  config %s  sha256 %.16s…  %s\n", c.Version, c.Step, c.ConfigVersion, c.SHA256, c.Path)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func statusUpdates(f *FlowStats) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprint(f.Updates)
+}
+
+// statusDiscards is "3 (0.6%: stale 3)": the stage's discarded groups,
+// their share and the reasons that occurred.
+func statusDiscards(f *FlowStats) string {
+	if f == nil {
+		return "-"
+	}
+	if f.Discarded() == 0 {
+		return "0"
+	}
+	var why []string
+	for _, r := range []struct {
+		name string
+		n    uint64
+	}{{"stale", f.DiscardedStale}, {"late stage", f.DiscardedLateStage}, {"duplicate", f.DiscardedDuplicate}} {
+		if r.n > 0 {
+			why = append(why, fmt.Sprintf("%s %d", r.name, r.n))
+		}
+	}
+	return fmt.Sprintf("%d (%.1f%%: %s)", f.Discarded(), 100*f.DiscardShare(), strings.Join(why, ", "))
+}
+
+func statusLag(v int64) string {
+	if v < 0 {
+		return "off"
+	}
+	return fmt.Sprint(v)
+}
+
+func statusKeep(f *FlowRecord) string {
+	switch {
+	case f.KeepStale:
+		return "any age"
+	case f.KeepLateK <= f.StalenessK:
+		return "none"
+	}
+	return fmt.Sprintf("%d versions", f.KeepLateK)
+}

@@ -1,0 +1,210 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/t2t-lab/t2t/actors"
+	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/cluster/telemetry"
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
+)
+
+// unitExecutor runs work units, the actors.Runner of both the in-process
+// run and a rollout node (RemoteRunner): it generates a unit's instances
+// from the unit's config and its stage's seed (actors.StageSeed), plays
+// them, records the outcome in Redis (once per unit, store.RecordUnit) and
+// returns the groups.
+//
+// With chunk > 0 it plays the instances chunk at a time and asks acquire
+// for the policy before each chunk, so a policy version published while the
+// unit plays is taken up at the next chunk; each group carries the version
+// it was played with, and chunk c samples with actors.ChunkSeed(unit seed,
+// c). An executor is safe for concurrent use when its policy is.
+type unitExecutor struct {
+	runID     string
+	seed      uint64 // the run seed
+	groupSize int
+	pol       Policy
+	st        *store.Store
+	traces    *stageTraces // nil: no spans
+	// chunk > 0 plays a unit chunk instances at a time; 0 plays it whole.
+	chunk int
+	// acquire, when set, returns the policy version to play the next chunk
+	// of u with and a func to call once it is played (a rollout node holds
+	// its policy's weights still meanwhile). Unset, a chunk plays
+	// pol.Version() as it is.
+	acquire func(ctx context.Context, u actors.WorkUnit) (version int64, release func(), err error)
+	// gate orders a deterministic run's sampling (nil otherwise).
+	gate *detGate
+	// lost, when set, sees every error of the policy's Play (a lost compute
+	// engine ends the run).
+	lost func(error)
+	// onUnit, when set, sees every unit's outcome record once it is
+	// recorded (Options.OnUnit).
+	onUnit func(store.UnitResult)
+	// wire makes the groups carry their instance's JSON (Group.Instance):
+	// they go to a learner on another node. Groups always carry the
+	// instance itself in Group.Local for a learner in this process.
+	wire bool
+}
+
+// localExecutor is the executor of an in-process run of opt (defaults
+// set) over pol: whole units, the policy as it is, groups that stay in
+// this process. Run adds the run's traces, gate and engine-loss handler.
+func localExecutor(opt Options, pol Policy, st *store.Store) *unitExecutor {
+	return &unitExecutor{runID: opt.RunID, seed: opt.Seed, groupSize: opt.GroupSize, pol: pol, st: st, onUnit: opt.OnUnit}
+}
+
+// unitRun is what running one unit gave.
+type unitRun struct {
+	done   actors.UnitDone
+	result store.UnitResult // the outcome recorded (zero for a unit with no instance)
+	// first and last are the policy versions the unit's first and last
+	// chunk played (-1 when the unit had no instance to play).
+	first, last int64
+}
+
+// RunUnit implements actors.Runner.
+func (e *unitExecutor) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, error) {
+	r, err := e.run(ctx, u)
+	return r.done, err
+}
+
+// run generates, plays and records unit u and returns its groups.
+func (e *unitExecutor) run(ctx context.Context, u actors.WorkUnit) (unitRun, error) {
+	t0 := time.Now()
+	ctx, span := e.traces.start(telemetry.Extract(ctx, u.TraceHeaders), telemetry.SpanWorkUnit,
+		attribute.String(telemetry.AttrWorkUnit, u.UnitID), attribute.Int(telemetry.AttrStage, u.Stage),
+		attribute.Int(telemetry.AttrAttempt, u.Attempt), attribute.String(telemetry.AttrConfigVersion, u.ConfigVersion))
+	defer span.End()
+	out := unitRun{done: actors.UnitDone{UnitID: u.UnitID}, first: -1, last: -1}
+	var cfg env.Config
+	if err := json.Unmarshal(u.ConfigJSON, &cfg); err != nil {
+		return unitRun{}, fmt.Errorf("unit %s: config: %w", u.UnitID, err)
+	}
+	lo, hi := u.Lo, min(u.Hi, cfg.Instances)
+	if lo >= hi {
+		return out, nil
+	}
+	ins, err := env.Generate(cfg, actors.StageSeed(e.seed, u.Stage), lo, hi)
+	if err != nil {
+		return unitRun{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
+	}
+	if e.gate != nil {
+		if _, err := e.gate.wait(ctx, false); err != nil {
+			return unitRun{}, fmt.Errorf("unit %s: %w", u.UnitID, err)
+		}
+	}
+	chunk := len(ins)
+	if e.chunk > 0 {
+		chunk = e.chunk
+	}
+	for c, first := 0, 0; first < len(ins); c, first = c+1, first+chunk {
+		part := ins[first:min(first+chunk, len(ins))]
+		version, err := e.playChunk(ctx, u, c, part, &out)
+		if err != nil {
+			return unitRun{}, err
+		}
+		if c == 0 {
+			out.first = version
+		}
+		out.last = version
+	}
+	if _, err := e.st.RecordUnit(ctx, out.result); err != nil {
+		return unitRun{}, fmt.Errorf("unit %s: record: %w", u.UnitID, err)
+	}
+	if e.onUnit != nil {
+		e.onUnit(out.result)
+	}
+	out.done.Stats.Instances = len(ins)
+	out.done.Stats.Millis = time.Since(t0).Milliseconds()
+	if e.gate != nil {
+		e.gate.sent(u.UnitID, len(out.done.Groups))
+	}
+	return out, nil
+}
+
+// playChunk plays chunk c of u (the instances part), adds its groups and
+// outcome to out and returns the policy version it played.
+func (e *unitExecutor) playChunk(ctx context.Context, u actors.WorkUnit, c int, part []*env.Instance, out *unitRun) (int64, error) {
+	version, release := e.pol.Version(), func() {}
+	if e.acquire != nil {
+		var err error
+		if version, release, err = e.acquire(ctx, u); err != nil {
+			return 0, fmt.Errorf("unit %s: policy: %w", u.UnitID, err)
+		}
+	}
+	_, ss := e.traces.start(ctx, telemetry.SpanSample, attribute.Int64(telemetry.AttrPolicyVersion, version))
+	ro, err := e.pol.Play(part, e.groupSize, 1, actors.ChunkSeed(u.Seed, c))
+	release()
+	ss.SetAttributes(attribute.Int(telemetry.AttrSamples, len(part)*e.groupSize))
+	ss.End()
+	if err != nil {
+		if e.lost != nil {
+			e.lost(err)
+		}
+		return 0, fmt.Errorf("unit %s: %w", u.UnitID, err)
+	}
+	pr := unitResult(e.runID, u.Stage, store.SplitTrain, u.UnitID, ro, version, u.ConfigVersion)
+	if c == 0 {
+		out.result = pr
+	} else {
+		mergeResult(&out.result, pr)
+	}
+	if err := appendGroups(&out.done, part, ro, e.groupSize, version, u.ConfigVersion, e.wire); err != nil {
+		return 0, err
+	}
+	return version, nil
+}
+
+// appendGroups adds one group per instance of ins, played in ro at policy
+// version, to d and counts its episodes in d.Stats. Each group carries its
+// instance in Local, and its JSON in Instance when wire is set.
+func appendGroups(d *actors.UnitDone, ins []*env.Instance, ro *learner.Rollout, g int, version int64, configVersion string, wire bool) error {
+	for i, in := range ins {
+		grp := actors.Group{InstanceID: in.ID, Seed: in.Seed, PolicyVersion: version, ConfigVersion: configVersion, Local: in}
+		if wire {
+			b, err := json.Marshal(in)
+			if err != nil {
+				return err
+			}
+			grp.Instance = b
+		}
+		for e := i * g; e < (i+1)*g; e++ {
+			ep := &ro.Episodes[e]
+			grp.Samples = append(grp.Samples, actors.Sample{
+				Tokens: append([]int32(nil), ro.Actions[ep.Lo:ep.Hi]...), LogProbs: append([]float32(nil), ro.LogProbs[ep.Lo:ep.Hi]...),
+				Reward: float32(ep.Reward), Valid: ep.Report.Valid, Optimal: ep.Report.Optimal,
+			})
+			d.Stats.Samples++
+			d.Stats.RewardSum += ep.Reward
+			if ep.Report.Valid {
+				d.Stats.Valid++
+			}
+			if ep.Report.Optimal {
+				d.Stats.Optimal++
+			}
+		}
+		d.Groups = append(d.Groups, grp)
+	}
+	return nil
+}
+
+// groupInstance returns g's instance: the one it carries in this process
+// (Group.Local), else its JSON decoded (a group from another node).
+func groupInstance(g *actors.Group) (*env.Instance, error) {
+	if in, ok := g.Local.(*env.Instance); ok && in != nil {
+		return in, nil
+	}
+	in := new(env.Instance)
+	if err := json.Unmarshal(g.Instance, in); err != nil {
+		return nil, fmt.Errorf("group %s: instance: %w", g.InstanceID, err)
+	}
+	return in, nil
+}
