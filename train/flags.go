@@ -136,6 +136,13 @@ func (f *Flags) Build(ctx context.Context, logger *slog.Logger, out io.Writer) (
 	if f.Opt.Resume && (f.Redis == "" || f.Opt.CheckpointDir == "") {
 		return nil, &OptionError{Reason: "--resume needs --redis (the Redis of the interrupted run; an embedded one starts empty) and --checkpoint-dir"}
 	}
+	// The flags' values as given: Run's defaults would turn a 0 into the
+	// default silently (--stages 0, --learner-batch 0).
+	chk, d := f.Opt, DefaultOptions()
+	chk.Config, chk.Rollouts, chk.MaxInFlight = cfg, d.Rollouts, d.MaxInFlight
+	if err := chk.Validate(); err != nil {
+		return nil, err
+	}
 	spec, err := f.policySpec(cfg, logger, out)
 	if err != nil {
 		return nil, err

@@ -93,7 +93,7 @@ type WarmStart struct {
 // errors are returned as they are.
 func NewPolicy(ctx context.Context, spec PolicySpec) (pol Policy, close func() error, err error) {
 	noop := func() error { return nil }
-	if spec.MistakeRate < 0 || spec.MistakeRate > 1 {
+	if !(spec.MistakeRate >= 0 && spec.MistakeRate <= 1) { // NaN too
 		return nil, nil, &OptionError{Field: "mistake-rate", Value: spec.MistakeRate, Reason: "out of range [0,1]"}
 	}
 	switch spec.Kind {

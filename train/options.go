@@ -255,8 +255,10 @@ func (o *Options) Validate() error {
 		return &OptionError{Field: "staleness", Value: o.StalenessK, Reason: "must be >= 0"}
 	case o.MaxLag > o.StalenessK:
 		return &OptionError{Field: "max-lag", Value: o.MaxLag, Reason: fmt.Sprintf("must be <= the staleness bound %d (pacing beyond it dispatches work the learner drops), or negative (no pacing)", o.StalenessK)}
-	case o.ValPerSize < 1 || o.ValPerSize > 1000 || o.EvalPerSize < 1 || o.EvalPerSize > 1000:
-		return &OptionError{Field: "val/eval per size", Value: fmt.Sprintf("%d/%d", o.ValPerSize, o.EvalPerSize), Reason: "must be in [1,1000]"}
+	case o.ValPerSize < 1 || o.ValPerSize > 1000:
+		return &OptionError{Field: "val-per-size", Value: o.ValPerSize, Reason: "must be in [1,1000]"}
+	case o.EvalPerSize < 1 || o.EvalPerSize > 1000:
+		return &OptionError{Field: "eval-per-size", Value: o.EvalPerSize, Reason: "must be in [1,1000]"}
 	case o.Config.Instances < 1:
 		return &OptionError{Field: "config.instances", Value: o.Config.Instances, Reason: "a training stage needs at least one instance"}
 	}

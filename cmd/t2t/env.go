@@ -89,6 +89,9 @@ func envGen(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := errors.Join(inRange("n", *n, -1, 1<<20), inRange("workers", *workers, 0, 1024)); err != nil {
+		return err
+	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return err
@@ -122,6 +125,9 @@ func envSolve(args []string, stdout, stderr io.Writer) error {
 	}
 	if *in == "" {
 		return badInput("--in is required")
+	}
+	if err := errors.Join(inRange("max-nodes", *maxNodes, 0, 1<<30), inRange("workers", *workers, 0, 1024)); err != nil {
+		return err
 	}
 	ins, err := readInstances(*in)
 	if err != nil {
@@ -257,8 +263,8 @@ func envSuite(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *perSize < 0 || *perSize > 10000 {
-		return badInput("--per-size %d out of range [0,10000]", *perSize)
+	if err := errors.Join(inRange("per-size", *perSize, 0, 10000), inRange("workers", *workers, 0, 1024)); err != nil {
+		return err
 	}
 	for _, name := range strings.Split(*names, ",") {
 		name = strings.TrimSpace(name)

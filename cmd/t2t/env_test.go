@@ -120,6 +120,16 @@ func TestEnvBadInputExitsTwoNamingFileLineField(t *testing.T) {
 	if code, _, e := t2t(t, "env", "gen", "--config", cfg); code != 2 || !strings.Contains(e, "hole_ratio") {
 		t.Fatalf("config out of range: exit %d, stderr %q", code, e)
 	}
+	// Out-of-range and non-finite flags are one-line usage errors, not silent defaults.
+	for _, args := range [][]string{
+		{"env", "gen", "--n", "-7"}, {"env", "gen", "--workers", "10000000"}, {"env", "solve", "--in", cfg, "--max-nodes", "-5"},
+		{"env", "suite", "--per-size", "-1"}, {"train", "--stages", "0"}, {"train", "--learner-batch", "0"}, {"train", "--rollouts", "0"},
+		{"train", "--policy", "scripted", "--mistake-rate", "NaN"}, {"train", "--val-per-size", "0"}, {"model", "init", "--out", dir, "--rope-theta", "NaN"},
+	} {
+		if code, _, e := t2t(t, args...); code != 2 || strings.Count(strings.TrimSpace(e), "\n") != 0 || !strings.Contains(e, args[len(args)-2]) {
+			t.Errorf("%v: exit %d, stderr %q: want 2 and one line naming %s", args, code, e, args[len(args)-2])
+		}
+	}
 	if code, _, _ := t2t(t, "env", "gen", "--bogus"); code != 2 {
 		t.Fatalf("unknown flag: exit %d, want 2", code)
 	}

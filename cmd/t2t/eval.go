@@ -49,6 +49,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := inRange("workers", opt.Workers, 0, 1024); err != nil {
+		return err
+	}
 	if opt.Dir == "" {
 		return badInput("--out is required")
 	}

@@ -109,6 +109,14 @@ func subcommands(group string, subs []command, args []string, stdout, stderr io.
 	return badInput("unknown subcommand %q (want one of %s)", args[0], strings.Join(names, ", "))
 }
 
+// inRange is a usage error unless lo ≤ v ≤ hi for flag --name.
+func inRange(name string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return badInput("--%s %d: must be in [%d,%d]", name, v, lo, hi)
+	}
+	return nil
+}
+
 // newFlags returns a flag set that prints its usage to stderr and returns
 // errors instead of exiting.
 func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {

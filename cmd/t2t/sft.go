@@ -5,10 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime/pprof"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/cpuprofile"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
@@ -64,17 +63,11 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	case o.EvalEvery < 0 || o.SaveEvery < 0:
 		return badInput("--eval-every and --save-every must be ≥ 0")
 	}
-	if *f.cpuProfile != "" {
-		pf, err := os.Create(*f.cpuProfile)
-		if err != nil {
-			return badInput("--cpuprofile: %v", err)
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := cpuprofile.Start(*f.cpuProfile)
+	if err != nil {
+		return badInput("--cpuprofile: %v", err)
 	}
+	defer stopProfile()
 	lm, err := openLM(context.Background(), f.engine, *f.device, *f.dir, stderr)
 	if err != nil {
 		return err

@@ -24,6 +24,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if *rollouts < 1 || *rollouts > 256 {
+		return badInput("--rollouts %d: must be in [1,256]", *rollouts)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	s, err := tf.Build(ctx, tf.Logger(stderr), stdout)

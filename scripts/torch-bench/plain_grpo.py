@@ -60,7 +60,7 @@ def parse_args():
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--autocast", default="", choices=["", "bf16"])
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: every core)")
+    p.add_argument("--threads", type=int, default=0, help="torch and OpenBLAS CPU threads (default: every core)")
     p.add_argument("--seed", type=int, default=1)
     return p.parse_args()
 
@@ -156,6 +156,7 @@ def run_decode(args, m, ctx, dev, g):
 def main():
     args = parse_args()
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
+    blas.set_threads(torch.get_num_threads())  # as the worker does: torch does not reach OpenBLAS's pool
     dev = torch.device(args.device)
     g = torch.Generator().manual_seed(args.seed)
     m, ctx = build(args, dev)

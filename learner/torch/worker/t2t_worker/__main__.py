@@ -3,9 +3,10 @@
 Order matters here. OPENBLAS_CORETYPE is decided from /proc/cpuinfo before torch is imported
 (OpenBLAS reads it when it loads). The real stdout descriptor is kept for frames and fd 1 and
 ``sys.stdout`` are pointed at stderr, so nothing a library prints can corrupt a frame. Then
-torch is imported, its thread count set, the BLAS checked (status 4 when a float32 matmul is
-off by more than 1e-6 relative to float64), the hello frame sent, and requests served one at
-a time until ``shutdown`` or the end of stdin (status 0). A malformed frame exits with status 3.
+torch is imported, its thread count set (torch's and OpenBLAS's own pool), the BLAS checked
+(status 4 when a float32 matmul is off by more than 1e-6 relative to float64), the hello frame
+sent, and requests served one at a time until ``shutdown`` or the end of stdin (status 0). A
+malformed frame exits with status 3.
 SIGINT is ignored: the parent decides when the worker ends (it closes stdin).
 
 Exit statuses: 0 shutdown or end of input; 2 bad command line or unusable device; 3 protocol
@@ -53,6 +54,7 @@ def main(argv=None):
 
     threads = args.threads or os.cpu_count() or 1
     torch.set_num_threads(threads)
+    blas_threads = blas.set_threads(threads)
     kernel = blas.corename()
     rel_err = blas.matmul_check()
     if not rel_err <= blas.CHECK_MAX_REL_ERR:
@@ -74,7 +76,7 @@ def main(argv=None):
             "python": platform.python_version(), "torch": torch.__version__, "device": str(device),
             "threads": torch.get_num_threads(),
             "blas": {"kernel": kernel, "coretype_env": coretype, "set_by_worker": set_by_worker,
-                     "check_rel_err": rel_err},
+                     "check_rel_err": rel_err, "threads": blas_threads},
         })
         while True:
             req = channel.next_request()

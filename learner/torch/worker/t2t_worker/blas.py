@@ -6,7 +6,8 @@ they do not know (wrong float32 results). PROTOCOL.md ("Handshake") asks the wor
 report the kernel OpenBLAS uses, and to compare a 256x256x256 float32 matmul with float64.
 
 ``choose_coretype`` and ``apply_coretype`` must run before ``import torch`` and do not import
-it; ``corename`` and ``matmul_check`` import torch lazily.
+it; ``corename``, ``set_threads`` and ``matmul_check`` look at or import torch's libraries
+only after torch is loaded.
 """
 
 import ctypes
@@ -24,6 +25,8 @@ _CORENAME_SYMBOLS = (
     "scipy_openblas_get_corename",
     "scipy_openblas_get_corename64_",
 )
+_SET_THREADS_SYMBOLS = tuple(s.replace("get_corename", "set_num_threads") for s in _CORENAME_SYMBOLS)
+_GET_THREADS_SYMBOLS = tuple(s.replace("get_corename", "get_num_threads") for s in _CORENAME_SYMBOLS)
 
 
 def cpu_flags(cpuinfo_text):
@@ -83,10 +86,9 @@ def mapped_libraries(maps_path="/proc/self/maps"):
     return out
 
 
-def corename(maps_path="/proc/self/maps"):
-    """Returns the kernel name OpenBLAS reports (openblas_get_corename) for the first mapped
-    library exporting it, or "" when no OpenBLAS is loaded (e.g. torch uses MKL or the
-    reference BLAS). Libraries with "blas" in their name are tried first."""
+def _openblas_function(symbols, maps_path):
+    """The first function named in symbols exported by a mapped library (libraries with "blas"
+    in their name first), as a ctypes function, or None when no loaded library exports one."""
     libs = mapped_libraries(maps_path)
     libs.sort(key=lambda p: 0 if "blas" in os.path.basename(p).lower() else 1)
     mode = getattr(os, "RTLD_NOLOAD", 0)  # only look at what is already loaded
@@ -95,18 +97,46 @@ def corename(maps_path="/proc/self/maps"):
             lib = ctypes.CDLL(path, mode=mode)
         except OSError:
             continue
-        for sym in _CORENAME_SYMBOLS:
+        for sym in symbols:
             fn = getattr(lib, sym, None)
-            if fn is None:
-                continue
-            fn.restype = ctypes.c_char_p
-            fn.argtypes = []
-            try:
-                name = fn()
-            except Exception:  # noqa: BLE001 - a foreign function: report nothing rather than fail
-                continue
-            return name.decode("ascii", "replace").strip() if name else ""
-    return ""
+            if fn is not None:
+                return fn
+    return None
+
+
+def corename(maps_path="/proc/self/maps"):
+    """Returns the kernel name OpenBLAS reports (openblas_get_corename) for the first mapped
+    library exporting it, or "" when no OpenBLAS is loaded (e.g. torch uses MKL or the
+    reference BLAS). Libraries with "blas" in their name are tried first."""
+    fn = _openblas_function(_CORENAME_SYMBOLS, maps_path)
+    if fn is None:
+        return ""
+    fn.restype = ctypes.c_char_p
+    fn.argtypes = []
+    try:
+        name = fn()
+    except Exception:  # noqa: BLE001 - a foreign function: report nothing rather than fail
+        return ""
+    return name.decode("ascii", "replace").strip() if name else ""
+
+
+def set_threads(n, maps_path="/proc/self/maps"):
+    """Sets the threads of the loaded OpenBLAS to n (openblas_set_num_threads) and returns the
+    count it reports afterwards, or 0 when no OpenBLAS is loaded. torch.set_num_threads does not
+    reach Debian's OpenBLAS, whose own pool starts one thread per core: with --threads 1 every
+    small decode matmul was still split over two threads (3-4x slower on a busy machine)."""
+    set_fn = _openblas_function(_SET_THREADS_SYMBOLS, maps_path)
+    if set_fn is None:
+        return 0
+    set_fn.restype = None
+    set_fn.argtypes = [ctypes.c_int]
+    set_fn(int(n))
+    get_fn = _openblas_function(_GET_THREADS_SYMBOLS, maps_path)
+    if get_fn is None:
+        return int(n)
+    get_fn.restype = ctypes.c_int
+    get_fn.argtypes = []
+    return int(get_fn())
 
 
 def matmul_check(n=CHECK_N, seed=1234):

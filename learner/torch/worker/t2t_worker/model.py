@@ -10,6 +10,13 @@ tokens before it, a query sees the real keys at or before it, masked keys get th
 ``prefill`` (left-padded prompts, fills a KV cache) and ``decode`` (one token per row, reading
 the cache up to the current column, never copying it).
 
+Decoding one token per row is a few small matmuls per layer, so a decode step is written with
+few operations: the q, k and v weights of a layer are row blocks of one tensor (``qkv_weight``,
+the parameters are views of it) and so are gate and up (``gate_up_weight``), so each pair or
+triple is one matmul that always sees the current weights (training updates and loads write
+through the views); q and k are normed and rotated together; the attention bias of the padding
+is built once per cache, by the prefill.
+
 On CUDA with torch >= 2 attention uses ``scaled_dot_product_attention`` with the same additive
 bias (GQA by repeating key/value heads); elsewhere it is written out with batched matmuls.
 """
@@ -72,11 +79,14 @@ def is_norm_weight(name):
 # ---- Modules.
 
 class Linear(nn.Module):
-    """y = x·Wᵀ (+ scale·(x·Aᵀ)·Bᵀ when a LoRA adapter is attached; see lora.py)."""
+    """y = x·Wᵀ (+ scale·(x·Aᵀ)·Bᵀ when a LoRA adapter is attached; see lora.py). weight, if
+    given, is the [out, in] tensor the parameter wraps (a view of a fused weight)."""
 
-    def __init__(self, out_features, in_features, device=None):
+    def __init__(self, out_features, in_features, device=None, weight=None):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device))
+        if weight is None:
+            weight = torch.empty(out_features, in_features, device=device)
+        self.weight = nn.Parameter(weight)
         self.register_parameter("lora_A", None)
         self.register_parameter("lora_B", None)
         self.lora_scale = 0.0
@@ -84,8 +94,53 @@ class Linear(nn.Module):
     def forward(self, x):
         y = F.linear(x, self.weight)
         if self.lora_A is not None:
-            y = y + F.linear(F.linear(x, self.lora_A), self.lora_B) * self.lora_scale
+            y = y + self.lora_delta(x)
         return y
+
+    def lora_delta(self, x):
+        """The adapter's term scale·(x·Aᵀ)·Bᵀ (an adapter must be attached)."""
+        return F.linear(F.linear(x, self.lora_A), self.lora_B) * self.lora_scale
+
+
+def fused_linears(n_in, sizes, device):
+    """Linears of out sizes (each × n_in) whose weights are consecutive row blocks of one new
+    tensor, returned with them: (fused [Σ sizes, n_in], [Linear, ...])."""
+    fused = torch.empty(sum(sizes), n_in, device=device)
+    out, row = [], 0
+    for n in sizes:
+        out.append(Linear(n, n_in, weight=fused[row:row + n]))
+        row += n
+    return fused, out
+
+
+def fused_weight(fused, linears):
+    """fused when the linears' weights are still its consecutive row blocks (as fused_linears
+    made them), else their concatenation (a weight was replaced, e.g. by Module.to)."""
+    row_bytes = fused.stride(0) * fused.element_size()
+    ptr = fused.data_ptr()
+    for lin in linears:
+        w = lin.weight
+        if w.data_ptr() != ptr or w.dtype != fused.dtype or w.device != fused.device:
+            return torch.cat([l.weight for l in linears])
+        ptr += w.shape[0] * row_bytes
+    return fused
+
+
+def add_lora(y, x, linears):
+    """Adds to y [..., Σ out] the adapter terms of linears (a fused projection of x) in place."""
+    row = 0
+    for lin in linears:
+        n = lin.weight.shape[0]
+        if lin.lora_A is not None:
+            y[..., row:row + n] += lin.lora_delta(x)
+        row += n
+    return y
+
+
+def rms_norm(x, w, eps):
+    """x / sqrt(mean(x²) + eps) · w over the last axis, in float32."""
+    x = x.float()
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
 class RMSNorm(nn.Module):
@@ -97,8 +152,7 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        x = x.float()
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        return rms_norm(x, self.weight, self.eps)
 
 
 class Embedding(nn.Module):
@@ -115,9 +169,9 @@ class Attention(nn.Module):
         super().__init__()
         h, d = cfg.hidden_size, cfg.head_dim
         self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, d
-        self.q_proj = Linear(self.num_heads * d, h, device)
-        self.k_proj = Linear(self.num_kv_heads * d, h, device)
-        self.v_proj = Linear(self.num_kv_heads * d, h, device)
+        # A plain attribute (not a parameter or buffer): the parameters are views of it.
+        self.qkv_weight, (self.q_proj, self.k_proj, self.v_proj) = fused_linears(
+            h, (self.num_heads * d, self.num_kv_heads * d, self.num_kv_heads * d), device)
         self.o_proj = Linear(h, self.num_heads * d, device)
         self.q_norm = RMSNorm(d, cfg.rms_norm_eps, device)
         self.k_norm = RMSNorm(d, cfg.rms_norm_eps, device)
@@ -135,8 +189,8 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, cfg, device=None):
         super().__init__()
-        self.gate_proj = Linear(cfg.intermediate_size, cfg.hidden_size, device)
-        self.up_proj = Linear(cfg.intermediate_size, cfg.hidden_size, device)
+        self.gate_up_weight, (self.gate_proj, self.up_proj) = fused_linears(
+            cfg.hidden_size, (cfg.intermediate_size, cfg.intermediate_size), device)
         self.down_proj = Linear(cfg.hidden_size, cfg.intermediate_size, device)
 
     def forward(self, h):
@@ -221,15 +275,45 @@ def attend_bias(q, k, v, bias, sdpa_dtype=None):
 
 class KVCache:
     """Keys and values of every layer, [B, kvh, S, D] each; column c of row r holds the token
-    at position c − pad[r]."""
+    at position c − pad[r]. bias [B, 1, S] is the attention bias of the columns (MASK_BIAS on
+    the prompts' padding), or None when no row is padded."""
 
-    def __init__(self, keys, values):
-        self.keys, self.values = keys, values
+    def __init__(self, keys, values, bias):
+        self.keys, self.values, self.bias = keys, values, bias
+        self.plan = None  # Qwen3.decode_plan, built by the first decode step
 
     def select(self, rows):
         """Keeps the batch rows given by index tensor rows (compaction of finished rows)."""
         self.keys = [k.index_select(0, rows) for k in self.keys]
         self.values = [v.index_select(0, rows) for v in self.values]
+        if self.bias is not None:
+            self.bias = self.bias.index_select(0, rows)
+
+
+class LayerPlan:
+    """One layer's tensors for decode steps: norm weights (q_norm and k_norm repeated over the
+    heads as [nh + kvh, D]), the fused qkv and gate/up weights, and the modules whose LoRA
+    adapters apply (None without adapters)."""
+
+    def __init__(self, layer, cfg):
+        attn, mlp = layer.self_attn, layer.mlp
+        nh, kvh, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        self.w_in = layer.input_layernorm.weight
+        self.w_qkv = fused_weight(attn.qkv_weight, (attn.q_proj, attn.k_proj, attn.v_proj))
+        self.w_qk_norm = torch.cat((attn.q_norm.weight.expand(nh, d), attn.k_norm.weight.expand(kvh, d)))
+        self.w_o = attn.o_proj.weight
+        self.w_post = layer.post_attention_layernorm.weight
+        self.w_gate_up = fused_weight(mlp.gate_up_weight, (mlp.gate_proj, mlp.up_proj))
+        self.w_down = mlp.down_proj.weight
+        self.lora_qkv = self.lora_o = self.lora_gate_up = self.lora_down = None
+        if any(lin.lora_A is not None for lin in (attn.q_proj, attn.k_proj, attn.v_proj)):
+            self.lora_qkv = (attn.q_proj, attn.k_proj, attn.v_proj)
+        if attn.o_proj.lora_A is not None:
+            self.lora_o = attn.o_proj
+        if mlp.gate_proj.lora_A is not None or mlp.up_proj.lora_A is not None:
+            self.lora_gate_up = (mlp.gate_proj, mlp.up_proj)
+        if mlp.down_proj.lora_A is not None:
+            self.lora_down = mlp.down_proj
 
 
 class Qwen3(nn.Module):
@@ -241,6 +325,9 @@ class Qwen3(nn.Module):
         self.model = Body(cfg, device)
         self.lm_head = None if cfg.tie_word_embeddings else Linear(cfg.vocab_size, cfg.hidden_size, device)
         self.register_buffer("inv_freq", inv_freq(cfg, device), persistent=False)
+        half = cfg.head_dim // 2  # rotate_half(x)·sin = roll(x, half)·(sin · rope_sign)
+        sign = torch.tensor([-1.0] * half + [1.0] * half, device=device)
+        self.register_buffer("rope_sign", sign, persistent=False)
         self.sdpa_dtype = None  # set_attention: the dtype torch's fused attention runs in
         self.lora = None  # lora.LoRAState once adapters are attached
 
@@ -304,6 +391,10 @@ class Qwen3(nn.Module):
         b, p = tokens.shape
         kvh, d = self.cfg.num_key_value_heads, self.cfg.head_dim
         keys, values = [], []
+        bias = None
+        if not bool(valid.all()):
+            bias = torch.zeros(b, 1, cache_len, dtype=torch.float32, device=tokens.device)
+            bias[:, 0, :p].masked_fill_(~valid, MASK_BIAS)
 
         def sink(l, k, v):
             kc = torch.zeros(b, kvh, cache_len, d, dtype=cache_dtype, device=tokens.device)
@@ -314,26 +405,60 @@ class Qwen3(nn.Module):
             values.append(vc)
 
         x = self.hidden(tokens, valid, sink, tail=1)
-        return self.head(x[:, -1]), KVCache(keys, values)
+        return self.head(x[:, -1]), KVCache(keys, values, bias)
+
+    def decode_plan(self):
+        """The per-layer tensors decode steps use (LayerPlan), valid while the weights and
+        adapters stay as they are (one generation)."""
+        return [LayerPlan(layer, self.cfg) for layer in self.model.layers]
 
     def decode(self, tokens, pad, col, cache):
         """Writes tokens [B] (long) into cache column col (rows left-padded by pad [B], long) and
-        returns the logits [B, V] of the next token. Keys in columns [pad, col] are visible."""
+        returns the logits [B, V] of the next token. Keys in columns [pad, col] are visible (the
+        cache's bias hides the padding)."""
+        cfg = self.cfg
         b = tokens.shape[0]
-        pos = (col - pad).float().view(b, 1)
-        cos, sin = self.rope_tables(pos)
-        cols = torch.arange(col + 1, device=tokens.device)
-        bias = torch.zeros(b, 1, col + 1, dtype=torch.float32, device=tokens.device)
-        bias.masked_fill_((cols.view(1, -1) < pad.view(-1, 1)).view(b, 1, col + 1), MASK_BIAS)
-        x = self.model.embed_tokens(tokens.view(b, 1))
-        for l, layer in enumerate(self.model.layers):
-            def attend(q, k, v, l=l):
-                kc, vc = cache.keys[l], cache.values[l]
-                kc[:, :, col:col + 1] = k
-                vc[:, :, col:col + 1] = v
-                return attend_bias(q, kc[:, :, :col + 1], vc[:, :, :col + 1], bias)
-            x = layer.run(x, cos, sin, attend)
-        return self.head(self.model.norm(x)[:, 0])
+        nh, kvh, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        g, nqk, eps, c = nh // kvh, (nh + kvh) * d, cfg.rms_norm_eps, col + 1
+        if cache.plan is None:
+            cache.plan = self.decode_plan()
+        bias = None if cache.bias is None else cache.bias[:, :, :c].view(b, 1, 1, c)
+        # RoPE of q and k together: x·cos + roll(x, D/2)·sin_signed, roll(x)·sin_signed being
+        # rotate_half(x)·sin.
+        ang = (col - pad).float().view(b, 1, 1) * self.inv_freq
+        cos, sin = ang.cos(), ang.sin() * self.rope_sign
+        scale = 1.0 / math.sqrt(d)
+        x = F.embedding(tokens, self.model.embed_tokens.weight)
+        for l, pl in enumerate(cache.plan):
+            h = rms_norm(x, pl.w_in, eps)
+            qkv = F.linear(h, pl.w_qkv)
+            if pl.lora_qkv is not None:
+                add_lora(qkv, h, pl.lora_qkv)
+            qk = rms_norm(qkv[:, :nqk].reshape(b, nh + kvh, d), pl.w_qk_norm, eps)
+            qk = qk * cos + torch.roll(qk, d // 2, -1) * sin
+            kc, vc = cache.keys[l], cache.values[l]
+            kc[:, :, col] = qk[:, nh:]
+            vc[:, :, col] = qkv[:, nqk:].view(b, kvh, d)
+            scores = torch.matmul((qk[:, :nh] * scale).reshape(b, kvh, g, d), kc[:, :, :c].transpose(-1, -2))
+            scores = scores.float()
+            if bias is not None:
+                scores = scores + bias
+            o = torch.matmul(torch.softmax(scores, dim=-1), vc[:, :, :c]).reshape(b, nh * d)
+            y = F.linear(o, pl.w_o)
+            if pl.lora_o is not None:
+                y = y + pl.lora_o.lora_delta(o)
+            x = x + y
+            h = rms_norm(x, pl.w_post, eps)
+            gu = F.linear(h, pl.w_gate_up)
+            if pl.lora_gate_up is not None:
+                add_lora(gu, h, pl.lora_gate_up)
+            i = gu.shape[-1] // 2
+            a = F.silu(gu[:, :i]) * gu[:, i:]
+            y = F.linear(a, pl.w_down)
+            if pl.lora_down is not None:
+                y = y + pl.lora_down.lora_delta(a)
+            x = x + y
+        return self.head(rms_norm(x, self.model.norm.weight, eps))
 
 
 # ---- Construction.

@@ -50,6 +50,15 @@ def tiny_model(seed, sharp=True, **over):
     return m
 
 
+def perturb_lora_b(m, g):
+    """Sets every attached adapter's B to N(0, 0.5²) from generator g (adapters start at B = 0,
+    which changes nothing)."""
+    with torch.no_grad():
+        for mod in m.modules():
+            if getattr(mod, "lora_B", None) is not None:
+                mod.lora_B.copy_(torch.randn(mod.lora_B.shape, generator=g) * 0.5)
+
+
 def rand_tokens(g, n, vocab=512):
     return torch.randint(0, vocab, (n,), generator=g).tolist()
 

@@ -55,6 +55,22 @@ class BlasTest(unittest.TestCase):
         self.assertEqual(blas.corename(f.name), "")
         self.assertEqual(blas.mapped_libraries(f.name), ["/nonexistent/libopenblas.so.0"])
 
+    def test_set_threads(self):
+        import torch
+
+        try:
+            if blas.corename():  # an OpenBLAS is loaded: its pool follows
+                self.assertEqual(blas.set_threads(1), 1)
+                self.assertEqual(blas.set_threads(2), 2)
+            else:
+                self.assertEqual(blas.set_threads(1), 0)
+        finally:
+            blas.set_threads(torch.get_num_threads())
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write("7f0000-7f1000 r-xp 00000000 08:01 1 /nonexistent/libopenblas.so.0\n")
+        self.addCleanup(os.unlink, f.name)
+        self.assertEqual(blas.set_threads(1, f.name), 0)
+
     def test_matmul_check(self):
         err = blas.matmul_check()
         self.assertLessEqual(err, blas.CHECK_MAX_REL_ERR)

@@ -6,7 +6,7 @@ import unittest
 import torch
 
 import helpers
-from t2t_worker import generate as gen
+from t2t_worker import generate as gen, lora, model, train
 
 SEED = 2024
 
@@ -22,19 +22,54 @@ class GenerateTest(unittest.TestCase):
         self.m = helpers.tiny_model(SEED)
         self.prompts = [helpers.rand_tokens(self.g, n) for n in (3, 7, 1, 5)]
 
-    def test_greedy_equals_argmax_of_full_forward(self):
-        res = run(self.m, self.prompts, max_new_tokens=6)
+    def assert_greedy_is_full_forward(self, m, what, steps=4):
+        """Greedy generation from self.prompts picks the argmax of m's full forward at each
+        step, with its log-prob; returns the Result."""
+        res = run(m, self.prompts, max_new_tokens=steps)
         for i, p in enumerate(self.prompts):
             seq = list(p)
-            for k in range(6):
-                logits = helpers.full_logits(self.m, seq)[-1]
+            for k in range(steps):
+                logits = helpers.full_logits(m, seq)[-1]
                 want = int(logits.argmax())
-                self.assertEqual(res.tokens[i][k], want, "row %d step %d (seed %d)" % (i, k, SEED))
+                self.assertEqual(res.tokens[i][k], want, "%s: row %d step %d (seed %d)" % (what, i, k, SEED))
                 lp = torch.log_softmax(logits.double(), -1)[want].item()
-                self.assertAlmostEqual(res.logprobs[i][k], lp, delta=1e-4)
+                self.assertAlmostEqual(res.logprobs[i][k], lp, delta=1e-4, msg=what)
                 seq.append(want)
+        return res
+
+    def test_greedy_equals_argmax_of_full_forward(self):
+        res = self.assert_greedy_is_full_forward(self.m, "greedy", steps=6)
         self.assertEqual(res.stopped, [False] * 4)
         self.assertFalse(res.cancelled)
+
+    def test_decode_sees_weight_updates(self):
+        # Decode steps read the fused q/k/v and gate/up weights; training steps and in-place
+        # edits of the parameters (as loads make) must show in the next generation.
+        self.assert_greedy_is_full_forward(self.m, "before")
+        b = helpers.seq_batch([(p, [7, 8, 9], None, 1.0 - i, None) for i, p in enumerate(self.prompts)])
+        batch = train.parse_batch(b, train.GRPO, self.m.cfg.vocab_size)
+        tr = train.Trainer(self.m, train.TrainConfig(lr=0.05), helpers.NULL_CTX)
+        before = self.m.model.layers[1].mlp.up_proj.weight.clone()
+        tr.step(train.GRPO, batch)
+        self.assertFalse(torch.equal(self.m.model.layers[1].mlp.up_proj.weight, before))
+        self.assert_greedy_is_full_forward(self.m, "after a step")
+        with torch.no_grad():
+            self.m.model.layers[0].self_attn.k_proj.weight.mul_(-1.5)
+        self.assert_greedy_is_full_forward(self.m, "after an in-place edit")
+        # The parameters are still views of the fused weights (no copies) ...
+        attn, mlp = self.m.model.layers[0].self_attn, self.m.model.layers[0].mlp
+        qkv = (attn.q_proj, attn.k_proj, attn.v_proj)
+        self.assertIs(model.fused_weight(attn.qkv_weight, qkv), attn.qkv_weight)
+        self.assertIs(model.fused_weight(mlp.gate_up_weight, (mlp.gate_proj, mlp.up_proj)), mlp.gate_up_weight)
+        # ... until one is replaced: then decode concatenates them.
+        attn.v_proj.weight = torch.nn.Parameter(attn.v_proj.weight.detach().clone() * 2)
+        self.assertIsNot(model.fused_weight(attn.qkv_weight, qkv), attn.qkv_weight)
+        self.assert_greedy_is_full_forward(self.m, "after a replaced weight")
+
+    def test_decode_with_lora(self):
+        lora.add_lora(self.m, 4, 8.0, ["q_proj", "v_proj", "o_proj", "up_proj", "down_proj"], 1)
+        helpers.perturb_lora_b(self.m, self.g)
+        self.assert_greedy_is_full_forward(self.m, "lora")
 
     def test_stop_tokens_and_compaction(self):
         ref = run(self.m, self.prompts, max_new_tokens=8)

@@ -22,11 +22,6 @@ class LoRATest(unittest.TestCase):
         self.m = helpers.tiny_model(SEED)
         self.seq = helpers.rand_tokens(self.g, 9)
 
-    def perturb_b(self, m):
-        with torch.no_grad():
-            for mod in (x for x in m.modules() if isinstance(x, torch.nn.Module) and getattr(x, "lora_B", None) is not None):
-                mod.lora_B.copy_(torch.randn(mod.lora_B.shape, generator=self.g) * 0.5)
-
     def test_zero_b_keeps_outputs_and_freezes_base(self):
         before = helpers.full_logits(self.m, self.seq)
         n = lora.add_lora(self.m, 4, 8.0, TARGETS, 1)
@@ -51,7 +46,7 @@ class LoRATest(unittest.TestCase):
 
     def test_merge_on_save_equals_adapter_forward(self):
         lora.add_lora(self.m, 4, 8.0, TARGETS, 1)
-        self.perturb_b(self.m)
+        helpers.perturb_lora_b(self.m, self.g)
         want = helpers.full_logits(self.m, self.seq)
         d = os.path.join(self.tmp.name, "merged")
         ops.save_model(self.m, d)
@@ -64,7 +59,7 @@ class LoRATest(unittest.TestCase):
 
     def test_adapter_roundtrip_and_layout(self):
         lora.add_lora(self.m, 4, 8.0, TARGETS, 1)
-        self.perturb_b(self.m)
+        helpers.perturb_lora_b(self.m, self.g)
         want = helpers.full_logits(self.m, self.seq)
         d = os.path.join(self.tmp.name, "adapter")
         lora.save_adapter(self.m, d, "/base/model")
@@ -118,7 +113,7 @@ class LoRATest(unittest.TestCase):
         import transformers
 
         lora.add_lora(self.m, 4, 8.0, TARGETS, 1)
-        self.perturb_b(self.m)
+        helpers.perturb_lora_b(self.m, self.g)
         base_dir, ad_dir = os.path.join(self.tmp.name, "base"), os.path.join(self.tmp.name, "ad")
         ops.save_model(helpers.tiny_model(SEED), base_dir)
         lora.save_adapter(self.m, ad_dir, base_dir)

@@ -105,6 +105,7 @@ class WorkerE2ETest(unittest.TestCase):
         self.assertLessEqual(blas["check_rel_err"], 1e-6)
         self.assertIsInstance(blas["kernel"], str)
         self.assertIsInstance(blas["set_by_worker"], bool)
+        self.assertEqual(blas["threads"], 1 if blas["kernel"] else 0)  # OpenBLAS follows --threads 1
         if not os.environ.get("OPENBLAS_CORETYPE"):
             self.assertEqual(blas["set_by_worker"], blas["coretype_env"] != "")
         else:
