@@ -414,7 +414,7 @@ func TestSolverJointSearchMatchesBruteForce(t *testing.T) {
 			obj    Objective
 			noWait bool
 		}{{SumOfCosts, false}, {MakespanObjective, false}, {SumOfCosts, true}} {
-			s.search = solvSpec{obj: m.obj, noWait: m.noWait, ubSOC: solvInf, ubMk: solvInf, maxN: DefaultMaxNodes, maxE: DefaultMaxExpansions}
+			s.search = searchSpec{objective: m.obj, noWait: m.noWait, maxSOC: solvInf, maxMakespan: solvInf, maxNodes: DefaultMaxNodes, maxExpansions: DefaultMaxExpansions}
 			found, done, err := s.jointSolve()
 			if err != nil || !done {
 				t.Fatalf("instance %d: joint search: done=%v err=%v", it, done, err)
@@ -444,8 +444,8 @@ func solvJointAnswer(t *testing.T, s *Solver, in *Instance) (solvBruteAnswer, bo
 	if err := s.setup(in); err != nil {
 		return solvBruteAnswer{}, true
 	}
-	run := func(sp solvSpec) (bool, bool) {
-		sp.maxN, sp.maxE = DefaultMaxNodes, DefaultMaxExpansions
+	run := func(sp searchSpec) (bool, bool) {
+		sp.maxNodes, sp.maxExpansions = DefaultMaxNodes, DefaultMaxExpansions
 		s.search = sp
 		found, done, err := s.jointSolve()
 		if err != nil {
@@ -453,7 +453,7 @@ func solvJointAnswer(t *testing.T, s *Solver, in *Instance) (solvBruteAnswer, bo
 		}
 		return found, done
 	}
-	found, done := run(solvSpec{ubSOC: solvInf, ubMk: solvInf})
+	found, done := run(searchSpec{maxSOC: solvInf, maxMakespan: solvInf})
 	if !done {
 		return solvBruteAnswer{}, false
 	}
@@ -463,11 +463,11 @@ func solvJointAnswer(t *testing.T, s *Solver, in *Instance) (solvBruteAnswer, bo
 	var a solvBruteAnswer
 	a.solvable = true
 	a.soc, _ = s.solCosts()
-	if found, done = run(solvSpec{obj: MakespanObjective, ubSOC: solvInf, ubMk: solvInf}); !found || !done {
+	if found, done = run(searchSpec{objective: MakespanObjective, maxSOC: solvInf, maxMakespan: solvInf}); !found || !done {
 		return a, false
 	}
 	_, a.mk = s.solCosts()
-	found, done = run(solvSpec{noWait: true, ubSOC: int32(a.soc), ubMk: solvInf})
+	found, done = run(searchSpec{noWait: true, maxSOC: int32(a.soc), maxMakespan: solvInf})
 	if !done {
 		return a, false
 	}

@@ -3,6 +3,8 @@ package env
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -318,5 +320,76 @@ func TestSolverAllocs(t *testing.T) {
 		}
 	}); n > 2 {
 		t.Errorf("Solve: %.1f allocations per run, want at most 2", n)
+	}
+}
+
+// solvFixedInstances returns count instances drawn from seed without the
+// generator (so that changes to the generator do not change them): sides 5
+// to 8, 3 to 6 agents, about 20% holes; starts and goals are distinct free
+// cells (an agent's goal may be another's start). Some are unsolvable.
+func solvFixedInstances(seed uint64, count int) []*Instance {
+	rng := rand.New(rand.NewPCG(seed, 0x901d))
+	var out []*Instance
+	for len(out) < count {
+		w := 5 + rng.IntN(4)
+		k := 3 + rng.IntN(4)
+		in := &Instance{Width: w, Height: w, Holes: make([]bool, w*w), Agents: make([]Agent, k)}
+		var free []int
+		for c := range in.Holes {
+			in.Holes[c] = rng.IntN(10) < 2
+			if !in.Holes[c] {
+				free = append(free, c)
+			}
+		}
+		if len(free) < k {
+			continue
+		}
+		starts, goals := rng.Perm(len(free)), rng.Perm(len(free))
+		for a := range in.Agents {
+			in.Agents[a] = Agent{Start: in.PosOf(free[starts[a]]), Goal: in.PosOf(free[goals[a]])}
+		}
+		in.ID = in.ComputeID()
+		out = append(out, in)
+	}
+	return out
+}
+
+// TestSolverWorkUnchanged pins the solver's behaviour: a hash of the plans,
+// costs, node and expansion counts and outcomes of SOC-optimal, makespan
+// and wait-free searches and of annotate on fixed instances. A change of
+// the hash means a change of tie-breaking or pruning: if it is intended,
+// check the other solver tests and update want.
+func TestSolverWorkUnchanged(t *testing.T) {
+	const want = uint64(0xe03fcbd6b65b5d65)
+	// outcome describes err by its kind and numbers, not its wording.
+	outcome := func(err error) string {
+		var be *BudgetError
+		var ue *UnsolvableError
+		switch {
+		case err == nil:
+			return "ok"
+		case errors.As(err, &be):
+			return fmt.Sprintf("budget %d %d", be.Nodes, be.Expansions)
+		case errors.As(err, &ue):
+			return fmt.Sprintf("unsolvable %d", ue.Agent)
+		}
+		return "error"
+	}
+	h := fnv.New64a()
+	s := NewSolver()
+	for _, in := range solvFixedInstances(2026, 150) {
+		for i, opt := range []SolveOptions{
+			{MaxNodes: 2000},
+			{Objective: MakespanObjective, MaxNodes: 2000},
+			{NoWaitBeforeArrival: true, MaxNodes: 2000},
+		} {
+			sol, err := s.Solve(in, opt)
+			fmt.Fprintf(h, "%s %d: %d %d %d %d %v %s\n", in.ID, i, sol.Nodes, sol.Expansions, sol.SOC, sol.Makespan, sol.Plan.Paths, outcome(err))
+		}
+		r, err := s.annotate(in, SolveOptions{MaxNodes: 2000}, nil)
+		fmt.Fprintf(h, "%s annotate: %d %d %v %d %d %s\n", in.ID, r.soc, r.mk, r.needsWait, r.nodes, r.exp, outcome(err))
+	}
+	if got := h.Sum64(); got != want {
+		t.Errorf("solver work hash %#x, want %#x", got, want)
 	}
 }
