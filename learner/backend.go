@@ -2,8 +2,11 @@ package learner
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -55,7 +58,7 @@ func NewBackend(device string) (backends.Backend, error) {
 	RegisterFastMatMulGradient()
 	switch {
 	case device == "" || device == DeviceCPU:
-		b, err := simplego.New(goBackendConfig)
+		b, err := newSimpleGo()
 		if err != nil {
 			return nil, fmt.Errorf("learner: pure-Go backend: %w", err)
 		}
@@ -69,6 +72,35 @@ func NewBackend(device string) (backends.Backend, error) {
 	default:
 		return nil, fmt.Errorf("learner: device %q: %w: want \"cpu\" or \"xla:/abs/path/plugin.so\"", device, ErrBadDevice)
 	}
+}
+
+// simpleGoMu serializes newSimpleGo's swap of os.Stdout.
+var simpleGoMu sync.Mutex
+
+// newSimpleGo builds the pure-Go backend. GoMLX v0.26.0 prints "SimpleGo backend: parallelism
+// set to -1" on standard output when it applies that option, which corrupts the output of
+// commands that print JSON or tables there (t2t bench --json); the line goes nowhere instead,
+// and anything else written to os.Stdout meanwhile is passed on.
+func newSimpleGo() (backends.Backend, error) {
+	simpleGoMu.Lock()
+	defer simpleGoMu.Unlock()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return simplego.New(goBackendConfig)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	b, err := simplego.New(goBackendConfig)
+	os.Stdout = stdout
+	w.Close()
+	out, _ := io.ReadAll(r)
+	r.Close()
+	for _, line := range strings.SplitAfter(string(out), "\n") {
+		if line != "" && !strings.HasPrefix(line, "SimpleGo backend: parallelism set to") {
+			io.WriteString(stdout, line)
+		}
+	}
+	return b, err
 }
 
 // IsXLA reports whether b is the XLA backend.
