@@ -58,6 +58,13 @@ func (p *Policy) SFTStep(ins []*env.Instance) (learner.UpdateStats, error) {
 		}
 		samples = append(samples, qwen3.Sample{Prompt: p.Prompt(in), Completion: target})
 	}
+	return p.BCStep(samples)
+}
+
+// BCStep runs one supervised (behaviour-cloning) step on samples: the mean cross-entropy of
+// each Completion after its Prompt (token ids), as SFTStep does for env answers; any text can
+// be taught this way (an engineer's answer to its prompt, say). It counts as a policy version.
+func (p *Policy) BCStep(samples []qwen3.Sample) (learner.UpdateStats, error) {
 	batch, err := qwen3.NewSeqBatch(samples)
 	if err != nil {
 		return learner.UpdateStats{}, err
