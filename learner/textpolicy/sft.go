@@ -228,8 +228,10 @@ type SFTEvalSet struct {
 	// ID names the set: the first 6 bytes of the SHA-256 of its instance ids, in hex.
 	ID string
 	// Baseline is the share of instances on which rows-first Manhattan paths, blind to holes
-	// and the other agent (env.ManhattanPlan), are valid.
-	Baseline float64
+	// and the other agent (env.ManhattanPlan), are valid; BaselineEval tallies those plans
+	// (FailureSummary gives their failed checks, to set beside a model's).
+	Baseline     float64
+	BaselineEval *report.Eval
 }
 
 // SFTEval is one greedy evaluation of a run.
@@ -344,17 +346,17 @@ func sftEvalSet(opt *SFTOptions) ([]*env.Instance, error) {
 		return nil, err
 	}
 	h := sha256.New()
-	baseline := 0
-	for _, in := range ins {
+	outs := make([]report.Outcome, len(ins))
+	for i, in := range ins {
 		io.WriteString(h, in.ID)
 		var rep env.Report
-		if env.Verify(in, env.ManhattanPlan(in), &rep); rep.Valid {
-			baseline++
-		}
+		env.Verify(in, env.ManhattanPlan(in), &rep)
+		outs[i] = evaluate.OutcomeOf(in, &rep)
 	}
 	if opt.Progress.EvalSet != nil {
+		base := report.Tally("rows-first Manhattan", "", outs)
 		opt.Progress.EvalSet(SFTEvalSet{Instances: len(ins), Seed: seed, ID: hex.EncodeToString(h.Sum(nil)[:6]),
-			Baseline: float64(baseline) / float64(len(ins))})
+			Baseline: base.Total.ValidRate(), BaselineEval: base})
 	}
 	return ins, nil
 }

@@ -11,8 +11,12 @@ import (
 func PrintSFTProgress(w io.Writer, dir string) SFTProgress {
 	return SFTProgress{
 		EvalSet: func(s SFTEvalSet) {
-			fmt.Fprintf(w, "evaluation set: %d instances from seed %d (id %s); baseline: rows-first Manhattan paths, blind to holes and the other agent, are valid on %.1f%%\n",
+			fmt.Fprintf(w, "evaluation set: %d instances from seed %d (id %s); baseline: rows-first Manhattan paths, blind to holes and the other agent, are valid on %.1f%%",
 				s.Instances, s.Seed, s.ID, 100*s.Baseline)
+			if s.BaselineEval != nil {
+				fmt.Fprintf(w, " (valid by size: %s; failed checks: %s)", SizeSummary(s.BaselineEval), FailureSummary(s.BaselineEval))
+			}
+			fmt.Fprintln(w)
 		},
 		Evaluated: func(ev SFTEval) {
 			e := ev.Eval
