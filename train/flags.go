@@ -14,6 +14,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
@@ -180,13 +181,13 @@ func ReadConfig(path string) (env.Config, error) {
 	if path == "" {
 		return env.DefaultLocalConfig(), nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := limits.ReadFile(path, limits.Config)
 	if err != nil {
-		return env.Config{}, &OptionError{Reason: err.Error(), Err: err}
+		return env.Config{}, &OptionError{Field: "config", Reason: err.Error(), Err: err}
 	}
 	c, err := env.ParseConfig(b)
 	if err != nil {
-		return env.Config{}, &OptionError{Reason: fmt.Sprintf("%s: %v", path, err), Err: err}
+		return env.Config{}, &OptionError{Field: "config", Reason: fmt.Sprintf("%s: %v", path, err), Err: err}
 	}
 	return c, nil
 }

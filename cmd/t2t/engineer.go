@@ -13,6 +13,7 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/engineer"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/train"
@@ -165,7 +166,7 @@ func writeJSONFile(path string, v any) error {
 // (--config-history) or a run in Redis.
 func proposeHistory(ctx context.Context, path, runID, redisURL string, totalStages int) (*engineer.History, error) {
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := limits.ReadFile(path, limits.Text)
 		if err != nil {
 			return nil, badInput("%v", err)
 		}

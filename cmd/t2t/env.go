@@ -6,12 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/internal/progress"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/train"
 )
 
 func runEnv(args []string, stdout, stderr io.Writer) error {
@@ -65,18 +66,8 @@ func (f instanceFlags) pick(fileFlag string) (*env.Instance, error) {
 
 // loadConfig reads a generator config file, or returns the local default.
 func loadConfig(path string) (env.Config, error) {
-	if path == "" {
-		return env.DefaultLocalConfig(), nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return env.Config{}, badInput("%v", err)
-	}
-	c, err := env.ParseConfig(b)
-	if err != nil {
-		return env.Config{}, badInput("%s: %v", path, err)
-	}
-	return c, nil
+	c, err := train.ReadConfig(path)
+	return c, inputError(err)
 }
 
 func envGen(args []string, stdout, stderr io.Writer) error {
@@ -223,7 +214,7 @@ func showPlan(in *env.Instance, planPath, insPath string) (*env.Plan, error) {
 		}
 		return &env.Plan{Paths: in.Paths}, nil
 	}
-	b, err := os.ReadFile(planPath)
+	b, err := limits.ReadFile(planPath, limits.Plan)
 	if err != nil {
 		return nil, badInput("%v", err)
 	}

@@ -120,13 +120,19 @@ func TestEnvBadInputExitsTwoNamingFileLineField(t *testing.T) {
 	if code, _, e := t2t(t, "env", "gen", "--config", cfg); code != 2 || !strings.Contains(e, "hole_ratio") {
 		t.Fatalf("config out of range: exit %d, stderr %q", code, e)
 	}
-	// Out-of-range and non-finite flags are one-line usage errors, not silent defaults.
+	// Out-of-range and non-finite flags, and files over their size limit, are one-line usage
+	// errors naming the flag or the file, not silent defaults or unbounded reads.
+	okFile := filepath.Join(dir, "ok.jsonl")
+	os.WriteFile(okFile, []byte(good+"\n"), 0o644)
 	for _, args := range [][]string{
 		{"env", "gen", "--n", "-7"}, {"env", "gen", "--workers", "10000000"}, {"env", "solve", "--in", cfg, "--max-nodes", "-5"},
 		{"env", "suite", "--per-size", "-1"}, {"train", "--stages", "0"}, {"train", "--learner-batch", "0"}, {"train", "--rollouts", "0"},
 		{"train", "--policy", "scripted", "--mistake-rate", "NaN"}, {"train", "--val-per-size", "0"}, {"model", "init", "--out", dir, "--rope-theta", "NaN"},
+		{"env", "gen", "--config", "/dev/zero"}, {"train", "--config", "/dev/zero"}, {"env", "check", "--instance", okFile, "--plan", "/dev/zero"},
 	} {
-		if code, _, e := t2t(t, args...); code != 2 || strings.Count(strings.TrimSpace(e), "\n") != 0 || !strings.Contains(e, args[len(args)-2]) {
+		code, _, e := t2t(t, args...)
+		named := strings.Contains(e, args[len(args)-2]) || strings.Contains(e, args[len(args)-1]+": larger than")
+		if code != 2 || strings.Count(strings.TrimSpace(e), "\n") != 0 || !named {
 			t.Errorf("%v: exit %d, stderr %q: want 2 and one line naming %s", args, code, e, args[len(args)-2])
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/t2t-lab/t2t/daemon"
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/experiment"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -63,6 +64,8 @@ func inputError(err error) error {
 		if name, ok := flagNames[le.Field[strings.LastIndex(le.Field, ".")+1:]]; ok {
 			return badInput("%s %v: %s", name, le.Value, le.Reason)
 		}
+		return badInput("%v", err)
+	case errors.Is(err, limits.ErrTooLarge):
 		return badInput("%v", err)
 	case errors.As(err, &de):
 		return nodeInputError(de)

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -28,7 +29,7 @@ func readIn(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return io.ReadAll(r)
+	return limits.Read(r, path, limits.Plan)
 }
 
 // readInstances reads a JSONL file of instances. A bad line is reported as

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
@@ -97,7 +97,7 @@ func modelLogits(args []string, stdout, stderr io.Writer) error {
 		return badInput("--model is required")
 	}
 	if *textsFile != "" {
-		b, err := os.ReadFile(*textsFile)
+		b, err := limits.ReadFile(*textsFile, limits.Text)
 		if err != nil {
 			return badInput("%v", err)
 		}

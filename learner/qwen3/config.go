@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -128,7 +128,7 @@ func (c Config) NumParams() int64 {
 // an activation other than SiLU) are rejected with a *learner.ConfigError. The result is
 // validated.
 func LoadConfig(dir string) (Config, error) {
-	js, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	js, err := limits.ReadFile(filepath.Join(dir, ConfigFile), limits.Config)
 	if err != nil {
 		return Config{}, fmt.Errorf("qwen3: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -270,7 +271,7 @@ func (m *Model) SaveAdapter(dir string) error {
 // as a list, no DoRA, no rsLoRA) and attaches it, freezing the base weights. Every adapter
 // tensor is checked first; on error the model is unchanged.
 func (m *Model) LoadAdapter(dir string) error {
-	js, err := os.ReadFile(filepath.Join(dir, AdapterConfigFile))
+	js, err := limits.ReadFile(filepath.Join(dir, AdapterConfigFile), limits.Config)
 	if err != nil {
 		return fmt.Errorf("qwen3: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/dlclark/regexp2"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/t2t-lab/t2t/internal/limits"
 )
 
 // gpt2Pattern is the pre-tokenizer regex of the ByteLevel pre-tokenizer when use_regex is true
@@ -108,7 +109,7 @@ type tjModel struct {
 
 // Load reads a Hugging Face tokenizer.json (a byte-level BPE model such as Qwen's or GPT-2's).
 func Load(path string) (*Tokenizer, error) {
-	js, err := os.ReadFile(path)
+	js, err := limits.ReadFile(path, limits.Text)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
