@@ -83,10 +83,12 @@ func (s *Server) sampling(p *samplingParams, c *served, promptLens []int, defaul
 	case want != nil && *want > left:
 		return sc, 0, unprocessable(field, "context_length_exceeded",
 			"the prompt (%d tokens) plus %s (%d) exceeds the model's context of %d tokens", maxPrompt, field, *want, ctxLen)
+	case want != nil && *want > s.opt.MaxTokens:
+		return sc, 0, unprocessable(field, "max_tokens_exceeded", "%s %d: this server allows at most %d", field, *want, s.opt.MaxTokens)
 	case want != nil:
 		sc.MaxNewTokens = *want
 	default:
-		sc.MaxNewTokens = min(defaultMax, left)
+		sc.MaxNewTokens = min(defaultMax, left, s.opt.MaxTokens)
 	}
 	if p.Stream && p.StreamOptions == nil {
 		p.StreamOptions = &struct {

@@ -102,3 +102,26 @@ func TestServeCommand(t *testing.T) {
 		t.Fatalf("MaxN -1: %v", err)
 	}
 }
+
+// Serving off loopback without an API key warns; on loopback, or with a key, it does not.
+func TestServeWarnsWithoutKeyOffLoopback(t *testing.T) {
+	lm := srvCheckpoint(t, srvTestSeed(t))
+	dir := lm.Dir
+	_ = lm.Close()
+	for _, tc := range []struct {
+		addr, key string
+		warn      bool
+	}{{"0.0.0.0:0", "", true}, {"0.0.0.0:0", "k", false}, {"127.0.0.1:0", "", false}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out bytes.Buffer
+		err := serve.Run(ctx, serve.RunConfig{Dir: dir, Addr: tc.addr, Engine: engine.Spec{Device: "cpu"},
+			Options: serve.Options{APIKey: tc.key}, Ready: func(string) { cancel() }}, nil, &out)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s key %q: %v", tc.addr, tc.key, err)
+		}
+		if got := bytes.Contains(out.Bytes(), []byte("WARNING")); got != tc.warn {
+			t.Errorf("%s key %q: warning %v, want %v:\n%s", tc.addr, tc.key, got, tc.warn, out.String())
+		}
+	}
+}

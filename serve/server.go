@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,13 @@ type Options struct {
 	MaxTopLogprobs int
 	// MaxBodyBytes bounds a request body. Default 8 MiB.
 	MaxBodyBytes int64
+	// MaxTokens caps max_tokens (and max_completion_tokens) of a request, whatever the model's
+	// context: a checkpoint that claims a huge context cannot make one request allocate for it.
+	// Default 8192.
+	MaxTokens int
+	// APIKey, when set, is the bearer token every request but /health must send
+	// ("Authorization: Bearer KEY"); others get 401.
+	APIKey string
 	// Seed seeds the sampling of requests that send no seed: the server draws each such
 	// request's seed from rand.NewPCG(Seed, ·) in arrival order. Default 0.
 	Seed uint64
@@ -58,6 +66,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = 8 << 20
+	}
+	if o.MaxTokens == 0 {
+		o.MaxTokens = 8192
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -109,7 +120,7 @@ func New(lm *textpolicy.LM, opt Options) (*Server, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"DefaultMaxTokens", opt.DefaultMaxTokens}, {"MaxN", opt.MaxN}, {"MaxRows", opt.MaxRows}, {"MaxTopLogprobs", opt.MaxTopLogprobs}} {
+	}{{"DefaultMaxTokens", opt.DefaultMaxTokens}, {"MaxN", opt.MaxN}, {"MaxRows", opt.MaxRows}, {"MaxTopLogprobs", opt.MaxTopLogprobs}, {"MaxTokens", opt.MaxTokens}} {
 		if f.v < 1 {
 			return nil, fmt.Errorf("%w: %s = %d: must be ≥ 1", ErrOptions, f.name, f.v)
 		}
@@ -147,8 +158,18 @@ func (s *Server) nameFor(lm *textpolicy.LM) string {
 	return "t2t-qwen3"
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. With Options.APIKey every route but /health needs the
+// key as a bearer token.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.opt.APIKey != "" && r.URL.Path != "/health" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.opt.APIKey)) != 1 {
+			writeError(w, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key", "missing or wrong API key (Authorization: Bearer KEY)")
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // ModelName is the id of the model being served.
 func (s *Server) ModelName() string { return s.cur.Load().name }

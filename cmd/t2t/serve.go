@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -22,6 +23,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	ef := addEngineFlags(fs)
 	seed := fs.Uint64("seed", 1, "sampling seed for requests without a seed")
 	maxTokens := fs.Int("max-tokens", 512, "default max_tokens of a chat completion")
+	limit := fs.Int("max-tokens-limit", 8192, "the most max_tokens a request may ask for (more is answered 422)")
+	apiKey := fs.String("api-key", "", "bearer token every request must send (default $T2T_API_KEY; empty: none, with a warning off loopback)")
 	verbose := fs.Bool("v", false, "log requests to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -43,7 +46,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	err = serve.Run(ctx, serve.RunConfig{Dir: *dir, Addr: *addr, Engine: spec,
-		Options: serve.Options{ModelName: *name, DefaultMaxTokens: *maxTokens, Seed: *seed, Logger: logger}}, hup, stdout)
+		Options: serve.Options{ModelName: *name, DefaultMaxTokens: *maxTokens, MaxTokens: *limit, APIKey: cmp.Or(*apiKey, os.Getenv("T2T_API_KEY")), Seed: *seed, Logger: logger}}, hup, stdout)
 	var le *serve.LoadError
 	switch {
 	case errors.As(err, &le):
