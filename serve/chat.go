@@ -248,6 +248,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.genFailed(w, log, err)
 		return
 	}
+	defer sse.finish()
 	chunk := func(choices []chatChunkChoice, u *usage) error {
 		return sse.send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: c.name, SystemFingerprint: fp, Choices: choices, Usage: u})
 	}
@@ -311,39 +312,6 @@ func (s *Server) genFailed(w http.ResponseWriter, log interface{ Warn(string, ..
 	writeError(w, http.StatusInternalServerError, "server_error", "", "generation_failed", err.Error())
 }
 
-// sse writes server-sent events: "data: <json>\n\n" per event, "data: [DONE]" at the end.
-type sse struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
-}
-
-func newSSE(w http.ResponseWriter) (*sse, error) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	w.WriteHeader(http.StatusOK)
-	s := &sse{w: w, rc: http.NewResponseController(w)}
-	return s, s.rc.Flush()
-}
-
-func (s *sse) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
-
-func (s *sse) done() {
-	_, _ = fmt.Fprint(s.w, "data: [DONE]\n\n")
-	_ = s.rc.Flush()
-}
-
-// fail ends a stream with an error event (the status line is already sent).
 func (s *sse) fail(log interface{ Warn(string, ...any) }, err error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("stream abandoned", "err", err)
@@ -351,4 +319,5 @@ func (s *sse) fail(log interface{ Warn(string, ...any) }, err error) {
 	}
 	log.Warn("generation failed", "err", err)
 	_ = s.send(apiError{Error: apiErrorBody{Message: err.Error(), Type: "server_error"}})
+	s.finish()
 }

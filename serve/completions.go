@@ -166,6 +166,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.genFailed(w, log, err)
 		return
 	}
+	defer sse.finish()
 	chunk := func(ch []completionChoice, u *usage) error {
 		return sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: c.name, SystemFingerprint: fp, Choices: ch, Usage: u})
 	}
