@@ -58,7 +58,7 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	})
 	var large *qwen3.LargeCheckpointError
 	if errors.As(err, &large) {
-		return badInput("a %s checkpoint is %.1f GiB of float32 weights: pass --force to write it", large.Preset, float64(large.Bytes)/(1<<30))
+		return badInput("%s", strings.Replace(strings.TrimPrefix(large.Error(), "qwen3: "), "set Force", "pass --force", 1))
 	} else if err != nil {
 		return err
 	}

@@ -14,14 +14,20 @@ import (
 // (see *LargeCheckpointError).
 var ErrNeedsForce = errors.New("qwen3: checkpoint too large to write without Force")
 
-// LargeCheckpointError refuses to write a 4b-shape checkpoint without InitOptions.Force. It
-// wraps ErrNeedsForce.
+// LargeCheckpointError refuses, without InitOptions.Force, a 4b-shape checkpoint and any shape
+// whose float32 weights do not fit in the memory available (Available > 0: they are built in
+// memory before they are written). It wraps ErrNeedsForce.
 type LargeCheckpointError struct {
-	Preset string
-	Bytes  int64 // float32 weights
+	Preset    string
+	Bytes     int64 // float32 weights
+	Available int64 // learner.MemAvailable when that was the reason, else 0
 }
 
 func (e *LargeCheckpointError) Error() string {
+	if e.Available > 0 {
+		return fmt.Sprintf("qwen3: the checkpoint is %.1f GiB of float32 weights, more than the %.1f GiB of memory available: set Force to write it anyway",
+			float64(e.Bytes)/(1<<30), float64(e.Available)/(1<<30))
+	}
 	return fmt.Sprintf("qwen3: a %s checkpoint is %.1f GiB of float32 weights: set Force to write it", e.Preset, float64(e.Bytes)/(1<<30))
 }
 
@@ -95,8 +101,13 @@ func Init(dir string, o InitOptions, planned func(Config)) (Config, error) {
 	if planned != nil {
 		planned(cfg)
 	}
-	if o.Preset == Preset4BShape && !o.Force {
-		return Config{}, &LargeCheckpointError{Preset: o.Preset, Bytes: 4 * cfg.NumParams()}
+	if bytes := 4 * cfg.NumParams(); !o.Force {
+		if o.Preset == Preset4BShape {
+			return Config{}, &LargeCheckpointError{Preset: o.Preset, Bytes: bytes}
+		}
+		if avail := learner.MemAvailable(); avail > 0 && bytes > avail {
+			return Config{}, &LargeCheckpointError{Preset: o.Preset, Bytes: bytes, Available: avail}
+		}
 	}
 	written, err := WriteRandomCheckpoint(dir, cfg, o.Seed, o.TokenizerPath)
 	if err != nil || o.TokenizerPath != "" {

@@ -74,6 +74,15 @@ func TestInit(t *testing.T) {
 	if _, err := os.Stat(big); !os.IsNotExist(err) {
 		t.Errorf("4b-shape without Force wrote %s", big)
 	}
+	// Any shape whose weights do not fit in the memory available is refused before it is built.
+	if avail := learner.MemAvailable(); avail > 0 {
+		_, err := Init(big, InitOptions{Preset: PresetTiny, Shape: Shape{Hidden: 100_000}}, nil)
+		if !errors.As(err, &le) || le.Available <= 0 || le.Bytes <= le.Available {
+			t.Errorf("hidden 100000 without Force: %v", err)
+		}
+	} else {
+		t.Log("no /proc/meminfo: the available-memory check is not exercised here")
+	}
 	for _, tc := range []struct {
 		o     InitOptions
 		field string
