@@ -1,6 +1,7 @@
 package env
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -136,5 +137,57 @@ func TestDrawFormats(t *testing.T) {
 	var fe *FieldError
 	if _, err := Draw(ins[0], nil, "gif", 16); !errors.As(err, &fe) || fe.Field != "format" {
 		t.Fatalf("gif: %v, want a format FieldError", err)
+	}
+}
+
+func TestInstanceJSONNamesTheFieldAtFault(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultLocalConfig()
+	cfg.Instances = 1
+	ins, err := GenerateAll(cfg, 11, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SolveAll(ins, SolveOptions{}, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	good, err := json.Marshal(ins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Instance
+	if err := json.Unmarshal(good, &back); err != nil {
+		t.Fatalf("a solved instance with its optimal paths: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(good, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "id")
+	paths := m["paths"].([]any)
+	p0 := paths[0].([]any)
+	paths[0] = append([]any{p0[0]}, append([]any{[]any{99, 99}}, p0[1:]...)...) // a jump out of the grid
+	for _, tc := range []struct {
+		name, field string
+		mutate      func(map[string]any)
+	}{
+		{"paths", "paths", func(m map[string]any) { m["paths"] = paths }},
+		{"height", "height", func(m map[string]any) { m["height"] = 100000 }},
+		{"position", "position", func(m map[string]any) {
+			m["agents"] = []any{map[string]any{"start": []any{0.5, 0}, "goal": []any{0, 0}}}
+		}},
+	} {
+		c := map[string]any{}
+		for k, v := range m {
+			c[k] = v
+		}
+		tc.mutate(c)
+		b, _ := json.Marshal(c)
+		var in Instance
+		err := json.Unmarshal(b, &in)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: %v, want a FieldError on %q", tc.name, err, tc.field)
+		}
 	}
 }

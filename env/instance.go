@@ -30,11 +30,8 @@ func (p Pos) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads [r,c].
 func (p *Pos) UnmarshalJSON(b []byte) error {
 	var a []int
-	if err := json.Unmarshal(b, &a); err != nil {
-		return fmt.Errorf("position: want [row,col]: %w", err)
-	}
-	if len(a) != 2 {
-		return fmt.Errorf("position: want [row,col], got %d numbers", len(a))
+	if err := json.Unmarshal(b, &a); err != nil || len(a) != 2 {
+		return &FieldError{Field: "position", Value: string(b), Reason: "want [row,col], two integers"}
 	}
 	p.R, p.C = a[0], a[1]
 	return nil
@@ -297,11 +294,16 @@ func (in *Instance) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&j); err != nil {
 		return fmt.Errorf("instance: %w", err)
 	}
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"width", j.Width}, {"height", j.Height}} {
+		if d.v < 0 || d.v > MaxSize {
+			return &FieldError{Field: d.name, Value: d.v, Reason: fmt.Sprintf("must be in [%d,%d]", MinSize, MaxSize)}
+		}
+	}
 	if len(j.Grid) != j.Height {
 		return &FieldError{Field: "grid", Value: len(j.Grid), Reason: fmt.Sprintf("want %d rows (height)", j.Height)}
-	}
-	if j.Width < 0 || j.Width > MaxSize || j.Height < 0 || j.Height > MaxSize {
-		return &FieldError{Field: "width", Value: j.Width, Reason: fmt.Sprintf("must be in [%d,%d]", MinSize, MaxSize)}
 	}
 	holes := make([]bool, 0, j.Width*j.Height)
 	for r, row := range j.Grid {
@@ -326,6 +328,19 @@ func (in *Instance) UnmarshalJSON(b []byte) error {
 	}
 	if len(j.Paths) != 0 && len(j.Paths) != len(j.Agents) {
 		return &FieldError{Field: "paths", Value: len(j.Paths), Reason: fmt.Sprintf("want one path per agent (%d)", len(j.Agents))}
+	}
+	if len(j.Paths) != 0 { // the plan an instance carries must be one: valid, and optimal when costs are given
+		var rep Report
+		Verify(&out, &Plan{Paths: j.Paths}, &rep)
+		switch {
+		case !rep.Valid && len(rep.Failures) > 0:
+			f := rep.Failures[0]
+			return &FieldError{Field: "paths", Value: fmt.Sprintf("agent %d at t=%d", f.Agent, f.T), Reason: "not a valid plan: " + f.Check.String() + " fails"}
+		case !rep.Valid:
+			return &FieldError{Field: "paths", Value: len(j.Paths), Reason: "not a valid plan"}
+		case j.SOC > 0 && rep.SOC != j.SOC:
+			return &FieldError{Field: "paths", Value: rep.SOC, Reason: fmt.Sprintf("sum of costs differs from the instance's soc %d", j.SOC)}
+		}
 	}
 	if j.SOC < 0 || j.Makespan < 0 {
 		return &FieldError{Field: "soc", Value: j.SOC, Reason: "costs must be >= 0"}

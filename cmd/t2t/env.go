@@ -153,10 +153,11 @@ func envCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !in.Solved() {
-		if err := env.Annotate(in, env.SolveOptions{}); err != nil {
-			return fmt.Errorf("solving instance %s: %w", in.ID, err)
-		}
+	claimed := in.SOC // the file's costs are not trusted: the solver's are used
+	if err := env.Annotate(in, env.SolveOptions{}); err != nil {
+		return fmt.Errorf("solving instance %s: %w", in.ID, err)
+	} else if claimed > 0 && claimed != in.SOC {
+		return badInput("%s: instance %s says soc %d, its optimum is %d", *sel.path, in.ID, claimed, in.SOC)
 	}
 	answer, err := readIn(*planPath)
 	if err != nil {

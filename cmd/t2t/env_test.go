@@ -136,6 +136,14 @@ func TestEnvBadInputExitsTwoNamingFileLineField(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q: want 2 and one line naming %s", args, code, e, args[len(args)-2])
 		}
 	}
+	// Costs in the file are not trusted: a forged soc is named against the solver's optimum.
+	forged := filepath.Join(dir, "forged.jsonl")
+	os.WriteFile(forged, []byte(strings.Replace(good, `"soc":0`, `"soc":7`, 1)+"\n"), 0o644)
+	plan := filepath.Join(dir, "plan.txt")
+	os.WriteFile(plan, []byte("agent 0: DOWN DOWN RIGHT RIGHT\n"), 0o644)
+	if code, _, e := t2t(t, "env", "check", "--instance", forged, "--plan", plan); code != 2 || !strings.Contains(e, "says soc 7, its optimum is 4") {
+		t.Errorf("forged soc: exit %d, stderr %q", code, e)
+	}
 	if code, _, _ := t2t(t, "env", "gen", "--bogus"); code != 2 {
 		t.Fatalf("unknown flag: exit %d, want 2", code)
 	}
