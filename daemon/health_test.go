@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -33,6 +34,25 @@ func TestHealth(t *testing.T) {
 		code, body, ctype := get(tc.path)
 		if code != tc.code || body != tc.body || ctype != tc.ctype {
 			t.Errorf("GET %s: %d %q (%s), want %d %q (%s)", tc.path, code, body, ctype, tc.code, tc.body, tc.ctype)
+		}
+	}
+}
+
+// The node's endpoints only report: PUT, POST, TRACE and the like are 405.
+func TestEndpointsAreReadOnly(t *testing.T) {
+	h := ReadOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, "TRACE"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(m, "/healthz", nil))
+		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
+			t.Errorf("%s: %d, Allow %q", m, rec.Code, rec.Header().Get("Allow"))
+		}
+	}
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(m, "/healthz", nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s: %d", m, rec.Code)
 		}
 	}
 }

@@ -234,7 +234,20 @@ func newMux(h *health, nm *metrics) *http.ServeMux {
 	return mux
 }
 
-// ListenAndServe serves h on addr and prints "<prefix>http=<address>" to
+// ReadOnly answers every method but GET and HEAD with 405: the node's endpoints (/healthz,
+// /readyz, /metrics, /ui, /api/status) only report.
+func ReadOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ListenAndServe serves h on addr (ReadOnly) and prints "<prefix>http=<address>" to
 // out; the returned func stops the server. A listen error is an
 // *InputError (Field "HTTPAddr").
 func ListenAndServe(addr string, h http.Handler, out io.Writer, prefix string) (func(), error) {
@@ -242,7 +255,7 @@ func ListenAndServe(addr string, h http.Handler, out io.Writer, prefix string) (
 	if err != nil {
 		return nil, &InputError{Field: "HTTPAddr", Value: addr, Err: err}
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: ReadOnly(h), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	fmt.Fprintf(out, "%shttp=%s\n", prefix, ln.Addr())
 	return func() { srv.Close() }, nil

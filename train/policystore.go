@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
@@ -182,15 +183,20 @@ func (p *PolicyStore) Spec(ctx context.Context, runID string) (RunSpec, error) {
 // Publish makes version the run's latest policy, with its weights (nil for
 // a policy without weights), and drops the version KeepPolicies older.
 func (p *PolicyStore) Publish(ctx context.Context, runID string, version int64, weights []byte) error {
-	_, err := p.rdb.TxPipelined(ctx, func(tx redis.Pipeliner) error {
-		if weights != nil {
-			tx.Set(ctx, p.key(runID, "policy:"+strconv.FormatInt(version, 10)), weights, 0)
-		}
-		tx.Set(ctx, p.key(runID, "policy:latest"), version, 0)
-		if old := version - KeepPolicies; old >= 0 {
-			tx.Del(ctx, p.key(runID, "policy:"+strconv.FormatInt(old, 10)))
-		}
-		return nil
+	// The transaction is idempotent; a server still loading its AOF fails it (EXECABORT), so it
+	// is retried as the store retries its own writes.
+	err := store.Retry(ctx, store.Options{}, "publish policy", func(ctx context.Context) error {
+		_, err := p.rdb.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+			if weights != nil {
+				tx.Set(ctx, p.key(runID, "policy:"+strconv.FormatInt(version, 10)), weights, 0)
+			}
+			tx.Set(ctx, p.key(runID, "policy:latest"), version, 0)
+			if old := version - KeepPolicies; old >= 0 {
+				tx.Del(ctx, p.key(runID, "policy:"+strconv.FormatInt(old, 10)))
+			}
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("train: publish policy %d of run %s: %w", version, runID, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -20,12 +21,30 @@ import (
 // Every operation passed to do is idempotent, so retrying after an
 // ambiguous failure (the command may have run, the reply was lost) is safe.
 func (s *Store) do(ctx context.Context, op string, fn func(context.Context) error) error {
+	return retry(ctx, s.opt, s.log, func() *rand.Rand { return rand.New(rand.NewPCG(s.opt.JitterSeed, s.retrySeq.Add(1))) }, op, fn)
+}
+
+// Retry runs fn as the store runs its own operations: again after each transient Redis
+// failure (a lost connection, LOADING, TRYAGAIN, …, EXECABORT), with jittered exponential
+// backoff, until it succeeds, fails otherwise, ctx ends or opt.MaxRetryElapsed has passed
+// (zero fields take the defaults). fn must be idempotent. For Redis work outside a Store, such
+// as publishing a policy.
+func Retry(ctx context.Context, opt Options, op string, fn func(context.Context) error) error {
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return err
+	}
+	return retry(ctx, opt, opt.Logger, func() *rand.Rand { return rand.New(rand.NewPCG(opt.JitterSeed, 1)) }, op, fn)
+}
+
+// retry is do's loop; newRNG gives the jitter source on the first retry.
+func retry(ctx context.Context, opt Options, log *slog.Logger, newRNG func() *rand.Rand, op string, fn func(context.Context) error) error {
 	err := fn(ctx)
 	if err == nil {
 		return nil
 	}
 	start := time.Now()
-	backoff := s.opt.InitialBackoff
+	backoff := opt.InitialBackoff
 	var rng *rand.Rand
 	for attempt := 1; ; attempt++ {
 		if ctx.Err() != nil {
@@ -35,18 +54,18 @@ func (s *Store) do(ctx context.Context, op string, fn func(context.Context) erro
 			return fmt.Errorf("store: %s: %w", op, err)
 		}
 		elapsed := time.Since(start)
-		remaining := s.opt.MaxRetryElapsed - elapsed
+		remaining := opt.MaxRetryElapsed - elapsed
 		if remaining <= 0 {
 			return fmt.Errorf("store: %s: %w after %d attempts in %v: %w", op, ErrUnavailable, attempt, elapsed.Round(time.Millisecond), err)
 		}
 		if rng == nil {
-			rng = rand.New(rand.NewPCG(s.opt.JitterSeed, s.retrySeq.Add(1)))
+			rng = newRNG()
 		}
 		d := jitter(rng, backoff)
 		if d > remaining {
 			d = remaining
 		}
-		s.log.Warn("store: transient redis error, retrying",
+		log.Warn("store: transient redis error, retrying",
 			"op", op, "attempt", attempt, "backoff", d, "elapsed", elapsed, "err", err)
 		t := time.NewTimer(d)
 		select {
@@ -55,7 +74,7 @@ func (s *Store) do(ctx context.Context, op string, fn func(context.Context) erro
 			return fmt.Errorf("store: %s: %w (last error: %v)", op, ctx.Err(), err)
 		case <-t.C:
 		}
-		backoff = min(2*backoff, s.opt.MaxBackoff)
+		backoff = min(2*backoff, opt.MaxBackoff)
 		err = fn(ctx)
 		if err == nil {
 			return nil
@@ -102,7 +121,9 @@ func isTransient(err error) bool {
 	if errors.As(err, &netErr) && netErr.Timeout() {
 		return true
 	}
-	for _, p := range []string{"LOADING ", "TRYAGAIN ", "MASTERDOWN ", "CLUSTERDOWN ", "BUSY "} {
+	// EXECABORT: a MULTI/EXEC whose queued commands a loading server refused (seen while Redis
+	// loaded its AOF); the whole transaction is retried.
+	for _, p := range []string{"LOADING ", "TRYAGAIN ", "MASTERDOWN ", "CLUSTERDOWN ", "BUSY ", "EXECABORT "} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
 		}

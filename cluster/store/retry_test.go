@@ -157,6 +157,7 @@ func TestIsTransient(t *testing.T) {
 		{storeRedisErr("TRYAGAIN Multiple keys request during rehashing of slot"), true},
 		{storeRedisErr("MASTERDOWN Link with MASTER is down"), true},
 		{storeRedisErr("BUSY Redis is busy running a script"), true},
+		{storeRedisErr("EXECABORT Transaction discarded because of previous errors."), true},
 		{storeRedisErr("ERR wrong number of arguments"), false},
 		{storeRedisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
 		{storeRedisErr("BUSYKEY Target key name already exists"), false},
@@ -170,5 +171,32 @@ func TestIsTransient(t *testing.T) {
 		if got := isTransient(c.err); got != c.want {
 			t.Errorf("isTransient(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// Retry, for Redis work outside a Store (a policy publish), retries a transaction the server
+// aborted (EXECABORT, as while it loads its AOF) and returns once it commits.
+func TestRetryExportedRetriesExecAbort(t *testing.T) {
+	calls := 0
+	err := Retry(context.Background(), Options{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Logger: storeSlog(newStoreLogs(t))},
+		"publish", func(context.Context) error {
+			if calls++; calls < 3 {
+				return storeRedisErr("EXECABORT Transaction discarded because of previous errors.")
+			}
+			return nil
+		})
+	if err != nil || calls != 3 {
+		t.Fatalf("Retry: %v after %d calls, want success on the third", err, calls)
+	}
+	calls = 0
+	err = Retry(context.Background(), Options{}, "publish", func(context.Context) error {
+		calls++
+		return storeRedisErr("WRONGTYPE Operation against a key holding the wrong kind of value")
+	})
+	if err == nil || calls != 1 {
+		t.Fatalf("a permanent error: %v after %d calls", err, calls)
+	}
+	if err := Retry(context.Background(), Options{MaxRetryElapsed: -1}, "x", func(context.Context) error { return nil }); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad options: %v", err)
 	}
 }
