@@ -58,6 +58,9 @@ func Run(ctx context.Context, cfg Config, run *RunSetup) error {
 		}
 		defer stopHTTP()
 	}
+	if w := gossipWarning(cfg.Gossip); w != "" {
+		fmt.Fprintln(p.out, w)
+	}
 	if cfg.TLS.Enabled() {
 		if p.remoteOpts, err = cluster.RemoteTLSOptions(cfg.TLS); err != nil {
 			return &InputError{Field: "TLS", Value: cfg.TLS.Cert, Err: err}
@@ -154,4 +157,15 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// gossipWarning is the warning for gossip that binds an address other hosts can reach without a
+// key (anyone who reaches it can join the cluster and read its membership); "" otherwise.
+func gossipWarning(c cluster.Config) string {
+	ip := net.ParseIP(c.BindAddr)
+	if len(c.SecretKey) > 0 || (ip != nil && ip.IsLoopback()) {
+		return ""
+	}
+	return fmt.Sprintf("t2t node: WARNING: gossip on %s is unencrypted and reachable from other hosts: anyone who can reach it can join the cluster (set --gossip-key, or bind --gossip to a private address)",
+		net.JoinHostPort(c.BindAddr, strconv.Itoa(c.BindPort)))
 }

@@ -4,7 +4,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/t2t-lab/t2t/cluster"
 )
 
 func TestHealth(t *testing.T) {
@@ -53,6 +56,19 @@ func TestEndpointsAreReadOnly(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(m, "/healthz", nil))
 		if rec.Code != http.StatusOK {
 			t.Errorf("%s: %d", m, rec.Code)
+		}
+	}
+}
+
+func TestGossipWarning(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		key  []byte
+		warn bool
+	}{{"0.0.0.0", nil, true}, {"10.0.0.5", nil, true}, {"0.0.0.0", make([]byte, 32), false}, {"127.0.0.1", nil, false}, {"::1", nil, false}} {
+		w := gossipWarning(cluster.Config{BindAddr: tc.addr, BindPort: 7946, SecretKey: tc.key})
+		if (w != "") != tc.warn || (tc.warn && !strings.Contains(w, "--gossip-key")) {
+			t.Errorf("%s key %d bytes: %q", tc.addr, len(tc.key), w)
 		}
 	}
 }
