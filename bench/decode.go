@@ -107,16 +107,11 @@ func RunDecode(ctx context.Context, s Setup, o DecodeOptions) (*DecodeReport, er
 	est := o.estimate(cfg)
 	s.logf("%s, %.4gM parameters; memory estimate: weights %.2f GiB + KV cache %.2f GiB",
 		s.Source.Name(), float64(cfg.NumParams())/1e6, float64(est.Weights)/(1<<30), float64(est.KVCache)/(1<<30))
-	if err := s.checkMemory(est.Weights + est.KVCache); err != nil {
-		return nil, err
-	}
-	t0 := time.Now()
-	m, err := s.open(ctx, cfg)
+	m, open, err := s.open(ctx, cfg, est.Weights+est.KVCache)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	open := time.Since(t0)
 	rep, err := Decode(m, o)
 	if err != nil {
 		return nil, err

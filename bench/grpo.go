@@ -160,16 +160,11 @@ func RunGRPO(ctx context.Context, s Setup, o GRPOOptions) (*GRPOReport, error) {
 	}
 	s.logf("%s, %.4gM parameters; memory estimate per micro-batch of %d × %d tokens%s: %s",
 		s.Source.Name(), float64(cfg.NumParams())/1e6, min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen, note, est)
-	if err := s.checkMemory(est.Total()); err != nil {
-		return nil, err
-	}
-	t0 := time.Now()
-	m, err := s.open(ctx, cfg)
+	m, open, err := s.open(ctx, cfg, est.Total())
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	open := time.Since(t0)
 	rep, err := GRPO(m, o)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
@@ -77,8 +78,14 @@ func (s Setup) checkMemory(need int64) error {
 	return nil
 }
 
-// open loads Source.Dir, or builds the preset with random weights, on the engine.
-func (s Setup) open(ctx context.Context, cfg qwen3.Config) (engine.Model, error) {
+// open refuses a CPU run whose estimate, need bytes, exceeds the memory available
+// (checkMemory), then loads Source.Dir, or builds the preset with random weights, on the
+// engine; it returns how long the load or build took.
+func (s Setup) open(ctx context.Context, cfg qwen3.Config, need int64) (engine.Model, time.Duration, error) {
+	if err := s.checkMemory(need); err != nil {
+		return nil, 0, err
+	}
+	t0 := time.Now()
 	var (
 		m   engine.Model
 		err error
@@ -89,9 +96,9 @@ func (s Setup) open(ctx context.Context, cfg qwen3.Config) (engine.Model, error)
 		m, err = textpolicy.NewRandomModel(ctx, s.Engine, cfg, s.Source.Seed)
 	}
 	if err != nil {
-		return nil, &OpenError{Dir: s.Source.Dir, Err: err}
+		return nil, 0, &OpenError{Dir: s.Source.Dir, Err: err}
 	}
-	return m, nil
+	return m, time.Since(t0), nil
 }
 
 // backendName describes where the math runs, for the report.

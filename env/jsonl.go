@@ -29,8 +29,26 @@ func (e *LineError) Unwrap() error { return e.Err }
 // whose Err names the field and the reason.
 func ReadInstances(r io.Reader) ([]*Instance, error) {
 	var out []*Instance
+	err := ScanJSONL(r, func(line int, b []byte) error {
+		in := new(Instance)
+		if err := json.Unmarshal(b, in); err != nil {
+			return &LineError{Line: line, Err: JSONReason(err)}
+		}
+		out = append(out, in)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ScanJSONL calls fn with each non-blank line of r, trimmed, and its 1-based
+// number, until fn fails (its error is returned as it is). A read error, or
+// a line over MaxJSONLLine bytes, is a *LineError.
+func ScanJSONL(r io.Reader, fn func(line int, b []byte) error) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), MaxJSONLLine)
+	sc.Buffer(make([]byte, 64<<10), MaxJSONLLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -38,16 +56,14 @@ func ReadInstances(r io.Reader) ([]*Instance, error) {
 		if len(b) == 0 {
 			continue
 		}
-		in := new(Instance)
-		if err := json.Unmarshal(b, in); err != nil {
-			return nil, &LineError{Line: line, Err: JSONReason(err)}
+		if err := fn(line, b); err != nil {
+			return err
 		}
-		out = append(out, in)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &LineError{Line: line + 1, Err: err}
+		return &LineError{Line: line + 1, Err: err}
 	}
-	return out, nil
+	return nil
 }
 
 // JSONReason shortens an encoding/json type error to the field and the

@@ -1,7 +1,6 @@
 package evaluate
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -43,27 +42,23 @@ func ReadCache(path, policyID string) (map[string]report.Outcome, error) {
 		}
 		data = data[:n]
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	err = env.ScanJSONL(bytes.NewReader(data), func(line int, b []byte) error {
 		var l CacheLine
 		if err := json.Unmarshal(b, &l); err != nil {
-			return nil, &InputError{File: path, Line: line, Reason: env.JSONReason(err).Error()}
+			return &InputError{File: path, Line: line, Reason: env.JSONReason(err).Error()}
 		}
 		if l.InstanceID == "" {
-			return nil, &InputError{File: path, Line: line, Reason: "missing instance_id"}
+			return &InputError{File: path, Line: line, Reason: "missing instance_id"}
 		}
 		if l.Policy == policyID {
 			out[l.InstanceID] = l.Outcome
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // cacheWriter appends answers to the cache file, one write and one fsync

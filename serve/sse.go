@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -10,6 +11,9 @@ import (
 
 // sseWriteTimeout bounds one write of a stream to its client.
 const sseWriteTimeout = 30 * time.Second
+
+// errStreamFinished is what a send after finish returns.
+var errStreamFinished = errors.New("serve: stream already finished")
 
 // sse writes server-sent events: "data: <json>\n\n" per event, "data: [DONE]" at the end.
 //
@@ -90,7 +94,7 @@ func (s *sse) enqueue(b []byte) error {
 		return s.err
 	}
 	if s.closed {
-		return http.ErrHandlerTimeout
+		return errStreamFinished
 	}
 	s.queue = append(s.queue, b)
 	s.wake.Signal()

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -177,57 +178,25 @@ func DefaultRunID(seed uint64) string { return fmt.Sprintf("run-%d", seed) }
 // flight, stale groups kept). Run calls it.
 func (o *Options) SetDefaults() {
 	d := DefaultOptions()
-	if o.Stages == 0 {
-		o.Stages = d.Stages
-	}
-	if o.Seed == 0 {
-		o.Seed = d.Seed
-	}
-	if o.RunID == "" {
-		o.RunID = DefaultRunID(o.Seed)
-	}
+	o.Stages = cmp.Or(o.Stages, d.Stages)
+	o.Seed = cmp.Or(o.Seed, d.Seed)
+	o.RunID = cmp.Or(o.RunID, DefaultRunID(o.Seed))
 	if o.Config.Sizes == nil {
 		o.Config = d.Config
 	}
-	if o.InstancesPerUnit == 0 {
-		o.InstancesPerUnit = d.InstancesPerUnit
-	}
-	if o.Rollouts == 0 {
-		o.Rollouts = d.Rollouts
-	}
-	if o.MaxInFlight == 0 {
-		o.MaxInFlight = d.MaxInFlight
-	}
-	if o.GroupSize == 0 {
-		o.GroupSize = d.GroupSize
-	}
-	if o.LearnerBatch == 0 {
-		o.LearnerBatch = d.LearnerBatch
-	}
-	if o.StalenessK == 0 {
-		o.StalenessK = d.StalenessK
-	}
-	if o.MaxLag == 0 {
-		o.MaxLag = min(DefaultMaxLag, o.StalenessK)
-	}
-	if o.KeepLateK == 0 {
-		o.KeepLateK = 2 * o.StalenessK
-	}
-	if o.ValPerSize == 0 {
-		o.ValPerSize = d.ValPerSize
-	}
-	if o.EvalPerSize == 0 {
-		o.EvalPerSize = d.EvalPerSize
-	}
-	if o.SuiteSeed == 0 {
-		o.SuiteSeed = d.SuiteSeed
-	}
-	if o.Out == nil {
-		o.Out = d.Out
-	}
-	if o.Logger == nil {
-		o.Logger = d.Logger
-	}
+	o.InstancesPerUnit = cmp.Or(o.InstancesPerUnit, d.InstancesPerUnit)
+	o.Rollouts = cmp.Or(o.Rollouts, d.Rollouts)
+	o.MaxInFlight = cmp.Or(o.MaxInFlight, d.MaxInFlight)
+	o.GroupSize = cmp.Or(o.GroupSize, d.GroupSize)
+	o.LearnerBatch = cmp.Or(o.LearnerBatch, d.LearnerBatch)
+	o.StalenessK = cmp.Or(o.StalenessK, d.StalenessK)
+	o.MaxLag = cmp.Or(o.MaxLag, min(DefaultMaxLag, o.StalenessK))
+	o.KeepLateK = cmp.Or(o.KeepLateK, 2*o.StalenessK)
+	o.ValPerSize = cmp.Or(o.ValPerSize, d.ValPerSize)
+	o.EvalPerSize = cmp.Or(o.EvalPerSize, d.EvalPerSize)
+	o.SuiteSeed = cmp.Or(o.SuiteSeed, d.SuiteSeed)
+	o.Out = cmp.Or(o.Out, d.Out)
+	o.Logger = cmp.Or(o.Logger, d.Logger)
 	if o.Deterministic {
 		o.Rollouts, o.MaxInFlight, o.KeepStale = 1, 1, true
 	}
