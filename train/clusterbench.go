@@ -171,7 +171,7 @@ func MeasureRecordUnit(ctx context.Context, st *store.Store, serverURL string, n
 		return RecordCost{}, err
 	}
 	runID := fmt.Sprintf("bench-record-%d", time.Now().UnixNano())
-	res := unitResult(runID, 0, store.SplitTrain, "", ro, 0, "cfg")
+	res := unitResult(runID, 0, store.SplitTrain, "", ro.Episodes, 0, "cfg")
 	var rdb *redis.Client
 	if serverURL != "" {
 		ro, err := redis.ParseURL(serverURL)

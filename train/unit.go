@@ -78,6 +78,9 @@ func (e *unitExecutor) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.U
 
 // run generates, plays and records unit u and returns its groups.
 func (e *unitExecutor) run(ctx context.Context, u actors.WorkUnit) (unitRun, error) {
+	if u.Eval {
+		return e.runEval(ctx, u)
+	}
 	t0 := time.Now()
 	ctx, span := e.traces.start(telemetry.Extract(ctx, u.TraceHeaders), telemetry.SpanWorkUnit,
 		attribute.String(telemetry.AttrWorkUnit, u.UnitID), attribute.Int(telemetry.AttrStage, u.Stage),
@@ -151,7 +154,7 @@ func (e *unitExecutor) playChunk(ctx context.Context, u actors.WorkUnit, c int, 
 		}
 		return 0, fmt.Errorf("unit %s: %w", u.UnitID, err)
 	}
-	pr := unitResult(e.runID, u.Stage, store.SplitTrain, u.UnitID, ro, version, u.ConfigVersion)
+	pr := unitResult(e.runID, u.Stage, store.SplitTrain, u.UnitID, ro.Episodes, version, u.ConfigVersion)
 	if c == 0 {
 		out.result = pr
 	} else {

@@ -57,6 +57,9 @@ const (
 	AttrWorkUnit = "t2t.work_unit"
 	// AttrAttempt: the lease attempt (int, 0 on first issue), on work_unit spans.
 	AttrAttempt = "t2t.attempt"
+	// AttrSplit: the data split (string) of an evaluation unit's work_unit
+	// and eval spans: "val" or "eval_paper".
+	AttrSplit = "t2t.split"
 	// AttrInstance: the instance ID (string), on instance/sample/verify spans.
 	AttrInstance = "t2t.instance"
 	// AttrPolicyVersion: the policy version (int) used by a sample or

@@ -98,6 +98,18 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// evalSize is the instances and units of the evaluation after each stage
+// of a run with opt: the validation set and the benchmark suite, one
+// greedy episode per instance.
+func evalSize(opt train.Options) (episodes, units int) {
+	opt.SetDefaults()
+	for _, spec := range []env.SuiteSpec{env.ValidationSpec(opt.SuiteSeed, opt.ValPerSize), env.PaperEvalSpec(opt.SuiteSeed, opt.EvalPerSize)} {
+		episodes += spec.Len()
+		units += (spec.Len() + opt.InstancesPerUnit - 1) / opt.InstancesPerUnit
+	}
+	return episodes, units
+}
+
 // TestTrainMetricsHTTP runs a scripted run with t2t train's HTTP endpoints
 // and scrapes /metrics over HTTP while stage 0 is being evaluated and after
 // the run: the counters equal what the run did.
@@ -146,6 +158,7 @@ func TestTrainMetricsHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	units := (instances + perUnit - 1) / perUnit
+	evalEpisodes, evalUnits := evalSize(opt)
 	if !scraped || midCode != 200 || midErr != "" {
 		t.Fatalf("scrape during the run: scraped %v, %d %s %s", scraped, midCode, midErr, midBody)
 	}
@@ -164,8 +177,8 @@ func TestTrainMetricsHTTP(t *testing.T) {
 		telemetry.MetricWorkUnits:                        float64(rep.Coordinator.Completed),
 		telemetry.MetricLeaseReissues:                    float64(rep.Coordinator.Reissued),
 		telemetry.MetricLearnerUpdates:                   float64(rep.Learner.Updates),
-		telemetry.MetricEpisodes:                         stages * instances * group,
-		daemon.MetricRolloutUnits:                        float64(stages * units),
+		telemetry.MetricEpisodes:                         float64(stages * (instances*group + evalEpisodes)),
+		daemon.MetricRolloutUnits:                        float64(stages * (units + evalUnits)),
 		daemon.MetricPolicyVersion:                       float64(res.Stages[stages-1].Policy),
 		daemon.MetricLearnerStale:                        float64(rep.Learner.Stale),
 		daemon.MetricLateKept:                            float64(rep.Learner.LateKept),
@@ -179,7 +192,7 @@ func TestTrainMetricsHTTP(t *testing.T) {
 			t.Errorf("%s = %v after the run, want %v", name, end[name], want)
 		}
 	}
-	if rep.Coordinator.Completed != uint64(stages*units) || rep.Learner.Updates == 0 {
+	if rep.Coordinator.Completed != uint64(stages*(units+evalUnits)) || rep.Learner.Updates == 0 {
 		t.Fatalf("the run did not do what it should: %+v", rep)
 	}
 	if _, ok := end[daemon.MetricLearnerWait]; !ok || rep.Coordinator.Window == 0 {
@@ -275,10 +288,11 @@ func TestNodeMetricsRollout(t *testing.T) {
 		t.Fatalf("A exited with %d", code)
 	}
 	units := (instances + perUnit - 1) / perUnit
+	evalEpisodes, evalUnits := evalSize(train.Options{InstancesPerUnit: perUnit, ValPerSize: 1, EvalPerSize: 1})
 	bm := metricsScrape(t, "http://"+bHTTP+"/metrics", "roll-b")
 	for name, want := range map[string]float64{
-		telemetry.MetricEpisodes:   stages * instances * group,
-		daemon.MetricRolloutUnits:  float64(stages * units),
+		telemetry.MetricEpisodes:   float64(stages * (instances*group + evalEpisodes)),
+		daemon.MetricRolloutUnits:  float64(stages * (units + evalUnits)),
 		telemetry.MetricStage:      stages - 1,
 		daemon.MetricRolloutFailed: 0,
 	} {
