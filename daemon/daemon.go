@@ -66,7 +66,8 @@ func Run(ctx context.Context, cfg Config, run *RunSetup) error {
 			return &InputError{Field: "TLS", Value: cfg.TLS.Cert, Err: err}
 		}
 	}
-	st, err := store.Open(ctx, store.Options{URL: cfg.RedisURL, Logger: p.logger, MaxRetryElapsed: 30 * time.Second})
+	st, err := store.Open(ctx, store.Options{URL: cfg.RedisURL, Logger: p.logger, MaxRetryElapsed: 30 * time.Second,
+		ObserveCommand: p.metrics.m.ObserveRedis})
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}

@@ -107,7 +107,9 @@ func (e *unitExecutor) runEval(ctx context.Context, u actors.WorkUnit) (unitRun,
 		e.onUnit(out.result)
 	}
 	out.first, out.last = version, version
+	d := time.Since(t0)
+	e.metrics.ObserveUnit(d, span.SpanContext())
 	out.done.Stats.Instances = len(ins)
-	out.done.Stats.Millis = time.Since(t0).Milliseconds()
+	out.done.Stats.Millis = d.Milliseconds()
 	return out, nil
 }

@@ -89,6 +89,7 @@ func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
 	}
 	r.opt.Cluster.publish(r.opt.RunID, r.pol, r.opt.Logger)
 	d, c := time.Since(t0), countBatch(groups, before)
+	r.opt.Metrics.ObserveLearnerStep(d, span.SpanContext())
 	r.mu.Lock()
 	r.learn.add(c, st, sig, d)
 	r.mu.Unlock()

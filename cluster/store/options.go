@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -33,6 +34,14 @@ type Options struct {
 	JitterSeed uint64
 	// Logger receives one Warn record per retry. Default slog.Default().
 	Logger *slog.Logger
+	// ObserveCommand, when set, sees every Redis command the Store sends
+	// (each attempt of a retried operation, and a new connection's HELLO
+	// and setup), with the caller's context and how long the round trip
+	// took; a pipeline or transaction is one call named PipelineCommand.
+	// Commands are named in lower case ("get", "evalsha"). It is called on
+	// the caller's goroutine and must be quick (telemetry.Metrics.ObserveRedis
+	// is). Default: none.
+	ObserveCommand func(ctx context.Context, command string, d time.Duration)
 }
 
 // Defaults of Options.

@@ -57,6 +57,9 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	ro.ContextTimeoutEnabled = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	s.rdb = redis.NewClient(ro)
+	if opt.ObserveCommand != nil {
+		s.rdb.AddHook(observeHook(opt.ObserveCommand))
+	}
 	if u, err := url.Parse(raw); err == nil {
 		s.url = u.Redacted()
 	} else {
