@@ -138,8 +138,9 @@ type File struct {
 
 // Export writes instances as MovingAI files: one .map per distinct grid
 // ("t2t-WxH-HASH.map", HASH from the map's bytes; holes as '@', free
-// cells as '.'), and one .scen per instance ("N-ID.scen", N its 1-based
-// position in ins, zero-padded so names sort in order), whose rows are its
+// cells as '.'), and one .scen per instance ("N-HASH.scen", N its 1-based
+// position in ins, zero-padded so names sort in order, HASH its
+// ComputeID), whose rows are its
 // agents in order. A row's optimal-length column is the agent's
 // single-agent shortest length with our 4-connected moves (Shortest), not
 // an octile length, and its bucket is that length / 4 as in MovingAI's
@@ -170,7 +171,8 @@ func Export(ins []*env.Instance, name string) ([]File, error) {
 			rows[j] = ScenRow{Bucket: d / 4, Map: mapName, MapWidth: in.Width, MapHeight: in.Height,
 				StartX: a.Start.C, StartY: a.Start.R, GoalX: a.Goal.C, GoalY: a.Goal.R, Optimal: float64(d)}
 		}
-		scens = append(scens, File{Name: fmt.Sprintf("%0*d-%s.scen", width, i+1, in.ID), Data: FormatScen(rows)})
+		// The content hash, not the id: a file name must not come from what a user wrote.
+		scens = append(scens, File{Name: fmt.Sprintf("%0*d-%s.scen", width, i+1, in.ComputeID()), Data: FormatScen(rows)})
 	}
 	return append(maps, scens...), nil
 }
