@@ -36,7 +36,7 @@ func TestEnvImportExport(t *testing.T) {
 	}{
 		{[]string{"import", "--map", m, "--scen", s, "--agents", "11"}, "--agents: movingai: invalid agent group: 11 agents"},
 		{[]string{"import", "--map", s, "--scen", s, "--agents", "2"}, "rand-32-20.scen:1: movingai: syntax error"},
-		{[]string{"import", "--map", m, "--agents", "2"}, "--scen: movingai: required flag missing"},
+		{[]string{"import", "--map", m, "--agents", "2"}, "--scen: movingai: bad flag: required"},
 		{[]string{"export", "--in", m, "--out", exp}, "rand-32-20.map:1:"},
 	} {
 		code, _, e := t2t(t, append([]string{"env"}, c.args...)...)

@@ -48,7 +48,7 @@ func Import(m *Map, rows []ScenRow, opt ImportOptions) ([]*env.Instance, error) 
 		return nil, inputErr("--agents", 0, ErrAgents, "%d agents: want [1,%d] on a %dx%d map", k, min(m.Width, env.MaxAgents), m.Width, m.Height)
 	}
 	if opt.First < 0 {
-		return nil, inputErr("--first", 0, ErrAgents, "%d instances: want >= 0", opt.First)
+		return nil, inputErr("--first", 0, ErrFlag, "%d instances: want >= 0", opt.First)
 	}
 	groups := len(rows) / opt.Agents
 	if opt.First > 0 {

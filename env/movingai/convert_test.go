@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/limits"
 )
 
 // sameInstances fails unless got and want hold the same ids, grids and
@@ -220,7 +221,7 @@ func TestImportErrors(t *testing.T) {
 		{"too small", &Map{Width: 1, Height: 1, Blocked: make([]bool, 1)}, ok, opts, ErrMapShape, "m.map", 0, "smallest grid, 2x2"},
 		{"agents 0", m, ok, ImportOptions{}, ErrAgents, "--agents", 0, "0 agents: want [1,4] on a 4x4 map"},
 		{"agents 5", m, ok, ImportOptions{Agents: 5}, ErrAgents, "--agents", 0, "want [1,4]"},
-		{"first", m, ok, ImportOptions{Agents: 1, First: -1}, ErrAgents, "--first", 0, "want >= 0"},
+		{"first", m, ok, ImportOptions{Agents: 1, First: -1}, ErrFlag, "--first", 0, "want >= 0"},
 		{"too few rows", m, ok[:1], opts, ErrAgents, "s.scen", 0, "1 rows, fewer than the 2 agents"},
 		{"size", m, []ScenRow{ok[0], {Line: 7, MapWidth: 5, MapHeight: 4}}, opts, ErrScenMismatch, "s.scen", 7, "for a 5x4 map"},
 		{"start blocked", m, []ScenRow{ok[0], row(1, 1, 0, 0, 1)}, opts, ErrScenMismatch, "s.scen", 15, "start (x 1, y 1) is on a blocked cell"},
@@ -316,7 +317,12 @@ func TestCommands(t *testing.T) {
 	if err := (&ExportCommand{In: bad, Out: out}).Run(write); !errors.As(err, &ie) || ie.Path != bad || ie.Line != 4 {
 		t.Fatalf("a bad JSONL line: %v", err)
 	}
-	if err := (&ImportCommand{MapPath: "/dev/zero", ScenPath: "s", Agents: 1}).Run(write); !errors.As(err, &ie) || ie.Path != "/dev/zero" {
+	if err := (&ImportCommand{MapPath: "/dev/zero", ScenPath: "s", Agents: 1}).Run(write); !errors.As(err, &ie) || ie.Path != "/dev/zero" ||
+		!errors.Is(err, limits.ErrTooLarge) || err.Error() != "/dev/zero: file too large: larger than 16777216 bytes, the limit of a map or scen file" {
 		t.Fatalf("an endless map file: %v", err)
+	}
+	missing := filepath.Join(dir, "missing.scen")
+	if err := (&ImportCommand{MapPath: imp.MapPath, ScenPath: missing, Agents: 1}).Run(write); !errors.Is(err, os.ErrNotExist) || err.Error() != missing+": no such file or directory" {
+		t.Fatalf("a missing scen file: %v", err)
 	}
 }

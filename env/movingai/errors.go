@@ -3,6 +3,9 @@ package movingai
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+
+	"github.com/t2t-lab/t2t/internal/limits"
 )
 
 // Sentinel errors. Every error of this package about its input is an
@@ -24,8 +27,9 @@ var (
 	// ErrExport: an instance that cannot be written as a scen (an agent
 	// that cannot reach its goal has no shortest length).
 	ErrExport = errors.New("movingai: instance cannot be exported")
-	// ErrFlag: a required flag of the import or export command is missing.
-	ErrFlag = errors.New("movingai: required flag missing")
+	// ErrFlag: a flag of the import or export command is missing or out
+	// of range.
+	ErrFlag = errors.New("movingai: bad flag")
 )
 
 // InputError is bad input, with where it is: Path names the file (or the
@@ -54,4 +58,18 @@ func (e *InputError) Unwrap() error { return e.Err }
 // formatted reason.
 func inputErr(path string, line int, sentinel error, format string, args ...any) *InputError {
 	return &InputError{Path: path, Line: line, Err: fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))}
+}
+
+// fileErr is the *InputError of a file that cannot be read, worded
+// without its path twice.
+func fileErr(path string, err error) *InputError {
+	var pe *fs.PathError
+	var te *limits.TooLargeError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &te):
+		err = fmt.Errorf("%w: larger than %d bytes, the limit of a map or scen file", limits.ErrTooLarge, te.Limit)
+	}
+	return &InputError{Path: path, Err: err}
 }

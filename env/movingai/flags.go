@@ -93,7 +93,7 @@ func (c *ExportCommand) Run(write func(path string, data []byte) error) error {
 	}
 	f, err := os.Open(c.In)
 	if err != nil {
-		return &InputError{Path: "--in", Err: err}
+		return fileErr(c.In, err)
 	}
 	defer f.Close()
 	ins, err := env.ReadInstances(f)
@@ -118,7 +118,7 @@ func (c *ExportCommand) Run(write func(path string, data []byte) error) error {
 func required(pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i+1] == "" {
-			return &InputError{Path: pairs[i], Err: ErrFlag}
+			return inputErr(pairs[i], 0, ErrFlag, "required")
 		}
 	}
 	return nil

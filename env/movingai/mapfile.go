@@ -48,7 +48,7 @@ func cellBlocked(c byte) (blocked, ok bool) {
 func ReadMap(path string) (*Map, error) {
 	b, err := limits.ReadFile(path, MaxFileBytes)
 	if err != nil {
-		return nil, &InputError{Path: path, Err: err}
+		return nil, fileErr(path, err)
 	}
 	return ParseMap(b, path)
 }

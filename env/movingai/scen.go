@@ -30,7 +30,7 @@ type ScenRow struct {
 func ReadScen(path string) ([]ScenRow, error) {
 	b, err := limits.ReadFile(path, MaxFileBytes)
 	if err != nil {
-		return nil, &InputError{Path: path, Err: err}
+		return nil, fileErr(path, err)
 	}
 	return ParseScen(b, path)
 }
