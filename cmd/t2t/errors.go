@@ -8,6 +8,7 @@ import (
 	"github.com/t2t-lab/t2t/bench"
 	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/daemon"
+	"github.com/t2t-lab/t2t/env/movingai"
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/experiment"
 	"github.com/t2t-lab/t2t/internal/limits"
@@ -40,6 +41,7 @@ func inputError(err error) error {
 		me  *bench.MemoryError
 		de  *daemon.InputError
 		re  *daemon.RolesError
+		mi  *movingai.InputError
 		use *usageError
 	)
 	switch {
@@ -49,7 +51,7 @@ func inputError(err error) error {
 		return badInput("%s", oe.Usage())
 	case errors.As(err, &ce):
 		return badInput("%s", ce.Usage())
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.As(err, &mi):
 		return &usageError{err}
 	case errors.As(err, &xe):
 		return &usageError{fmt.Errorf("--%w", err)}
