@@ -43,9 +43,7 @@ func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
 	f.roles = fs.String("roles", "", "comma-separated roles: coordinator,learner,engineer (together) and/or rollout")
 	f.g.Register(fs)
 	f.listen = fs.String("listen", c.Listen, "actor remote address host:port other nodes reach this one at (a routable IP in a real cluster; 0.0.0.0 stands for the --advertise IP, else this host's private IP); port 0 picks one")
-	fs.StringVar(&c.TLS.Cert, "tls-cert", "", "mutual TLS for the actor transport: this node's certificate (PEM); with --tls-key and --tls-ca, on every node")
-	fs.StringVar(&c.TLS.Key, "tls-key", "", "mutual TLS: this node's private key (PEM)")
-	fs.StringVar(&c.TLS.CA, "tls-ca", "", "mutual TLS: the CA certificate (PEM) that signs every node's certificate")
+	c.TLS.Register(fs)
 	fs.StringVar(&c.HTTPAddr, "http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
 	fs.IntVar(&c.Capacity, "capacity", c.Capacity, "rollout role: rollout actors on this node (default: its CPU count)")
 	fs.StringVar(&c.ServeAddr, "serve-addr", "", "coordinator with --policy qwen3: serve the trained model's OpenAI-compatible API here (host:port) so rollout nodes sample from its current weights")
@@ -75,7 +73,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if tf.Redis == "" && !roles.Full() {
+	if tf.Redis.URL() == "" && !roles.Full() {
 		return badInput("--roles %s is a multi-node role set: it needs --redis redis://host:port, one real Redis shared by every node (the embedded Redis serves one process only)", roles)
 	}
 	cfg, err := nf.config(roles)
@@ -87,7 +85,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if !nodeNameSet {
 		tf.Telemetry.Node = cfg.Name // traces name the node as --name does
 	}
-	cfg.TelemetryName, cfg.RedisURL, cfg.Device = tf.Telemetry.Node, tf.Redis, tf.Device
+	cfg.TelemetryName, cfg.RedisURL, cfg.Device = tf.Telemetry.Node, tf.Redis.URL(), tf.Device
 	cfg.Logger, cfg.Stdout = nodeLogger(tf.Verbose, stderr), stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
