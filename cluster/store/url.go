@@ -59,7 +59,7 @@ func reason(err error, raw string) string {
 	if i := strings.IndexAny(msg, "\":"); i >= 0 {
 		msg = msg[:i]
 	}
-	return strings.TrimSpace(msg) + " (the rest hidden: the URL holds a password; escape its special characters, or use --redis-password-file)"
+	return strings.TrimSpace(msg) + " (details hidden: the URL holds a password; URL-escape it, or give it with --redis-password-file)"
 }
 
 // userinfo is the text between "://" and the last "@" of raw, or "": the
@@ -121,7 +121,7 @@ type Flags struct {
 // missing or empty file is a parse error naming the flag.
 func (f *Flags) Register(fs *flag.FlagSet, help string) {
 	fs.StringVar(&f.raw, "redis", "", help+"; its password: --redis-password-file or $"+PasswordEnv+" (one in the URL works too, but shows in ps)")
-	fs.Func("redis-password-file", "read the Redis password from this file (its first line), not from the URL or $"+PasswordEnv,
+	fs.Func("redis-password-file", "read the Redis password from `FILE` (its first line), not from the URL or $"+PasswordEnv,
 		func(path string) error {
 			p, err := readPassword(path)
 			f.password = p
