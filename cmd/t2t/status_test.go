@@ -170,9 +170,10 @@ func TestStatusBadInput(t *testing.T) {
 	}
 }
 
-// TestStatusRedisPassword: t2t status reaches a Redis that requires a
-// password with --redis-password-file or $T2T_REDIS_PASSWORD, and neither
-// its output nor its errors show the password (a malformed URL is exit 2).
+// TestStatusRedisPassword: t2t status (and t2t train) reach a Redis that
+// requires a password with --redis-password-file or $T2T_REDIS_PASSWORD,
+// and neither their output nor their errors show the password (a malformed
+// URL is exit 2).
 func TestStatusRedisPassword(t *testing.T) {
 	const pw = "s3cr3t-pw"
 	mr := miniredis.RunT(t)
@@ -208,5 +209,12 @@ func TestStatusRedisPassword(t *testing.T) {
 		if code != tc.code || !strings.Contains(out+stderr, tc.want) || strings.Contains(out+stderr, pw) {
 			t.Errorf("t2t status %q, env %q: exit %d\n%s%s\nwant %d, %q and no password", tc.args, tc.env, code, out, stderr, tc.code, tc.want)
 		}
+	}
+	// t2t train's last line names its Redis, redacted.
+	t.Setenv(store.PasswordEnv, "")
+	code, out, stderr := t2t(t, "train", "--redis", url, "--redis-password-file", file, "--policy", "scripted", "--stages", "1",
+		"--instances", "16", "--instances-per-unit", "8", "--val-per-size", "1", "--eval-per-size", "1", "--run-id", "pw")
+	if code != 0 || !strings.Contains(out, "; Redis redis://:***@"+mr.Addr()+"/0;") || strings.Contains(out+stderr, pw) {
+		t.Errorf("t2t train: exit %d\n%s%s", code, out, stderr)
 	}
 }
