@@ -108,9 +108,10 @@ func WithPassword(raw, password string) string {
 }
 
 // Flags are the Redis flags of every command that opens one: --redis URL
-// and --redis-password-file. The password is looked up where a password
-// is safest first: the file, the URL, then $PasswordEnv; it never needs to
-// stand on the command line, where other users of a host see it (ps).
+// and --redis-password-file. The password comes from the file, else the
+// URL, else $PasswordEnv (what the command line says before what the
+// environment says), so that it never needs to stand on the command line,
+// where other users of a host see it (ps).
 type Flags struct {
 	raw      string
 	password string // of --redis-password-file
