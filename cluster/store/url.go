@@ -161,7 +161,12 @@ func readPassword(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxPassword+2))
+	return passwordLine(f, path)
+}
+
+// passwordLine is readPassword of r, the file at path.
+func passwordLine(r io.Reader, path string) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxPassword+2))
 	if err != nil {
 		return "", err
 	}

@@ -219,13 +219,8 @@ func FuzzReadPassword(f *testing.F) {
 	for _, s := range []string{"pw\n", "pw", "pw\r\nmore", "\nsecond", ""} {
 		f.Add([]byte(s))
 	}
-	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		path := filepath.Join(dir, "pw")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		got, err := readPassword(path)
+		got, err := passwordLine(bytes.NewReader(b), "pw")
 		line, _, _ := strings.Cut(string(b), "\n")
 		line = strings.TrimSuffix(line, "\r")
 		switch {
