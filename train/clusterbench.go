@@ -174,9 +174,9 @@ func MeasureRecordUnit(ctx context.Context, st *store.Store, serverURL string, n
 	res := unitResult(runID, 0, store.SplitTrain, "", ro.Episodes, 0, "cfg")
 	var rdb *redis.Client
 	if serverURL != "" {
-		ro, err := redis.ParseURL(serverURL)
+		ro, err := store.ParseURL(serverURL)
 		if err != nil {
-			return RecordCost{}, fmt.Errorf("%w: redis url: %v", ErrOptions, err)
+			return RecordCost{}, fmt.Errorf("%w: %w", ErrOptions, err)
 		}
 		rdb = redis.NewClient(ro)
 		defer rdb.Close()

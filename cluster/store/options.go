@@ -11,7 +11,9 @@ import (
 // miniredis server with the defaults below.
 type Options struct {
 	// URL of the Redis server, as accepted by go-redis ParseURL
-	// ("redis://[user:pass@]host:port/db", "rediss://..." for TLS).
+	// ("redis://[user:pass@]host:port/db", "rediss://..." for TLS; Flags.URL
+	// adds a password from a file or the environment). Errors and
+	// Store.URL show it redacted.
 	// Empty: start an embedded miniredis on 127.0.0.1 and own it (Close
 	// stops it; its data lives in memory only).
 	URL string

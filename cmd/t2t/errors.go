@@ -7,6 +7,7 @@ import (
 
 	"github.com/t2t-lab/t2t/bench"
 	"github.com/t2t-lab/t2t/cluster"
+	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/daemon"
 	"github.com/t2t-lab/t2t/env/movingai"
 	"github.com/t2t-lab/t2t/evaluate"
@@ -35,6 +36,7 @@ func inputError(err error) error {
 		oe  *train.OptionError
 		ce  *cluster.FieldError
 		ie  *evaluate.InputError
+		su  *store.URLError
 		xe  *experiment.OptionError
 		le  *learner.ConfigError
 		be  *bench.OpenError
@@ -51,7 +53,7 @@ func inputError(err error) error {
 		return badInput("%s", oe.Usage())
 	case errors.As(err, &ce):
 		return badInput("%s", ce.Usage())
-	case errors.As(err, &ie), errors.As(err, &mi):
+	case errors.As(err, &ie), errors.As(err, &mi), errors.As(err, &su):
 		return &usageError{err}
 	case errors.As(err, &xe):
 		return &usageError{fmt.Errorf("--%w", err)}

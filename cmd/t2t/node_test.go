@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/daemon"
 )
@@ -591,10 +592,12 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 	t.Logf("B: %+v", *bSum.Rollout)
 }
 
-// TestNodeBadInput: a bad role set or a missing Redis is refused with exit
+// TestNodeBadInput: a bad role set, a missing Redis or gossip other hosts
+// can reach without a key (and without --insecure) is refused with exit
 // code 2 before anything starts; an unreachable --join fails with a clear
 // error once --join-timeout has passed.
 func TestNodeBadInput(t *testing.T) {
+	t.Setenv(cluster.GossipKeyEnv, "")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -606,6 +609,9 @@ func TestNodeBadInput(t *testing.T) {
 		{[]string{"node", "--roles", "coordinator,learner,engineer"}, "needs --redis"},
 		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--join", "nohost"}, "Seeds[0]"},
 		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--capacity", "0"}, "--capacity"},
+		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--gossip", "0.0.0.0:0"}, "--gossip 0.0.0.0:0: other hosts can reach"},
+		// --insecure lets the exposed gossip address pass: the next check (--listen) speaks.
+		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--gossip", "0.0.0.0:0", "--insecure", "--listen", "nohost"}, "--listen"},
 	} {
 		code, _, stderr := t2t(t, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

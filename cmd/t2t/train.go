@@ -37,7 +37,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return badInput("tracing: %v", err)
 	}
 	defer stopTel()
-	st, err := store.Open(ctx, store.Options{URL: tf.Redis, Logger: s.Logger})
+	st, err := store.Open(ctx, store.Options{URL: tf.Redis.URL(), Logger: s.Logger})
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
