@@ -24,7 +24,7 @@ type CacheLine struct {
 }
 
 // ReadCache reads the answer cache at path and returns the answers of
-// policyID by instance id; a missing file is an empty cache. A last line
+// policyID by instance content hash (the outcomes' InstanceID); a missing file is an empty cache. A last line
 // without its newline (a write torn by a kill) is dropped and cut off the
 // file; any other bad line is an *InputError naming the line.
 func ReadCache(path, policyID string) (map[string]report.Outcome, error) {
