@@ -135,7 +135,7 @@ func readSuite(path string, data, man []byte, opt env.ReadOptions) (*Suite, erro
 	lo := 0
 	for i, g := range m.Spec.Groups {
 		if g.Lo != lo || g.Count < 0 {
-			return nil, &InputError{File: manPath, Reason: fmt.Sprintf("groups[%d] holds lines [%d,%d), want them to start at %d", i, g.Lo, g.Lo+g.Count, lo)}
+			return nil, &InputError{File: manPath, Reason: fmt.Sprintf("groups[%d] holds instances [%d,%d), want them to start at %d", i, g.Lo, g.Lo+g.Count, lo)}
 		}
 		lo += g.Count
 	}
