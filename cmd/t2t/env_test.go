@@ -227,4 +227,15 @@ func TestEnvSolveBatchWritesOneLinePerInstanceLine(t *testing.T) {
 	if code, out, e := t2t(t, "env", "prompt", "--in", in, "--id", "room-1"); code != 0 || !strings.Contains(out, "<answer>") {
 		t.Errorf("prompt --id room-1: exit %d, %s", code, e)
 	}
+	// An exhausted node budget fails its own lines only.
+	gen := filepath.Join(dir, "gen.jsonl")
+	if code, _, e := t2t(t, "env", "gen", "--n", "16", "--seed", "3", "--out", gen); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, e)
+	}
+	code, out, _ = t2t(t, "env", "solve", "--in", gen, "--max-nodes", "1")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	budget := strings.Count(out, `{"error":"line `)
+	if code != 3 || len(lines) != 16 || budget == 0 || budget == 16 || !strings.Contains(out, "budget exceeded") {
+		t.Fatalf("--max-nodes 1: exit %d, %d lines, %d failed: want 3, 16 lines, some but not all failed", code, len(lines), budget)
+	}
 }
