@@ -86,6 +86,9 @@ func Pick(recs []Record, id string, line int) (*Instance, error) {
 		return nil, fmt.Errorf("no instances")
 	}
 	if id == "" {
+		if line < 0 {
+			return nil, fmt.Errorf("line %d: want a file line ≥ 1, or 0 for the first instance", line)
+		}
 		if line == 0 {
 			line = recs[0].Line
 		}

@@ -139,7 +139,7 @@ func TestRecordsNameFileLines(t *testing.T) {
 	}{
 		{"", 0, "a", ""}, {"", 3, "a", ""}, {"", 5, "walled", ""}, {"a", 0, "a", ""},
 		{"", 4, "", "4: no instance on this line (instances are on lines 3..6"},
-		{"", 6, "", `6: field "width"`}, {"nope", 0, "", `no instance with id "nope"`},
+		{"", 6, "", `6: field "width"`}, {"nope", 0, "", `no instance with id "nope"`}, {"", -1, "", "line -1: want a file line"},
 	} {
 		in, err := Pick(recs, tc.id, tc.line)
 		switch {
