@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/report"
 	"github.com/t2t-lab/t2t/train"
@@ -144,9 +144,10 @@ func (o *Options) strategy(ctx context.Context, arm Arm, seed uint64, base *env.
 	return strat, func() error { return nil }, nil
 }
 
-// loadRun reads a saved run; ok only when its fingerprint is fp.
+// loadRun reads a saved run (at most limits.Text bytes); ok only when
+// its fingerprint is fp.
 func loadRun(path, fp string) (report.Run, bool) {
-	b, err := os.ReadFile(path)
+	b, err := limits.ReadFile(path, limits.Text)
 	if err != nil || fp == "" {
 		return report.Run{}, false
 	}
