@@ -24,6 +24,11 @@ type StartRun struct {
 	// stages FirstStage..Stages-1, and unit ids and seeds of a stage are the
 	// same whichever stage the run started at.
 	FirstStage int `msgpack:"first_stage,omitempty"`
+	// Epochs is how many times a stage plays its instances (0 or 1: once):
+	// a stage has Units·Epochs units, unit e·Units+i playing unit i's
+	// instance range with its own sampling seed, every epoch after the one
+	// before in dispatch order.
+	Epochs int `msgpack:"epochs,omitempty"`
 }
 
 // WorkUnit is sent by the coordinator to a rollout actor, one per credit the
