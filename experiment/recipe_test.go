@@ -169,7 +169,7 @@ func TestConfigsValidate(t *testing.T) {
 }
 
 // TestPaperRecipeOnCPU runs the paper's recipe file as it is, on a random
-// tiny checkpoint on the CPU, scaled down (--scale 0.0005: 2 instances per
+// tiny checkpoint on the CPU (--device cpu --threads 1), scaled down (--scale 0.0005: 2 instances per
 // round, one per benchmark cell, 16-token answers): the three arms run 3
 // rounds of 2 epochs each, the checkpoint arms ask their engineer (a random
 // model: every answer is rejected and the config falls back, as the audit
@@ -191,7 +191,9 @@ func TestPaperRecipeOnCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	o, scaled, err := commandOptions(t, "--recipe", paperRecipe, "--model", model, "--device", "cpu", "--scale", "0.0005", "--out", dir)
+	// Where it computes: the CPU, one torch thread (more spin against
+	// each other on 2 shared cores: 8× the CPU time).
+	o, scaled, err := commandOptions(t, "--recipe", paperRecipe, "--model", model, "--device", "cpu", "--threads", "1", "--scale", "0.0005", "--out", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
