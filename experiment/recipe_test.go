@@ -192,7 +192,7 @@ func TestPaperRecipeOnCPU(t *testing.T) {
 	}
 	dir := t.TempDir()
 	// Where it computes: the CPU, one torch thread (more spin against
-	// each other on 2 shared cores: 8× the CPU time).
+	// each other on 2 shared cores: about 4× the CPU time).
 	o, scaled, err := commandOptions(t, "--recipe", paperRecipe, "--model", model, "--device", "cpu", "--threads", "1", "--scale", "0.0005", "--out", dir)
 	if err != nil {
 		t.Fatal(err)
