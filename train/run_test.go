@@ -76,43 +76,54 @@ func TestScriptedRunAggregatesExact(t *testing.T) {
 		t.Fatalf("%d stage reports, want 3", len(res.Stages))
 	}
 	ctx := context.Background()
+	val, eval := env.ValidationSpec(2026, 2), env.PaperEvalSpec(2026, 1)
 	for stage := range 3 {
-		want := map[store.Key]store.Counts{}
-		nUnits := 0
-		for _, u := range units {
-			if u.Stage != stage {
-				continue
-			}
-			nUnits++
-			for k, c := range u.Buckets {
-				want[k] = want[k].Add(c)
-			}
-		}
-		if nUnits != 6 { // ceil(40/7)
-			t.Fatalf("stage %d: %d units ran, want 6", stage, nUnits)
-		}
-		got, err := st.Aggregates(ctx, "agg", stage, store.SplitTrain)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("stage %d: %d buckets in Redis, %d from the units", stage, len(got), len(want))
-		}
-		var episodes int64
-		for k, w := range want {
-			g := got[k]
-			episodes += g.Episodes
-			if g.Episodes != w.Episodes || g.Valid != w.Valid || g.Optimal != w.Optimal {
-				t.Fatalf("stage %d bucket %+v: Redis %+v, units %+v", stage, k, g, w)
-			}
-			for cat, n := range w.Categories {
-				if g.Categories[cat] != n {
-					t.Fatalf("stage %d bucket %+v category %s: Redis %d, units %d", stage, k, cat, g.Categories[cat], n)
+		// Every split's aggregates in Redis are the sum of its units: the
+		// training units and the evaluation units the rollouts played.
+		for _, sp := range []struct {
+			split           string
+			units, episodes int
+		}{{store.SplitTrain, 6, 40 * 4}, {store.SplitVal, (val.Len() + 6) / 7, val.Len()}, {store.SplitEvalPaper, (eval.Len() + 6) / 7, eval.Len()}} {
+			want := map[store.Key]store.Counts{}
+			nUnits := 0
+			for _, u := range units {
+				if u.Stage != stage || u.Split != sp.split {
+					continue
+				}
+				nUnits++
+				for k, c := range u.Buckets {
+					want[k] = want[k].Add(c)
 				}
 			}
-		}
-		if episodes != 40*4 {
-			t.Fatalf("stage %d: %d episodes, want 160", stage, episodes)
+			if nUnits != sp.units { // ceil(instances/7)
+				t.Fatalf("stage %d %s: %d units ran, want %d", stage, sp.split, nUnits, sp.units)
+			}
+			got, err := st.Aggregates(ctx, "agg", stage, sp.split)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("stage %d %s: %d buckets in Redis, %d from the units", stage, sp.split, len(got), len(want))
+			}
+			var episodes int64
+			for k, w := range want {
+				g := got[k]
+				episodes += g.Episodes
+				if g.Episodes != w.Episodes || g.Valid != w.Valid || g.Optimal != w.Optimal {
+					t.Fatalf("stage %d %s bucket %+v: Redis %+v, units %+v", stage, sp.split, k, g, w)
+				}
+				for cat, n := range w.Categories {
+					if g.Categories[cat] != n {
+						t.Fatalf("stage %d %s bucket %+v category %s: Redis %d, units %d", stage, sp.split, k, cat, g.Categories[cat], n)
+					}
+				}
+			}
+			if episodes != int64(sp.episodes) {
+				t.Fatalf("stage %d %s: %d episodes, want %d", stage, sp.split, episodes, sp.episodes)
+			}
+			if sp.split == store.SplitVal && res.Stages[stage].Val != store.SumSplit(got).All.Rates() {
+				t.Fatalf("stage %d: report val %+v, Redis %+v", stage, res.Stages[stage].Val, store.SumSplit(got).All.Rates())
+			}
 		}
 		if n, _ := st.UnitsApplied(ctx, "agg", stage, store.SplitTrain); n != 6 {
 			t.Fatalf("stage %d: %d units applied in Redis, want 6", stage, n)
