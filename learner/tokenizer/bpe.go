@@ -237,9 +237,10 @@ func newAddedMatcher(tokens []AddedToken) *addedMatcher {
 	return m
 }
 
-// split calls fn for each piece of s in order: a plain segment with id −1, or an added token's
-// match (including whitespace its LStrip/RStrip swallowed) with its id.
-func (m *addedMatcher) split(s string, fn func(seg string, id int32)) {
+// split calls fn for each piece of s in order, until fn returns false: a plain segment with
+// id −1, or an added token's match (including whitespace its LStrip/RStrip swallowed) with its
+// id.
+func (m *addedMatcher) split(s string, fn func(seg string, id int32) bool) {
 	if m == nil || len(m.byFirst) == 0 {
 		if s != "" {
 			fn(s, -1)
@@ -276,10 +277,12 @@ func (m *addedMatcher) split(s string, fn func(seg string, id int32)) {
 					b += n
 				}
 			}
-			if a > start {
-				fn(s[start:a], -1)
+			if a > start && !fn(s[start:a], -1) {
+				return
 			}
-			fn(s[a:b], tok.ID)
+			if !fn(s[a:b], tok.ID) {
+				return
+			}
 			start, i, matched = b, b, true
 			break
 		}
