@@ -223,15 +223,16 @@ func (h *bpeHeap) pop() bpeCand {
 // addedMatcher finds added tokens in text: leftmost match first, the longest token among
 // those starting there (HF's leftmost-longest Aho–Corasick match).
 type addedMatcher struct {
-	byFirst map[byte][]AddedToken // longest first
+	byFirst [256][]AddedToken // by first byte, longest first (an array: split looks up every byte)
+	count   int
 }
 
 func newAddedMatcher(tokens []AddedToken) *addedMatcher {
-	m := &addedMatcher{byFirst: map[byte][]AddedToken{}}
+	m := &addedMatcher{count: len(tokens)}
 	for _, t := range tokens {
 		m.byFirst[t.Content[0]] = append(m.byFirst[t.Content[0]], t)
 	}
-	for _, l := range m.byFirst {
+	for _, l := range &m.byFirst {
 		sort.SliceStable(l, func(i, j int) bool { return len(l[i].Content) > len(l[j].Content) })
 	}
 	return m
@@ -241,7 +242,7 @@ func newAddedMatcher(tokens []AddedToken) *addedMatcher {
 // id −1, or an added token's match (including whitespace its LStrip/RStrip swallowed) with its
 // id.
 func (m *addedMatcher) split(s string, fn func(seg string, id int32) bool) {
-	if m == nil || len(m.byFirst) == 0 {
+	if m == nil || m.count == 0 {
 		if s != "" {
 			fn(s, -1)
 		}

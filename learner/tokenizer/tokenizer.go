@@ -584,17 +584,21 @@ func (st preStep) each(p string, fn func(piece string) bool) bool {
 	if st.re == nil {
 		return fn(p)
 	}
-	// regexp2 matches runes; off maps rune indices back to byte offsets so that pieces are
-	// slices of p (ill-formed bytes, each one U+FFFD to the regex, are kept as they are).
-	runes := make([]rune, 0, len(p))
-	off := make([]int, 0, len(p)+1)
-	for i := 0; i < len(p); {
-		r, n := utf8.DecodeRuneInString(p[i:])
+	// regexp2 matches runes; at maps rune indices (ascending) back to byte offsets so that
+	// pieces are slices of p (ill-formed bytes, each one U+FFFD to the regex, are kept as they
+	// are).
+	runes := make([]rune, 0, utf8.RuneCountInString(p))
+	for _, r := range p {
 		runes = append(runes, r)
-		off = append(off, i)
-		i += n
 	}
-	off = append(off, len(p))
+	ri, bi := 0, 0
+	at := func(r int) int {
+		for ; ri < r; ri++ {
+			_, n := utf8.DecodeRuneInString(p[bi:])
+			bi += n
+		}
+		return bi
+	}
 	cont := true
 	emit := func(a, b int, isMatch bool) {
 		if !cont || a >= b {
@@ -606,7 +610,8 @@ func (st preStep) each(p string, fn func(piece string) bool) bool {
 		if isMatch && st.removeMatches {
 			return
 		}
-		cont = fn(p[off[a]:off[b]])
+		start := at(a)
+		cont = fn(p[start:at(b)])
 	}
 	last := 0
 	m, err := st.re.FindRunesMatch(runes)
