@@ -130,10 +130,10 @@ type served struct {
 // concurrent use; generations of concurrent requests run one after another on the model (each
 // request's n completions form one batch).
 type Server struct {
-	opt Options
-	mux *http.ServeMux
-	cur atomic.Pointer[served]
-	seq atomic.Uint64
+	opt  Options
+	mux  *http.ServeMux
+	cur  atomic.Pointer[served]
+	seq  atomic.Uint64
 	gate *gate
 
 	swapMu sync.Mutex // orders swaps (revision numbers)
