@@ -1,0 +1,96 @@
+package serve
+
+import (
+	"cmp"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// APIKeyEnv names the environment variable that holds the API key when --api-key is not
+// given: t2t serve and a coordinator's policy endpoint require it, and rollout nodes send it.
+const APIKeyEnv = "T2T_API_KEY"
+
+// Defaults of the request limits (Options).
+const (
+	DefaultMaxTokensLimit  = 8192
+	DefaultMaxPromptTokens = 32768
+	DefaultMaxQueue        = 64
+)
+
+// Flags are the request limits and the API key of a command line that serves a model (t2t
+// serve, and t2t node --serve-addr, whose rollout nodes send the key): --max-tokens-limit,
+// --max-prompt-tokens, --max-memory, --max-queue and --api-key. Register binds them; Apply
+// copies them into Options.
+type Flags struct {
+	MaxTokens, MaxPromptTokens, MaxQueue int
+	MaxMemory                            ByteSize
+	APIKey                               string
+}
+
+// Register binds f to fs with Options' defaults.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.IntVar(&f.MaxTokens, "max-tokens-limit", DefaultMaxTokensLimit, "the most max_tokens a request may ask for (more is answered 422)")
+	fs.IntVar(&f.MaxPromptTokens, "max-prompt-tokens", DefaultMaxPromptTokens, "the most tokens of one prompt (more is answered 422, counted without tokenizing the rest)")
+	fs.Var(&f.MaxMemory, "max-memory", "memory budget of the generations running at once, bytes with an optional K, M, G or T suffix (powers of 1024);\n"+
+		"a request whose estimate exceeds it is answered 422 (default: half of MemAvailable at start; on a GPU, set the device memory left after the weights)")
+	fs.IntVar(&f.MaxQueue, "max-queue", DefaultMaxQueue, "requests that may wait for the model; more are answered 429 with Retry-After")
+	fs.StringVar(&f.APIKey, "api-key", "", "bearer token every request must send (default $"+APIKeyEnv+"; empty: none, with a warning off loopback)")
+}
+
+// Apply sets o's limits and API key from the flags (the key: --api-key, else $T2T_API_KEY).
+// A limit below 1 is an error wrapping ErrOptions that names its flag.
+func (f *Flags) Apply(o *Options) error {
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"--max-tokens-limit", f.MaxTokens}, {"--max-prompt-tokens", f.MaxPromptTokens}, {"--max-queue", f.MaxQueue}} {
+		if c.v < 1 {
+			return fmt.Errorf("%w: %s %d: must be ≥ 1", ErrOptions, c.name, c.v)
+		}
+	}
+	o.MaxTokens, o.MaxPromptTokens, o.MaxQueue, o.MaxMemory = f.MaxTokens, f.MaxPromptTokens, f.MaxQueue, int64(f.MaxMemory)
+	o.APIKey = cmp.Or(f.APIKey, os.Getenv(APIKeyEnv))
+	return nil
+}
+
+// ByteSize is a flag.Value of bytes: a positive integer with an optional K, M, G or T suffix
+// (powers of 1024, "B" or "iB" after it allowed), such as 512M or 8GiB. Zero means unset.
+type ByteSize int64
+
+// String implements flag.Value.
+func (b *ByteSize) String() string {
+	if b == nil || *b == 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(*b), 10)
+}
+
+// Set implements flag.Value.
+func (b *ByteSize) Set(s string) error {
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
+	shift := 0
+	if n := len(t); n > 0 {
+		if k := strings.IndexByte("KMGT", t[n-1]); k >= 0 {
+			shift, t = 10*(k+1), t[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v < 1 || v > (1<<62)>>shift {
+		return fmt.Errorf("%q: want a positive number of bytes, optionally with a K, M, G or T suffix (e.g. 512M, 8G)", s)
+	}
+	*b = ByteSize(v << shift)
+	return nil
+}
+
+// InsecureWarning is the warning to print when a server listens at addr, reachable from
+// other hosts, without an API key ("" when addr is a loopback address or a key is set).
+func InsecureWarning(addr net.Addr, apiKey string) string {
+	if ta, ok := addr.(*net.TCPAddr); apiKey != "" || (ok && ta.IP.IsLoopback()) {
+		return ""
+	}
+	return fmt.Sprintf("WARNING: serving on %s, reachable from other hosts, without an API key: anyone who can reach it can use the model (set --api-key or $%s)", addr, APIKeyEnv)
+}
