@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"cmp"
 	"flag"
 	"fmt"
 	"net"
@@ -21,39 +20,38 @@ const (
 	DefaultMaxQueue        = 64
 )
 
-// Flags are the request limits and the API key of a command line that serves a model (t2t
-// serve, and t2t node --serve-addr, whose rollout nodes send the key): --max-tokens-limit,
-// --max-prompt-tokens, --max-memory, --max-queue and --api-key. Register binds them; Apply
-// copies them into Options.
-type Flags struct {
-	MaxTokens, MaxPromptTokens, MaxQueue int
-	MaxMemory                            ByteSize
-	APIKey                               string
-}
-
-// Register binds f to fs with Options' defaults.
-func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.IntVar(&f.MaxTokens, "max-tokens-limit", DefaultMaxTokensLimit, "the most max_tokens a request may ask for (more is answered 422)")
-	fs.IntVar(&f.MaxPromptTokens, "max-prompt-tokens", DefaultMaxPromptTokens, "the most tokens of one prompt (more is answered 422, counted without tokenizing the rest)")
-	fs.Var(&f.MaxMemory, "max-memory", "memory budget of the generations running at once, bytes with an optional K, M, G or T suffix (powers of 1024);\n"+
+// RegisterFlags binds o's request limits and API key to fs, for a command line that serves a
+// model (t2t serve, and t2t node --serve-addr, whose rollout nodes send the key):
+// --max-tokens-limit, --max-prompt-tokens, --max-memory, --max-queue and --api-key, with
+// Options' defaults. A limit below 1 or a malformed size is refused when fs parses it.
+// --api-key defaults to $T2T_API_KEY, read here (and never shown in the usage text).
+func RegisterFlags(fs *flag.FlagSet, o *Options) {
+	o.MaxTokens, o.MaxPromptTokens, o.MaxQueue = DefaultMaxTokensLimit, DefaultMaxPromptTokens, DefaultMaxQueue
+	fs.Var((*positive)(&o.MaxTokens), "max-tokens-limit", "the most max_tokens a request may ask for (more is answered 422)")
+	fs.Var((*positive)(&o.MaxPromptTokens), "max-prompt-tokens", "the most tokens of one prompt (more is answered 422, counted without tokenizing the rest)")
+	fs.Var((*ByteSize)(&o.MaxMemory), "max-memory", "memory budget of the generations running at once, bytes with an optional K, M, G or T suffix (powers of 1024);\n"+
 		"a request whose estimate exceeds it is answered 422 (default: half of MemAvailable at start; on a GPU, set the device memory left after the weights)")
-	fs.IntVar(&f.MaxQueue, "max-queue", DefaultMaxQueue, "requests that may wait for the model; more are answered 429 with Retry-After")
-	fs.StringVar(&f.APIKey, "api-key", "", "bearer token every request must send (default $"+APIKeyEnv+"; empty: none, with a warning off loopback)")
+	fs.Var((*positive)(&o.MaxQueue), "max-queue", "requests that may wait for the model; more are answered 429 with Retry-After")
+	fs.StringVar(&o.APIKey, "api-key", "", "bearer token every request must send (default $"+APIKeyEnv+"; empty: none, with a warning off loopback)")
+	o.APIKey = os.Getenv(APIKeyEnv) // after StringVar, so that the usage text does not show it
 }
 
-// Apply sets o's limits and API key from the flags (the key: --api-key, else $T2T_API_KEY).
-// A limit below 1 is an error wrapping ErrOptions that names its flag.
-func (f *Flags) Apply(o *Options) error {
-	for _, c := range []struct {
-		name string
-		v    int
-	}{{"--max-tokens-limit", f.MaxTokens}, {"--max-prompt-tokens", f.MaxPromptTokens}, {"--max-queue", f.MaxQueue}} {
-		if c.v < 1 {
-			return fmt.Errorf("%w: %s %d: must be ≥ 1", ErrOptions, c.name, c.v)
-		}
+// positive is a flag.Value of an int ≥ 1.
+type positive int
+
+func (p *positive) String() string {
+	if p == nil {
+		return "0"
 	}
-	o.MaxTokens, o.MaxPromptTokens, o.MaxQueue, o.MaxMemory = f.MaxTokens, f.MaxPromptTokens, f.MaxQueue, int64(f.MaxMemory)
-	o.APIKey = cmp.Or(f.APIKey, os.Getenv(APIKeyEnv))
+	return strconv.Itoa(int(*p))
+}
+
+func (p *positive) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		return fmt.Errorf("%q: want an integer ≥ 1", s)
+	}
+	*p = positive(v)
 	return nil
 }
 

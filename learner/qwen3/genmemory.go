@@ -20,8 +20,9 @@ import "math"
 // and the estimate is twice that, because the pure-Go backend's buffers live on the Go heap,
 // which grows to twice its live data before the collector runs (GOGC=100). Measured on the
 // tiny preset (serve.BenchmarkGenerateMemoryEstimate), the peak RSS grew by 0.67–0.88×
-// the estimate; on XLA or torch devices it is an upper bound. It is what a server checks a
-// request against before it generates, not a guarantee. Products that overflow int64 (or
+// the estimate; other engines allocate otherwise (XLA, torch's caching allocator, bf16
+// autocast) and were not measured. It is what a server checks a request against before it
+// generates, not a guarantee. Products that overflow int64 (or
 // sizes beyond 2^40) give math.MaxInt64.
 func (c Config) GenerateMemory(n, promptLen, maxNewTokens int) int64 {
 	const f32 = 4
