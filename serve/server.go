@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -203,7 +204,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if p := r.URL.Path; p == "" || p[0] != '/' || cleanPath(p) != p {
+		// ServeMux would redirect (3xx) to the clean path: no route of this API has one.
+		writeError(w, http.StatusNotFound, "not_found_error", "", "not_found", fmt.Sprintf("no route %s %q", r.Method, r.URL.Path))
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// cleanPath is p as ServeMux cleans it (path.Clean keeping a final slash).
+func cleanPath(p string) string {
+	np := path.Clean(p)
+	if strings.HasSuffix(p, "/") && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // ModelName is the id of the model being served.
