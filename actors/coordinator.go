@@ -91,6 +91,7 @@ const (
 	phaseAwaitAcks                     // config broadcast; waiting for every live rollout's ack
 	phaseRunning                       // units out
 	phaseDraining                      // every unit done; waiting for the learner to train on their groups (paced runs)
+	phaseEvaluating                    // training done; evaluation units out (StartRun.Eval)
 	phaseFinished                      // run over (done or failed)
 )
 
@@ -184,12 +185,14 @@ type coordinator struct {
 	queueHead int
 	doneIDs   map[string]int // every unit done in this run → its stage
 	cur       StageDone      // counters of the running stage
+	evalLeft  int            // evaluation units of the stage not done yet
 
 	flow flowControl
 
 	out []coordOut
-	// headers gives each stage's trace headers (SystemConfig.StageHeaders).
-	headers func(runID string, stage int) map[string]string
+	// headers gives each stage's trace headers (SystemConfig.StageHeaders);
+	// evalHeaders those of its evaluation (SystemConfig.EvalHeaders).
+	headers, evalHeaders func(runID string, stage int) map[string]string
 }
 
 // newCoordinator returns the coordinator logic. maxLag < 0 turns pacing by
@@ -235,6 +238,8 @@ func (c *coordinator) start(r StartRun) ([]coordOut, error) {
 		err = fmt.Errorf("%w: first stage %d outside [0,%d)", ErrBadPlan, r.FirstStage, r.Stages)
 	case r.Config.Stage != r.FirstStage || r.Config.Version == "":
 		err = fmt.Errorf("%w: the config of first stage %d has stage %d, version %q", ErrBadPlan, r.FirstStage, r.Config.Stage, r.Config.Version)
+	default:
+		err = checkEval(r.Eval, r.Split)
 	}
 	if err != nil {
 		c.emit(toSubscribers, "", &RunDone{RunID: r.RunID, Error: err.Error()})
@@ -351,10 +356,60 @@ func (c *coordinator) buildUnits() {
 	c.cur = StageDone{RunID: c.plan.RunID, Stage: c.stage, ConfigVersion: c.cfg.Version, Units: n}
 }
 
+// checkEval checks the evaluation splits of a plan whose training split
+// is train.
+func checkEval(eval []EvalSplit, train string) error {
+	seen := map[string]bool{train: true}
+	for _, e := range eval {
+		switch {
+		case e.Split == "" || seen[e.Split]:
+			return fmt.Errorf("%w: evaluation split %q is empty or named twice (the training split is %q)", ErrBadPlan, e.Split, train)
+		case e.Instances < 1:
+			return fmt.Errorf("%w: evaluation split %q has %d instances, must be >= 1", ErrBadPlan, e.Split, e.Instances)
+		}
+		seen[e.Split] = true
+	}
+	return nil
+}
+
+// buildEval adds the stage's evaluation units (every split of the plan's
+// Eval in InstancesPerUnit ranges) to the queue and starts evaluating. The
+// units sample with the stage's evaluation seed (EvalSeed) and carry the
+// learner's version: the rollout plays that version or a newer one.
+func (c *coordinator) buildEval() {
+	per := c.plan.InstancesPerUnit
+	var hdr map[string]string
+	if c.evalHeaders != nil {
+		hdr = c.evalHeaders(c.plan.RunID, c.stage)
+	}
+	seed := EvalSeed(c.plan.Seed, c.stage)
+	n := 0
+	for _, e := range c.plan.Eval {
+		for j, lo := 0, 0; lo < e.Instances; j, lo = j+1, lo+per {
+			id := fmt.Sprintf("%s/s%d/%s/u%d", c.plan.RunID, c.stage, e.Split, j)
+			c.index[id] = len(c.units)
+			c.queue = append(c.queue, len(c.units))
+			c.units = append(c.units, unitState{unit: WorkUnit{
+				UnitID: id, RunID: c.plan.RunID, Stage: c.stage, Split: e.Split,
+				ConfigVersion: c.cfg.Version, ConfigJSON: e.Spec, Seed: seed,
+				Lo: lo, Hi: min(lo+per, e.Instances), TraceHeaders: hdr, Eval: true,
+			}})
+			n++
+		}
+	}
+	c.evalLeft, c.cur.EvalUnits = n, n
+	c.phase = phaseEvaluating
+	c.dispatch()
+}
+
+// leasing reports whether units are being leased: the stage's training units
+// or its evaluation units.
+func (c *coordinator) leasing() bool { return c.phase == phaseRunning || c.phase == phaseEvaluating }
+
 // dispatch leases queued units to eligible rollouts, round robin, while
 // the learner's window admits them.
 func (c *coordinator) dispatch() {
-	if c.phase != phaseRunning {
+	if !c.leasing() {
 		c.endWait()
 		return
 	}
@@ -397,8 +452,14 @@ func (c *coordinator) dispatch() {
 	}
 }
 
-// unitGroups is the most groups a unit can produce: one per instance.
-func unitGroups(u *WorkUnit) int64 { return int64(max(u.Hi-u.Lo, 0)) }
+// unitGroups is the most groups a unit can produce: one per instance of a
+// training unit, none for an evaluation unit.
+func unitGroups(u *WorkUnit) int64 {
+	if u.Eval {
+		return 0
+	}
+	return int64(max(u.Hi-u.Lo, 0))
+}
 
 // endWait closes an interval of waiting for the learner.
 func (c *coordinator) endWait() {
@@ -434,7 +495,7 @@ func (c *coordinator) learnerProgress(s learnerState) []coordOut {
 	f.retired, f.pending = s.retired, s.pending
 	f.version = max(f.version, s.version)
 	if c.phase == phaseDraining && f.drained() {
-		c.finishStage()
+		c.trained()
 	}
 	c.dispatch()
 	return c.flush()
@@ -511,11 +572,20 @@ func (c *coordinator) unitDone(key string, d UnitDone) []coordOut {
 	u.groups = int64(d.GroupCount)
 	u.status, u.holder = unitDone, ""
 	c.doneIDs[d.UnitID] = c.stage
-	c.cur.Completed++
 	c.metrics.completed.Add(1)
-	if c.cur.Completed == c.cur.Units {
+	switch {
+	case u.unit.Eval:
+		c.evalLeft--
+		if c.evalLeft == 0 {
+			c.finishStage()
+		} else {
+			c.dispatch()
+		}
+	case c.cur.Completed+1 == c.cur.Units:
+		c.cur.Completed++
 		c.endStage()
-	} else {
+	default:
+		c.cur.Completed++
 		c.dispatch()
 	}
 	return c.flush()
@@ -534,9 +604,22 @@ func (c *coordinator) endStage() {
 		c.flow.drainSince = c.clock.Now()
 		return
 	}
+	c.trained()
+}
+
+// trained moves on once the stage's training is over (its units done, the
+// learner drained): to the stage's evaluation units when the plan has
+// any, else to the stage's end.
+func (c *coordinator) trained() {
+	if len(c.plan.Eval) > 0 {
+		c.buildEval()
+		return
+	}
 	c.finishStage()
 }
 
+// finishStage ends the stage: StageDone, then the next stage's config is
+// awaited (or the run is over).
 func (c *coordinator) finishStage() {
 	c.cur.Last = c.stage == c.plan.Stages-1
 	done := c.cur
@@ -562,7 +645,7 @@ func (c *coordinator) unitRejected(key string, r UnitRejected) []coordOut {
 		c.cur.Rejected++
 		c.requeue(i)
 	}
-	if known && r.NeedConfig && (c.phase == phaseRunning || c.phase == phaseAwaitAcks) {
+	if known && r.NeedConfig && (c.leasing() || c.phase == phaseAwaitAcks) {
 		w.acked = ""
 		c.emit(toWorker, key, &ConfigUpdate{Version: c.cfg.Version, Stage: c.cfg.Stage, JSON: c.cfg.JSON})
 	}
@@ -607,11 +690,11 @@ func (c *coordinator) tick() []coordOut {
 	}
 	if c.phase == phaseDraining {
 		if c.resync(now, c.flow.drainSince) && c.flow.drained() {
-			c.finishStage()
+			c.trained()
 		}
 		return c.flush()
 	}
-	if c.phase != phaseRunning {
+	if !c.leasing() {
 		return nil
 	}
 	for i := range c.units {

@@ -24,6 +24,22 @@ type StartRun struct {
 	// stages FirstStage..Stages-1, and unit ids and seeds of a stage are the
 	// same whichever stage the run started at.
 	FirstStage int `msgpack:"first_stage,omitempty"`
+	// Eval lists the evaluation run after each stage's training units
+	// (and, when the learner is paced, after it drained them): every split
+	// becomes evaluation units of InstancesPerUnit instances, leased to the
+	// rollouts like training units. The stage is done (StageDone) once
+	// they are done too. Empty: no evaluation units.
+	Eval []EvalSplit `msgpack:"eval,omitempty"`
+}
+
+// EvalSplit is one evaluation set played after every stage: Spec is its
+// description (opaque here: the Runner's suite spec, e.g. env.SuiteSpec
+// JSON), Instances how many instances it has. Each of its units carries
+// Spec as ConfigJSON and the instance range [Lo, Hi) to play.
+type EvalSplit struct {
+	Split     string `msgpack:"split"`
+	Spec      []byte `msgpack:"spec"`
+	Instances int    `msgpack:"instances"`
 }
 
 // WorkUnit is sent by the coordinator to a rollout actor, one per credit the
@@ -47,6 +63,10 @@ type WorkUnit struct {
 	// first when it holds an older one), so the staleness bound the
 	// coordinator dispatches by holds from the unit's first sample.
 	PolicyVersion int64 `msgpack:"policy_version,omitempty"`
+	// Eval marks an evaluation unit (StartRun.Eval): ConfigJSON is the
+	// split's spec, the unit is played greedily once per instance at
+	// PolicyVersion or newer, and it sends no groups to the learner.
+	Eval bool `msgpack:"eval,omitempty"`
 }
 
 // RequestWork is sent by a rollout actor to the coordinator (with Request, so
@@ -204,6 +224,9 @@ type StageDone struct {
 	// the learner while rollouts had credits (dispatch paced by the
 	// learner; see SystemConfig.MaxLag).
 	LearnerWaitMs int64 `msgpack:"learner_wait_ms,omitempty"`
+	// EvalUnits is the number of evaluation units played after the
+	// stage's training (StartRun.Eval), all done.
+	EvalUnits int `msgpack:"eval_units,omitempty"`
 }
 
 // ProposalFailed is sent by the engineer to the coordinator when its Proposer

@@ -115,6 +115,13 @@ type SystemConfig struct {
 	// of rollouts on any node join the stage's trace. It runs on the
 	// coordinator's goroutine and must be safe for concurrent use.
 	StageHeaders func(runID string, stage int) map[string]string
+	// Eval lists the evaluation splits played after every stage as
+	// evaluation units (StartRun.Eval). Default none.
+	Eval []EvalSplit
+	// EvalHeaders, when set, is called when a stage's evaluation units are
+	// built, as StageHeaders is for its training units (their spans join
+	// the stage's evaluation trace).
+	EvalHeaders func(runID string, stage int) map[string]string
 	// SyncTimeout bounds Run's wait for the learner's final counters.
 	// (Close waits up to protoactor's fixed 10s per actor.) Default 10s.
 	SyncTimeout time.Duration
@@ -292,7 +299,7 @@ func (s *System) spawn(runnerFor func(int) Runner, updater Updater, proposer Pro
 	})
 	s.coordinator = spawn(CoordinatorName, cfg.MailboxSize, func() actor.Actor {
 		logic := newCoordinator(cfg.Clock, cfg.LeaseTimeout, cfg.MaxLag, cfg.LearnerBatch, s.coordMetrics)
-		logic.headers = cfg.StageHeaders
+		logic.headers, logic.evalHeaders = cfg.StageHeaders, cfg.EvalHeaders
 		return &coordinatorActor{logic: logic,
 			subscribers: []*actor.PID{s.learner, s.engineer, s.observer},
 			workers:     map[string]*actor.PID{}, logger: s.logger.With("actor", CoordinatorName),
@@ -363,7 +370,7 @@ func (s *System) Run(ctx context.Context, stages int) (RunReport, error) {
 		RunID: s.cfg.RunID, Stages: stages, Units: s.cfg.UnitsPerStage,
 		InstancesPerUnit: s.cfg.InstancesPerUnit, Split: s.cfg.Split, Seed: s.cfg.Seed,
 		Config:     ConfigUpdate{Version: s.cfg.InitialConfigVersion, Stage: s.cfg.FirstStage, JSON: s.cfg.InitialConfigJSON},
-		FirstStage: s.cfg.FirstStage,
+		FirstStage: s.cfg.FirstStage, Eval: s.cfg.Eval,
 	})
 	for {
 		select {

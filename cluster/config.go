@@ -175,7 +175,9 @@ func (t Tuning) DetectionTime(n int) (typical, worst time.Duration) {
 // and change what you need; Validate reports the first bad field.
 type Config struct {
 	// BindAddr is the IP address gossip listens on (UDP and TCP, same
-	// port). Must be an IP literal. Default "0.0.0.0".
+	// port). Must be an IP literal. Default "127.0.0.1": a node is
+	// reachable from other hosts only when its caller says so, and should
+	// then set SecretKey (see Exposed).
 	BindAddr string
 	// BindPort is the gossip port. 0 picks a free port (read it back with
 	// Membership.Addr). Default 7946.
@@ -222,13 +224,14 @@ type Config struct {
 }
 
 // DefaultConfig returns the configuration for a node on a LAN: bind
-// 0.0.0.0:7946, no seeds, no encryption, label "t2t", ProfileLAN (a dead
+// 127.0.0.1:7946 (set BindAddr to an address the other nodes reach, and a
+// SecretKey, for a cluster of several hosts), no seeds, no encryption, label "t2t", ProfileLAN (a dead
 // node is reported Failed after about 6.4s in a 3-node cluster; see
 // LANTuning), join for up to 30s with 100ms..2s backoff, leave within 5s,
 // 256 buffered events.
 func DefaultConfig() Config {
 	return Config{
-		BindAddr:       "0.0.0.0",
+		BindAddr:       "127.0.0.1",
 		BindPort:       7946,
 		Label:          "t2t",
 		Profile:        ProfileLAN,
@@ -252,6 +255,14 @@ func LocalConfig() Config {
 	c.JoinBackoff = 50 * time.Millisecond
 	c.JoinBackoffMax = time.Second
 	return c
+}
+
+// Exposed reports whether gossip binds an address other hosts can reach
+// (anything but a loopback address: 0.0.0.0 too) without a SecretKey:
+// then anyone who reaches it can join the cluster and read its members.
+func (c Config) Exposed() bool {
+	ip := net.ParseIP(c.BindAddr)
+	return len(c.SecretKey) == 0 && (ip == nil || !ip.IsLoopback())
 }
 
 // Clone returns a deep copy.

@@ -24,7 +24,10 @@
 //	snapshot := m.Members()                 // alive members, sorted by ID
 //
 // Join retries the seeds with backoff until one answers or the deadline
-// passes (*JoinError). A graceful Leave is seen by the others as Left; a
+// passes (*JoinError). Events of different members arrive in the order
+// gossip brings them, not in the order the members joined: two nodes that
+// join one after the other through a seed may reach a third in either
+// order. A graceful Leave is seen by the others as Left; a
 // node that stops answering is seen as Failed after the failure-detection
 // time of the profile (Tuning.DetectionTime: about 1.3s for three nodes on
 // loopback with ProfileLocal, about 6.4s with ProfileLAN). A restarted node

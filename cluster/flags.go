@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/base64"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -48,10 +49,30 @@ type GossipFlags struct {
 	// Key (base64, --gossip-key) or KeyFile (its first line,
 	// --gossip-key-file) is the encryption key; neither: $GossipKeyEnv.
 	Key, KeyFile string
+	// Insecure (--insecure) allows gossip on an address other hosts can
+	// reach without a key; Config refuses that otherwise.
+	Insecure bool
+}
+
+// Register binds g to the gossip flags of fs, with DefaultConfig's
+// defaults: --gossip on loopback, so that a node is reachable from other
+// hosts only when its command line says so.
+func (g *GossipFlags) Register(fs *flag.FlagSet) {
+	d := DefaultConfig()
+	fs.StringVar(&g.Join, "join", "", "gossip addresses host:port,... of cluster members to join (empty: start a new cluster)")
+	fs.StringVar(&g.Bind, "gossip", net.JoinHostPort(d.BindAddr, strconv.Itoa(d.BindPort)),
+		"gossip (memberlist) bind address ip:port; port 0 picks one. An address other hosts can reach needs a gossip key (or --insecure)")
+	fs.StringVar(&g.Advertise, "advertise", "", "gossip address other nodes use to reach this one, ip[:port] (default: chosen by memberlist)")
+	fs.StringVar(&g.Profile, "gossip-profile", d.Profile, "failure detection timers: lan (dead node seen in ~6s) or local (one host, ~1.3s)")
+	fs.StringVar(&g.Key, "gossip-key", "", "gossip encryption key: base64 of 16, 24 or 32 bytes, the same on every node (default: $"+GossipKeyEnv+", else no encryption)")
+	fs.StringVar(&g.KeyFile, "gossip-key-file", "", "read the gossip encryption key (base64) from this file instead")
+	fs.DurationVar(&g.JoinTimeout, "join-timeout", d.JoinTimeout, "give up joining the cluster after this long")
+	fs.BoolVar(&g.Insecure, "insecure", false, "allow unencrypted gossip on an address other hosts can reach (anyone who reaches it can join the cluster)")
 }
 
 // Config is the membership Config of g, validated, with its secret key.
-// Bad settings are *FieldError naming the flag.
+// Bad settings are *FieldError naming the flag; so is a bind address other
+// hosts can reach without a key, unless g.Insecure.
 func (g GossipFlags) Config() (Config, error) {
 	c := DefaultConfig()
 	if g.Profile == ProfileLocal {
@@ -85,6 +106,11 @@ func (g GossipFlags) Config() (Config, error) {
 	}
 	if c.SecretKey, err = ReadGossipKey(g.Key, g.KeyFile); err != nil {
 		return c, err
+	}
+	if c.Exposed() && !g.Insecure {
+		return c, &FieldError{Of: ErrInvalidConfig, Field: "--gossip", Value: g.Bind, Reason: "other hosts can reach this address and gossip has no key: " +
+			"anyone who reaches it could join the cluster. Set --gossip-key, --gossip-key-file or $" + GossipKeyEnv + " (the same on every node), " +
+			"bind 127.0.0.1 for one host, or pass --insecure"}
 	}
 	return c, nil
 }

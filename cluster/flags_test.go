@@ -3,8 +3,10 @@ package cluster
 import (
 	"encoding/base64"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,6 +63,51 @@ func TestGossipFlagsConfig(t *testing.T) {
 		var ce *FieldError
 		if !errors.As(err, &ce) || len(ce.Usage()) < len(tc.want) || ce.Usage()[:len(tc.want)] != tc.want {
 			t.Errorf("%+v: %v, want a usage starting %q", tc.g, err, tc.want)
+		}
+	}
+}
+
+// TestGossipFlagsExposed: by default gossip binds loopback; an address
+// other hosts can reach needs a key, or --insecure, and its refusal is one
+// line that names the ways out.
+func TestGossipFlagsExposed(t *testing.T) {
+	t.Setenv(GossipKeyEnv, "")
+	var g GossipFlags
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	g.Register(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := g.Config(); err != nil || c.BindAddr != "127.0.0.1" || c.BindPort != 7946 || c.Exposed() {
+		t.Fatalf("default: %+v, %v; want 127.0.0.1:7946 accepted without a key", c, err)
+	}
+	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
+	for _, tc := range []struct {
+		bind, key string
+		insecure  bool
+		refused   bool
+	}{
+		{"0.0.0.0:7946", "", false, true},
+		{"10.0.0.5:7946", "", false, true},
+		{"[::]:7946", "", false, true},
+		{"0.0.0.0:7946", key, false, false},
+		{"0.0.0.0:7946", "", true, false},
+		{"127.0.0.2:0", "", false, false},
+		{"[::1]:0", "", false, false},
+	} {
+		g := GossipFlags{Bind: tc.bind, Key: tc.key, Insecure: tc.insecure, Profile: ProfileLAN, JoinTimeout: time.Second}
+		c, err := g.Config()
+		var ce *FieldError
+		switch {
+		case tc.refused && (!errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig)):
+			t.Errorf("%+v: %v, want a *FieldError", g, err)
+		case tc.refused && (!strings.HasPrefix(ce.Usage(), "--gossip "+tc.bind+": ") || !strings.Contains(ce.Usage(), "--insecure") ||
+			!strings.Contains(ce.Usage(), "$"+GossipKeyEnv) || strings.Contains(ce.Usage(), "\n")):
+			t.Errorf("%+v: usage %q", g, ce.Usage())
+		case !tc.refused && err != nil:
+			t.Errorf("%+v: %v, want accepted", g, err)
+		case !tc.refused && c.Exposed() != (tc.insecure):
+			t.Errorf("%+v: Exposed() = %v", g, c.Exposed())
 		}
 	}
 }

@@ -274,7 +274,11 @@ func (m *Membership) Member(id string) (NodeMeta, bool) {
 }
 
 // Events returns the channel of membership changes, this node's own Joined
-// first. It is bounded (Config.EventBuffer): a consumer that lags loses
+// first. The events of one member come in the order they happened to it
+// (Joined before its Updated, Left or Failed); those of different members
+// come in the order gossip brought them to this node, which need not be
+// the order the members joined or changed: wait for a set of members, not
+// a sequence. It is bounded (Config.EventBuffer): a consumer that lags loses
 // events (counted in Stats.DroppedEvents) rather than stalling gossip, and
 // should then resynchronise from Members(), which is always exact. Events
 // is meant for one consumer; use Watch for more. The channel is closed by

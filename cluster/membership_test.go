@@ -152,23 +152,47 @@ func memWaitMembers(t *testing.T, m *Membership, want []string) {
 	})
 }
 
-// memWaitEvent reads m's events until one of kind for node id arrives.
-func memWaitEvent(t *testing.T, m *Membership, kind EventKind, id string, within time.Duration) Event {
+// memWaitEvents reads m's events until one of kind has arrived for each of
+// ids, in whatever order gossip delivers them (events of different members
+// have no order: n2's join may reach the seed before n1's), and returns
+// them in the order of ids. Other events are read and dropped, so wait for
+// every event of one node that matters in one call.
+func memWaitEvents(t *testing.T, m *Membership, within time.Duration, kind EventKind, ids ...string) []Event {
 	t.Helper()
 	timer := time.NewTimer(within)
 	defer timer.Stop()
-	for {
+	got := map[string]Event{}
+	for len(got) < len(ids) {
 		select {
 		case ev, ok := <-m.Events():
 			if !ok {
-				t.Fatalf("events closed while waiting for %v of %s", kind, id)
+				t.Fatalf("events closed while waiting for %v of %v (have %d)", kind, ids, len(got))
 			}
-			if ev.Kind == kind && ev.Node.ID == id {
-				return ev
+			if ev.Kind == kind && slices.Contains(ids, ev.Node.ID) {
+				got[ev.Node.ID] = ev
 			}
 		case <-timer.C:
-			t.Fatalf("no %v event for %s at %s within %v", kind, id, m.LocalNode().Name, within)
+			t.Fatalf("no %v event for each of %v at %s within %v (have %d)", kind, ids, m.LocalNode().Name, within, len(got))
 		}
+	}
+	out := make([]Event, len(ids))
+	for i, id := range ids {
+		out[i] = got[id]
+	}
+	return out
+}
+
+// TestMemWaitEventsAnyOrder: the joins of n1 and n2 reach the seed in
+// either order, and waiting for both sees both (the seed's channel as it
+// was when TestMembershipThreeNodesJoinViaSeed failed: n2's join first).
+func TestMemWaitEventsAnyOrder(t *testing.T) {
+	m := &Membership{events: make(chan Event, 3), local: NodeMeta{ID: "n0", Name: "n0"}}
+	for _, id := range []string{"n0", "n2", "n1"} {
+		m.events <- Event{Kind: Joined, Node: NodeMeta{ID: id}}
+	}
+	got := memWaitEvents(t, m, 5*time.Second, Joined, "n1", "n2")
+	if got[0].Node.ID != "n1" || got[1].Node.ID != "n2" {
+		t.Fatalf("events %+v, want n1's and n2's joins", got)
 	}
 }
 
@@ -188,10 +212,9 @@ func TestMembershipThreeNodesJoinViaSeed(t *testing.T) {
 			}
 		}
 	}
-	// The seed saw its own join and both others' as events.
+	// The seed saw its own join and both others' as events, in either order.
 	seed := nodes[0]
-	memWaitEvent(t, seed, Joined, nodes[1].LocalNode().ID, 10*time.Second)
-	memWaitEvent(t, seed, Joined, nodes[2].LocalNode().ID, 10*time.Second)
+	memWaitEvents(t, seed, 10*time.Second, Joined, seed.LocalNode().ID, nodes[1].LocalNode().ID, nodes[2].LocalNode().ID)
 	if s := seed.Stats(); s != (Stats{}) {
 		t.Errorf("unexpected stats %+v", s)
 	}
@@ -210,7 +233,7 @@ func TestMembershipGracefulLeaveIsLeft(t *testing.T) {
 		t.Fatalf("leave: %v", err)
 	}
 	for _, m := range nodes[:2] {
-		ev := memWaitEvent(t, m, Left, leaving.ID, 20*time.Second)
+		ev := memWaitEvents(t, m, 20*time.Second, Left, leaving.ID)[0]
 		if !ev.Node.Equal(leaving) {
 			t.Errorf("left event carries %+v, want %+v", ev.Node, leaving)
 		}
@@ -235,7 +258,7 @@ func TestMembershipKilledNodeIsFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range nodes[:2] {
-		memWaitEvent(t, m, Failed, killed.ID, 10*worst+20*time.Second)
+		memWaitEvents(t, m, 10*worst+20*time.Second, Failed, killed.ID)
 		t.Logf("%s saw %s failed after %v", m.LocalNode().Name, killed.Name, time.Since(start))
 		memWaitMembers(t, m, memIDs(nodes[:2]...))
 	}
@@ -263,13 +286,13 @@ func TestMembershipRestartedNodeHasNewID(t *testing.T) {
 	if newID == oldMeta.ID {
 		t.Fatalf("restarted node kept its id %s", newID)
 	}
-	memWaitEvent(t, nodes[0], Joined, newID, 20*time.Second)
+	memWaitEvents(t, nodes[0], 20*time.Second, Joined, newID)
 	want := memIDs(nodes[0], nodes[1], restarted)
 	for _, m := range []*Membership{nodes[0], nodes[1], restarted} {
 		memWaitMembers(t, m, want)
 	}
 	// The old incarnation is gone for good: reported Failed, not revived.
-	memWaitEvent(t, nodes[1], Failed, oldMeta.ID, 30*time.Second)
+	memWaitEvents(t, nodes[1], 30*time.Second, Failed, oldMeta.ID)
 	if _, ok := nodes[0].Member(oldMeta.ID); ok {
 		t.Errorf("old id %s still a member", oldMeta.ID)
 	}
@@ -400,7 +423,7 @@ func TestMembershipUpdateMeta(t *testing.T) {
 	if err := nodes[1].UpdateMeta(meta, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	ev := memWaitEvent(t, nodes[0], Updated, meta.ID, 20*time.Second)
+	ev := memWaitEvents(t, nodes[0], 20*time.Second, Updated, meta.ID)[0]
 	if !ev.Node.Equal(meta) {
 		t.Errorf("updated event %+v, want %+v", ev.Node, meta)
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"flag"
 	"fmt"
 	"math/big"
 	"net"
@@ -29,6 +30,13 @@ var ErrTLS = errors.New("cluster: bad TLS material")
 // and the CA that signs every node's certificate. All three or none.
 type TLSFiles struct {
 	Cert, Key, CA string
+}
+
+// Register binds f to the --tls-cert, --tls-key and --tls-ca flags of fs.
+func (f *TLSFiles) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Cert, "tls-cert", "", "mutual TLS for the actor transport: this node's certificate (PEM); with --tls-key and --tls-ca, on every node")
+	fs.StringVar(&f.Key, "tls-key", "", "mutual TLS: this node's private key (PEM)")
+	fs.StringVar(&f.CA, "tls-ca", "", "mutual TLS: the CA certificate (PEM) that signs every node's certificate")
 }
 
 // Enabled reports whether any file is named.

@@ -38,6 +38,7 @@ func (p *process) coordinate(ctx context.Context) error {
 	opt := tr.Options
 	opt.Tracer = p.cfg.Tracer
 	opt.OnState = p.metrics.state
+	opt.Metrics = p.metrics.m
 	opt.StalenessK, opt.MaxLag, opt.KeepLateK = p.cfg.StalenessK, p.cfg.MaxLag, p.cfg.KeepLateK
 	opt.OnFlow = p.dash.onFlow
 	if p.cfg.Roles.Rollout {

@@ -66,7 +66,8 @@ func Run(ctx context.Context, cfg Config, run *RunSetup) error {
 			return &InputError{Field: "TLS", Value: cfg.TLS.Cert, Err: err}
 		}
 	}
-	st, err := store.Open(ctx, store.Options{URL: cfg.RedisURL, Logger: p.logger, MaxRetryElapsed: 30 * time.Second})
+	st, err := store.Open(ctx, store.Options{URL: cfg.RedisURL, Logger: p.logger, MaxRetryElapsed: 30 * time.Second,
+		ObserveCommand: p.metrics.m.ObserveRedis})
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
@@ -162,10 +163,9 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // gossipWarning is the warning for gossip that binds an address other hosts can reach without a
 // key (anyone who reaches it can join the cluster and read its membership); "" otherwise.
 func gossipWarning(c cluster.Config) string {
-	ip := net.ParseIP(c.BindAddr)
-	if len(c.SecretKey) > 0 || (ip != nil && ip.IsLoopback()) {
+	if !c.Exposed() {
 		return ""
 	}
-	return fmt.Sprintf("t2t node: WARNING: gossip on %s is unencrypted and reachable from other hosts: anyone who can reach it can join the cluster (set --gossip-key, or bind --gossip to a private address)",
+	return fmt.Sprintf("t2t node: WARNING: gossip on %s is unencrypted and reachable from other hosts: anyone who can reach it can join the cluster (set --gossip-key, or bind --gossip to 127.0.0.1)",
 		net.JoinHostPort(c.BindAddr, strconv.Itoa(c.BindPort)))
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/cluster/telemetry"
@@ -61,16 +63,17 @@ const (
 // how full the dispatch window is.
 type metrics struct {
 	m                                        *telemetry.Metrics
-	rolloutUnits, rolloutFailed, policyLoads *telemetry.Counter
-	learnerStale, lateKept                   *telemetry.Counter
-	discarded                                *telemetry.CounterVec
-	policyVersion, learnerPending            *telemetry.Gauge
-	discardShare, learnerWait                *telemetry.Gauge
-	outstanding, window                      *telemetry.Gauge
+	rolloutUnits, rolloutFailed, policyLoads prometheus.Counter
+	learnerStale, lateKept                   prometheus.Counter
+	discarded                                *prometheus.CounterVec
+	policyVersion, learnerPending            prometheus.Gauge
+	discardShare, learnerWait                prometheus.Gauge
+	outstanding, window                      prometheus.Gauge
 
-	sys    atomic.Pointer[actors.System]
-	runner atomic.Pointer[train.RemoteRunner]
-	now    func() time.Time
+	sys      atomic.Pointer[actors.System]
+	runner   atomic.Pointer[train.RemoteRunner]
+	now      func() time.Time
+	episodes atomic.Uint64 // m.Episodes' count, for the rate
 
 	mu                                  sync.Mutex // guards the fields below (one scrape at a time)
 	completed, reissued, updates, stale uint64
@@ -88,42 +91,34 @@ func newMetrics(name string) (*metrics, error) {
 	if err != nil {
 		return nil, &InputError{Field: "TelemetryName", Value: name, Err: err}
 	}
-	nm := &metrics{m: m, now: time.Now, rateWindow: time.Second}
-	r := m.Registry
-	for _, c := range []struct {
-		dst        **telemetry.Counter
-		name, help string
-	}{
-		{&nm.rolloutUnits, MetricRolloutUnits, "Work units this node's rollouts ran."},
-		{&nm.rolloutFailed, MetricRolloutFailed, "Work units this node's rollouts failed (the coordinator re-issues them)."},
-		{&nm.policyLoads, MetricPolicyLoads, "Policy versions this rollout node loaded from Redis."},
-		{&nm.learnerStale, MetricLearnerStale, "Groups the learner found stale (older than the staleness bound K), kept or not."},
-		{&nm.lateKept, MetricLateKept, "Stale groups the learner kept (at most the keep bound old), corrected by truncated importance weights."},
-	} {
-		if *c.dst, err = r.Counter(c.name, c.help); err != nil {
-			return nil, err
-		}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
-	for _, g := range []struct {
-		dst        **telemetry.Gauge
-		name, help string
-	}{
-		{&nm.policyVersion, MetricPolicyVersion, "Policy version: the learner's (coordinator) or the one the latest unit played (rollout node)."},
-		{&nm.learnerPending, MetricLearnerPending, "Groups waiting for the learner's next batch."},
-		{&nm.discardShare, MetricDiscardShare, "Share of the groups that reached the learner which it discarded (any reason)."},
-		{&nm.learnerWait, MetricLearnerWait, "Seconds queued work units waited for the learner while rollouts had free slots (cumulative)."},
-		{&nm.outstanding, MetricOutstanding, "Groups issued to rollouts and not yet used or discarded by the learner."},
-		{&nm.window, MetricDispatchWindow, "Most groups the coordinator lets be outstanding: (max lag + 1) x learner batch; 0 when dispatch is not paced."},
-	} {
-		if *g.dst, err = r.Gauge(g.name, g.help); err != nil {
-			return nil, err
-		}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
-	if nm.discarded, err = r.CounterVec(MetricDiscarded, "Groups the learner discarded, by reason: stale (older than the keep bound), late_stage (their stage was over), duplicate (a re-issued unit's second copy).", "reason"); err != nil {
+	nm := &metrics{m: m, now: time.Now, rateWindow: time.Second,
+		rolloutUnits:   counter(MetricRolloutUnits, "Work units this node's rollouts ran."),
+		rolloutFailed:  counter(MetricRolloutFailed, "Work units this node's rollouts failed (the coordinator re-issues them)."),
+		policyLoads:    counter(MetricPolicyLoads, "Policy versions this rollout node loaded from Redis."),
+		learnerStale:   counter(MetricLearnerStale, "Groups the learner found stale (older than the staleness bound K), kept or not."),
+		lateKept:       counter(MetricLateKept, "Stale groups the learner kept (at most the keep bound old), corrected by truncated importance weights."),
+		policyVersion:  gauge(MetricPolicyVersion, "Policy version: the learner's (coordinator) or the one the latest unit played (rollout node)."),
+		learnerPending: gauge(MetricLearnerPending, "Groups waiting for the learner's next batch."),
+		discardShare:   gauge(MetricDiscardShare, "Share of the groups that reached the learner which it discarded (any reason)."),
+		learnerWait:    gauge(MetricLearnerWait, "Seconds queued work units waited for the learner while rollouts had free slots (cumulative)."),
+		outstanding:    gauge(MetricOutstanding, "Groups issued to rollouts and not yet used or discarded by the learner."),
+		window:         gauge(MetricDispatchWindow, "Most groups the coordinator lets be outstanding: (max lag + 1) x learner batch; 0 when dispatch is not paced."),
+		discarded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricDiscarded,
+			Help: "Groups the learner discarded, by reason: stale (older than the keep bound), late_stage (their stage was over), duplicate (a re-issued unit's second copy)."},
+			[]string{"reason"}),
+	}
+	if err := m.Register(nm.rolloutUnits, nm.rolloutFailed, nm.policyLoads, nm.learnerStale, nm.lateKept,
+		nm.policyVersion, nm.learnerPending, nm.discardShare, nm.learnerWait, nm.outstanding, nm.window, nm.discarded); err != nil {
 		return nil, err
 	}
 	for _, reason := range []string{discardStale, discardLateStage, discardDuplicate} {
-		nm.discarded.With(reason) // every reason shows, at 0 until it happens
+		nm.discarded.WithLabelValues(reason) // every reason shows, at 0 until it happens
 	}
 	return nm, nil
 }
@@ -148,9 +143,15 @@ func unitEpisodes(r store.UnitResult) uint64 {
 	return uint64(max(n, 0))
 }
 
+// addEpisodes counts n finished episodes.
+func (nm *metrics) addEpisodes(n uint64) {
+	nm.episodes.Add(n)
+	nm.m.Episodes.Add(float64(n))
+}
+
 // localUnit is train.Options.OnUnit: a unit the run's own rollouts ran.
 func (nm *metrics) localUnit(r store.UnitResult) {
-	nm.m.Episodes.Add(unitEpisodes(r))
+	nm.addEpisodes(unitEpisodes(r))
 	nm.rolloutUnits.Inc()
 	if sys := nm.sys.Load(); sys != nil {
 		nm.m.PolicyLag.Set(float64(max(sys.Stats().Learner.Version-r.PolicyVersion, 0)))
@@ -159,7 +160,7 @@ func (nm *metrics) localUnit(r store.UnitResult) {
 
 // remoteUnit sees a unit a rollout process ran.
 func (nm *metrics) remoteUnit(u train.UnitLog) {
-	nm.m.Episodes.Add(unitEpisodes(u.Result))
+	nm.addEpisodes(unitEpisodes(u.Result))
 	nm.rolloutUnits.Inc()
 	nm.m.PolicyLag.Set(float64(u.Lag))
 	nm.m.Stage.Set(float64(u.Result.Stage))
@@ -171,9 +172,9 @@ func (nm *metrics) remoteUnit(u train.UnitLog) {
 func (nm *metrics) sync() {
 	nm.mu.Lock()
 	defer nm.mu.Unlock()
-	up := func(c *telemetry.Counter, last *uint64, cur uint64) {
+	up := func(c prometheus.Counter, last *uint64, cur uint64) {
 		if cur > *last {
-			c.Add(cur - *last)
+			c.Add(float64(cur - *last))
 			*last = cur
 		}
 	}
@@ -185,9 +186,9 @@ func (nm *metrics) sync() {
 		up(nm.learnerStale, &nm.stale, st.Learner.Stale)
 		l, last := st.Learner, &nm.lastFlow
 		up(nm.lateKept, &last.LateKept, l.LateKept)
-		up(nm.discarded.With(discardStale), &last.DiscardedStale, l.DiscardedStale)
-		up(nm.discarded.With(discardLateStage), &last.DiscardedLateStage, l.DiscardedLateStage)
-		up(nm.discarded.With(discardDuplicate), &last.DiscardedDuplicate, l.DiscardedDuplicate)
+		up(nm.discarded.WithLabelValues(discardStale), &last.DiscardedStale, l.DiscardedStale)
+		up(nm.discarded.WithLabelValues(discardLateStage), &last.DiscardedLateStage, l.DiscardedLateStage)
+		up(nm.discarded.WithLabelValues(discardDuplicate), &last.DiscardedDuplicate, l.DiscardedDuplicate)
 		nm.discardShare.Set(l.DiscardShare())
 		nm.learnerWait.Set(st.Coordinator.LearnerWait.Seconds())
 		nm.outstanding.Set(float64(st.Coordinator.Outstanding))
@@ -199,15 +200,15 @@ func (nm *metrics) sync() {
 	if r := nm.runner.Load(); r != nil {
 		st := r.Stats()
 		if st.Failed > nm.failed {
-			nm.rolloutFailed.Add(uint64(st.Failed - nm.failed))
+			nm.rolloutFailed.Add(float64(st.Failed - nm.failed))
 			nm.failed = st.Failed
 		}
 		if st.PolicyLoads > nm.loads {
-			nm.policyLoads.Add(uint64(st.PolicyLoads - nm.loads))
+			nm.policyLoads.Add(float64(st.PolicyLoads - nm.loads))
 			nm.loads = st.PolicyLoads
 		}
 	}
-	now, eps := nm.now(), nm.m.Episodes.Value()
+	now, eps := nm.now(), nm.episodes.Load()
 	switch {
 	case nm.rateAt.IsZero():
 		nm.rateAt, nm.rateEpisodes = now, eps
@@ -217,9 +218,9 @@ func (nm *metrics) sync() {
 	}
 }
 
-// handler serves the metrics in the Prometheus text format, synced first.
+// handler serves the metrics (telemetry.Metrics.Handler), synced first.
 func (nm *metrics) handler() http.Handler {
-	h := nm.m.Registry.Handler()
+	h := nm.m.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		nm.sync()
 		h.ServeHTTP(w, r)
@@ -280,6 +281,7 @@ func RunHandler(telemetryName string, opt *train.Options, dash *Dashboard) (http
 		}
 	}
 	opt.OnUnit = nm.localUnit
+	opt.Metrics = nm.m
 	if dash != nil {
 		opt.OnFlow = dash.onFlow
 	}

@@ -38,9 +38,33 @@ func TestMetricsPage(t *testing.T) {
 	nm.localUnit(u.Result)
 	nm.state(store.RunState{Stage: 3, PolicyVersion: 11})
 	now = now.Add(2 * time.Second)
-	if got := scrape(); got != metricsPage {
+	if got := counterAndGaugeLines(scrape()); got != metricsPage {
 		t.Fatalf("/metrics:\n%s\nwant:\n%s", got, metricsPage)
 	}
+}
+
+// counterAndGaugeLines keeps the lines of page's t2t_ counters and gauges
+// (not the histograms, nor the go_ and process_ collectors).
+func counterAndGaugeLines(page string) string {
+	keep := map[string]bool{}
+	for _, l := range strings.Split(page, "\n") {
+		if f := strings.Fields(l); len(f) == 4 && f[1] == "TYPE" && strings.HasPrefix(f[2], "t2t_") && f[3] != "histogram" {
+			keep[f[2]] = true
+		}
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(page, "\n") {
+		name := l
+		if f := strings.Fields(l); len(f) >= 3 && f[0] == "#" {
+			name = f[2]
+		} else if i := strings.IndexAny(l, "{ "); i >= 0 {
+			name = l[:i]
+		}
+		if keep[name] {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
 }
 
 const metricsPage = `# HELP t2t_dispatch_outstanding_groups Groups issued to rollouts and not yet used or discarded by the learner.

@@ -76,6 +76,7 @@ func (p *process) serveRollouts(ctx context.Context) error {
 		logUnit(u)
 	})
 	r.runner.SetTracer(p.cfg.Tracer)
+	r.runner.SetMetrics(p.metrics.m)
 	r.runner.SetChunk(p.cfg.Chunk)
 	r.runner.SetEndpointKey(p.cfg.Serve.APIKey)
 	p.metrics.attachRunner(r.runner)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -204,17 +205,28 @@ func TestRunCluster(t *testing.T) {
 	if err := <-rollDone; err != nil {
 		t.Fatalf("rollout process: %v", err)
 	}
-	rollOut.line(t, "t2t node: stopped: 12 units run (0 failed), ", 0)
+	// The rollout ran the 12 training units and every evaluation unit.
+	cs := readSummary(t, coord.SummaryPath)
+	if cs.Run == nil || cs.Rollout != nil {
+		t.Fatalf("coordinator summary %+v", cs)
+	}
+	units := 12
+	for _, sd := range cs.Run.Actors.Stages {
+		if sd.EvalUnits < 2 { // the validation set and the benchmark, one unit at least each
+			t.Errorf("stage %d: %d evaluation units", sd.Stage, sd.EvalUnits)
+		}
+		units += sd.EvalUnits
+	}
+	if got := cs.Run.Actors.Coordinator.Completed; got != uint64(units) {
+		t.Fatalf("coordinator completed %d units, want 12 training + %d evaluation", got, units-12)
+	}
+	rollOut.line(t, fmt.Sprintf("t2t node: stopped: %d units run (0 failed), ", units), 0)
 	rs := readSummary(t, roll.SummaryPath)
-	if rs.Rollout == nil || rs.Rollout.Units != 12 || len(rs.Rollouts) != 2 || rs.Run != nil {
+	if rs.Rollout == nil || rs.Rollout.Units != int64(units) || len(rs.Rollouts) != 2 || rs.Run != nil {
 		t.Fatalf("rollout summary %+v", rs)
 	}
-	if n := countLines(t, roll.UnitLogPath); n != 12 {
-		t.Fatalf("the rollout process logged %d units, want 12", n)
-	}
-	cs := readSummary(t, coord.SummaryPath)
-	if cs.Run == nil || cs.Run.Actors.Coordinator.Completed != 12 || cs.Rollout != nil {
-		t.Fatalf("coordinator summary %+v", cs)
+	if n := countLines(t, roll.UnitLogPath); n != units {
+		t.Fatalf("the rollout process logged %d units, want %d", n, units)
 	}
 }
 

@@ -3,11 +3,14 @@ package deploy_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/t2t-lab/t2t/cluster"
+	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
 )
 
@@ -110,18 +114,9 @@ func deployCheckNodeArgs(t *testing.T, where string, args []string, vars map[str
 	if len(args) == 0 || args[0] != "node" {
 		t.Fatalf("%s: arguments %q do not start with the node subcommand", where, args)
 	}
-	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]*\}`)
 	out := make([]string, len(args))
 	for i, a := range args {
-		out[i] = ref.ReplaceAllStringFunc(a, func(m string) string {
-			sm := ref.FindStringSubmatch(m)
-			name := sm[1] + sm[2]
-			v, ok := vars[name]
-			if !ok {
-				t.Errorf("%s: argument %q refers to %s, which the container does not define", where, a, name)
-			}
-			return v
-		})
+		out[i] = deployExpand(t, where, a, vars)
 	}
 	known := deployNodeFlags(t)
 	for _, a := range out[1:] {
@@ -143,6 +138,74 @@ func deployCheckNodeArgs(t *testing.T, where string, args []string, vars map[str
 		t.Errorf("%s: --roles %s: %v", where, roles, err)
 	}
 	return out
+}
+
+var deployRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)[^}]*\}`)
+
+// deployExpand replaces the $(VAR) and ${VAR...} references of s by their
+// values in vars; a variable vars lacks is an error.
+func deployExpand(t *testing.T, where, s string, vars map[string]string) string {
+	t.Helper()
+	return deployRef.ReplaceAllStringFunc(s, func(m string) string {
+		sm := deployRef.FindStringSubmatch(m)
+		name := sm[1] + sm[2]
+		v, ok := vars[name]
+		if !ok {
+			t.Errorf("%s: %q refers to %s, which the container does not define", where, s, name)
+		}
+		return v
+	})
+}
+
+// deploySampleGossipKey is a valid gossip key (base64 of 32 bytes), the
+// sample value of the gossip-key secret.
+var deploySampleGossipKey = base64.StdEncoding.EncodeToString([]byte("t2t-deploy-test-key-0123456789ab"))
+
+// deployCheckSecrets checks a node's secrets as its manifest passes them:
+// the --redis URL holds no password (it would show in ps and in the
+// manifest) and the password reaches the node as $T2T_REDIS_PASSWORD;
+// gossip on an address other hosts reach gets its key from
+// $T2T_GOSSIP_KEY, never --insecure. args are expanded, env is the
+// container's environment with sample values. The real binary, run with
+// args and env, gets past its gossip check (a --listen that does not parse,
+// appended, stops it right after) and, without the key, is refused.
+func deployCheckSecrets(t *testing.T, where string, args []string, env map[string]string) {
+	t.Helper()
+	raw, _ := deployFlagValue(args, "redis")
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil {
+		t.Errorf("%s: --redis %q must not hold a password (give it as $%s)", where, raw, store.PasswordEnv)
+	}
+	if env[store.PasswordEnv] == "" {
+		t.Errorf("%s: no $%s: the node has no Redis password", where, store.PasswordEnv)
+	}
+	if _, ok := deployFlagValue(args, "insecure"); ok || slices.Contains(args, "--insecure") {
+		t.Errorf("%s: --insecure: gossip must carry a key", where)
+	}
+	run := func(env map[string]string) string {
+		cmd := exec.Command(deployBinary(t), append(slices.Clone(args), "--listen", "no-port")...)
+		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+			return strings.HasPrefix(kv, cluster.GossipKeyEnv+"=") || strings.HasPrefix(kv, store.PasswordEnv+"=")
+		})
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		b, _ := cmd.CombinedOutput()
+		return string(b)
+	}
+	if out := run(env); !strings.Contains(out, `t2t node: --listen "no-port"`) {
+		t.Errorf("%s: the node does not get past its gossip settings:\n%s", where, out)
+	}
+	bind, _ := deployFlagValue(args, "gossip")
+	host, _, _ := net.SplitHostPort(bind)
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return
+	}
+	noKey := maps.Clone(env)
+	delete(noKey, cluster.GossipKeyEnv)
+	if out := run(noKey); !strings.Contains(out, "t2t node: --gossip "+bind+": other hosts can reach") {
+		t.Errorf("%s: without $%s the node is not refused:\n%s", where, cluster.GossipKeyEnv, out)
+	}
 }
 
 // deployPort returns the port of a host:port flag value.
@@ -377,6 +440,8 @@ func k8sEnvVars(c corev1.Container) map[string]string {
 			vars[e.Name] = e.Value
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
 			vars[e.Name] = "10.1.2.3"
+		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Key == "gossip-key":
+			vars[e.Name] = deploySampleGossipKey
 		default:
 			vars[e.Name] = "sample-" + strings.ToLower(e.Name)
 		}
@@ -397,6 +462,7 @@ func k8sCheckPod(t *testing.T, where string, set *k8sSet, spec corev1.PodSpec) (
 		t.Errorf("%s: command %q overrides the image's t2t entrypoint", where, c.Command)
 	}
 	args := deployCheckNodeArgs(t, where, c.Args, k8sEnvVars(c))
+	deployCheckSecrets(t, where, args, k8sEnvVars(c))
 	httpAddr, ok := deployFlagValue(args, "http")
 	if !ok {
 		t.Fatalf("%s: no --http: the probes have nothing to hit", where)
@@ -554,9 +620,19 @@ func TestK8sBase(t *testing.T) {
 		t.Errorf("rollout --roles %s", roles)
 	}
 	for _, a := range [][]string{cargs, rollArgs} {
-		u, _ := deployFlagValue(a, "redis")
-		if !strings.Contains(u, "@"+rsvc.Name+":"+strconv.Itoa(int(rsvc.Spec.Ports[0].Port))+"/") {
-			t.Errorf("--redis %s does not name the redis service %s:%d", u, rsvc.Name, rsvc.Spec.Ports[0].Port)
+		raw, _ := deployFlagValue(a, "redis")
+		if u, err := url.Parse(raw); err != nil || u.Host != rsvc.Name+":"+strconv.Itoa(int(rsvc.Spec.Ports[0].Port)) {
+			t.Errorf("--redis %s does not name the redis service %s:%d", raw, rsvc.Name, rsvc.Spec.Ports[0].Port)
+		}
+	}
+	// The nodes' password is the one Redis requires.
+	for _, c := range []corev1.Container{cc, rc} {
+		name := map[string]string{"t2t": store.PasswordEnv, "redis": "REDIS_PASSWORD"}[c.Name]
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+			r := e.ValueFrom
+			return e.Name == name && r != nil && r.SecretKeyRef != nil && r.SecretKeyRef.Key == "redis-password"
+		}) {
+			t.Errorf("%s: $%s is not the secret's redis-password", c.Name, name)
 		}
 	}
 
@@ -665,6 +741,7 @@ func TestK8sGPUOverlay(t *testing.T) {
 		}
 	}
 	args := deployCheckNodeArgs(t, "gpu coordinator", merged.Args, k8sEnvVars(merged))
+	deployCheckSecrets(t, "gpu coordinator", args, k8sEnvVars(merged))
 	dev, _ := deployFlagValue(args, "device")
 	plugin, ok := strings.CutPrefix(dev, "xla:")
 	if !ok || !filepath.IsAbs(plugin) {
@@ -765,7 +842,7 @@ type composeFile struct {
 
 // composeEnv gives sample values to the variables compose.yaml expands.
 var composeEnv = map[string]string{"REDIS_PASSWORD": "0123abcd", "T2T_RUN_ID": "compose-1", "T2T_POLICY": "gridnet",
-	"T2T_STAGES": "8", "T2T_SEED": "1", "T2T_ROLLOUT_CAPACITY": "2", "T2T_GOSSIP_KEY": ""}
+	"T2T_STAGES": "8", "T2T_SEED": "1", "T2T_ROLLOUT_CAPACITY": "2", "T2T_GOSSIP_KEY": deploySampleGossipKey}
 
 // TestCompose decodes compose.yaml strictly and checks that the services
 // fit: Redis with AOF on a volume, the collector and Jaeger wired as
@@ -825,12 +902,21 @@ func TestCompose(t *testing.T) {
 		}
 		nodeArgs[name] = deployCheckNodeArgs(t, "compose "+name, s.Command, composeEnv)
 		u, _ := deployFlagValue(nodeArgs[name], "redis")
-		if !strings.HasSuffix(u, "@redis:6379/0") || s.DependsOn["redis"].Condition != "service_healthy" {
+		if u != "redis://redis:6379/0" || s.DependsOn["redis"].Condition != "service_healthy" {
 			t.Errorf("%s: --redis %s, depends on redis %+v", name, u, s.DependsOn["redis"])
 		}
-		if _, ok := s.Environment["T2T_GOSSIP_KEY"]; !ok {
-			t.Errorf("%s: T2T_GOSSIP_KEY is not passed", name)
+		// The secrets come from required variables: compose refuses to
+		// start without them rather than start nodes without a password or key.
+		env := map[string]string{}
+		for k, v := range s.Environment {
+			env[k] = deployExpand(t, "compose "+name, v, composeEnv)
 		}
+		for k, from := range map[string]string{store.PasswordEnv: "REDIS_PASSWORD", cluster.GossipKeyEnv: "T2T_GOSSIP_KEY"} {
+			if v := s.Environment[k]; !strings.HasPrefix(v, "${"+from+":?") {
+				t.Errorf("%s: %s: %q, want ${%s:?…} (required)", name, k, v, from)
+			}
+		}
+		deployCheckSecrets(t, "compose "+name, nodeArgs[name], env)
 		otlp, _ := deployFlagValue(nodeArgs[name], "otlp")
 		if h, _, _ := net.SplitHostPort(otlp); h != "otel-collector" || deployPort(t, name+" --otlp", otlp) != otelHTTPPort(t) {
 			t.Errorf("%s: --otlp %s is not the collector's OTLP/HTTP receiver", name, otlp)

@@ -4,10 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -229,71 +226,6 @@ func TestSolverPaperSuite(t *testing.T) {
 			desc = fmt.Sprintf("%dx%d holes=%d soc=%d mk=%d wait=%v", in.Width, in.Height, in.NumHoles(), in.SOC, in.Makespan, in.NeedsWait)
 		}
 		t.Logf("slow: %v agents=%d wr=%.2f index=%d %s; %+v", dur[j].Round(time.Microsecond), c.Agents, c.Sizes[0].WaitRatio, jobs[j].index, desc, stats[j])
-	}
-}
-
-var solverExportFlag = flag.String("solverexport", "", "TestSolverExportMovingAI: write the comparison instances as MovingAI map/scen files and our SOC-optimal solve times to this directory")
-
-// TestSolverExportMovingAI writes the wait-ratio-0.5 third of the paper
-// suite (1,050 instances) as MovingAI .map/.scen pairs, for comparing with
-// other MAPF solvers, together with ours.csv: name, agents, SOC and the
-// time of a SOC-optimal Solve (fastest of five). Run with -solverexport=DIR.
-func TestSolverExportMovingAI(t *testing.T) {
-	dir := *solverExportFlag
-	if dir == "" {
-		t.Skip("run with -solverexport=DIR")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var csv strings.Builder
-	csv.WriteString("name,agents,soc,seconds\n")
-	s := NewSolver()
-	for ci, cfg := range solvPaperSuite() {
-		if cfg.Sizes[0].WaitRatio != 0.5 {
-			continue
-		}
-		ins, err := Generate(cfg, 2026+uint64(ci), 0, cfg.Instances)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, in := range ins {
-			name := fmt.Sprintf("k%d-%04d", cfg.Agents, i)
-			var m strings.Builder
-			fmt.Fprintf(&m, "type octile\nheight %d\nwidth %d\nmap\n", in.Height, in.Width)
-			for _, row := range in.GridRows() {
-				m.WriteString(strings.ReplaceAll(row, "H", "@"))
-				m.WriteByte('\n')
-			}
-			var sc strings.Builder
-			sc.WriteString("version 1\n")
-			for _, a := range in.Agents {
-				// bucket, map, width, height, start x (column), start y (row), goal x, goal y, distance
-				fmt.Fprintf(&sc, "0\t%s.map\t%d\t%d\t%d\t%d\t%d\t%d\t0\n", name, in.Width, in.Height, a.Start.C, a.Start.R, a.Goal.C, a.Goal.R)
-			}
-			if err := os.WriteFile(filepath.Join(dir, name+".map"), []byte(m.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, name+".scen"), []byte(sc.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			// The fastest of five runs, which approximates CPU time on a
-			// loaded machine.
-			var sol Solution
-			d := time.Duration(1 << 62)
-			for range 5 {
-				t0 := time.Now()
-				sol, err = s.Solve(in, SolveOptions{})
-				d = min(d, time.Since(t0))
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			fmt.Fprintf(&csv, "%s,%d,%d,%.6f\n", name, len(in.Agents), sol.SOC, d.Seconds())
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ours.csv"), []byte(csv.String()), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -37,6 +37,21 @@ type PlayOptions struct {
 // Play plays ins greedily, one episode each, and returns one outcome per
 // instance, in the order of ins.
 func Play(p Player, ins []*env.Instance, opt PlayOptions) ([]report.Outcome, error) {
+	eps, err := PlayEpisodes(p, ins, opt)
+	if err != nil {
+		return nil, err
+	}
+	outs := make([]report.Outcome, len(eps))
+	for i := range eps {
+		outs[i] = OutcomeOf(ins[i], &eps[i].Report)
+	}
+	return outs, nil
+}
+
+// PlayEpisodes plays ins as Play does and returns the episodes themselves
+// (answer, verifier report, reward), one per instance in the order of ins:
+// what a training run's evaluation units record.
+func PlayEpisodes(p Player, ins []*env.Instance, opt PlayOptions) ([]learner.Episode, error) {
 	eps := make([]learner.Episode, len(ins))
 	if opt.PerInstance {
 		for i, in := range ins {
@@ -52,11 +67,7 @@ func Play(p Player, ins []*env.Instance, opt PlayOptions) ([]report.Outcome, err
 	} else if err := playByAgents(p, ins, opt.Seed, eps); err != nil {
 		return nil, err
 	}
-	outs := make([]report.Outcome, len(eps))
-	for i := range eps {
-		outs[i] = OutcomeOf(ins[i], &eps[i].Report)
-	}
-	return outs, nil
+	return eps, nil
 }
 
 // playByAgents plays ins in one batch per agent count and writes each

@@ -171,12 +171,12 @@ func MeasureRecordUnit(ctx context.Context, st *store.Store, serverURL string, n
 		return RecordCost{}, err
 	}
 	runID := fmt.Sprintf("bench-record-%d", time.Now().UnixNano())
-	res := unitResult(runID, 0, store.SplitTrain, "", ro, 0, "cfg")
+	res := unitResult(runID, 0, store.SplitTrain, "", ro.Episodes, 0, "cfg")
 	var rdb *redis.Client
 	if serverURL != "" {
-		ro, err := redis.ParseURL(serverURL)
+		ro, err := store.ParseURL(serverURL)
 		if err != nil {
-			return RecordCost{}, fmt.Errorf("%w: redis url: %v", ErrOptions, err)
+			return RecordCost{}, fmt.Errorf("%w: %w", ErrOptions, err)
 		}
 		rdb = redis.NewClient(ro)
 		defer rdb.Close()

@@ -5,43 +5,41 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
-	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/env"
 )
 
-// evalStage evaluates the policy greedily after stage (or before any stage
-// for stage -1) on the validation set (store.SplitVal) and the benchmark
-// suite (store.SplitEvalPaper), records the outcomes in Redis (stage >= 0)
-// and fills rep's Val, Eval and Policy.
+// evalStage fills rep's Val, Eval and Policy with the policy's
+// evaluation after stage on the validation set (store.SplitVal) and the
+// benchmark suite (store.SplitEvalPaper). After a stage (stage >= 0) the
+// evaluation units played them (evalunit.go): evalStage reads their
+// aggregates in Redis, and fails when a split's units did not record every
+// instance. Before the first stage (stage -1) it plays them here, with the
+// same evaluator, and records nothing.
 func (r *run) evalStage(ctx context.Context, stage int, rep *StageReport) error {
-	seed := actors.EvalSeed(r.opt.Seed, stage)
 	for _, split := range []struct {
 		name string
 		ins  []*env.Instance
 	}{{store.SplitVal, r.val}, {store.SplitEvalPaper, r.eval}} {
-		var span trace.Span
-		if stage >= 0 {
-			_, span = r.traces.start(r.traces.ctx(stage), telemetry.SpanEval, attribute.String("t2t.split", split.name))
-		}
-		ro, err := r.pol.Play(split.ins, 1, 0, seed)
-		if span != nil {
-			span.End()
-		}
-		if err != nil {
-			return fmt.Errorf("%s after stage %d: %w", split.name, stage, err)
-		}
-		res := unitResult(r.opt.RunID, stage, split.name, split.name, ro, r.pol.Version(), "")
-		if stage >= 0 {
-			if _, err := r.st.RecordUnit(ctx, res); err != nil {
-				return fmt.Errorf("%s after stage %d: record: %w", split.name, stage, err)
+		var buckets map[store.Key]store.Counts
+		if stage < 0 {
+			res, err := evalResult(r.pol, r.opt.RunID, stage, split.name, split.name, split.ins, actors.EvalSeed(r.opt.Seed, stage), r.pol.Version(), "")
+			if err != nil {
+				return fmt.Errorf("%s before the first stage: %w", split.name, err)
 			}
+			buckets = res.Buckets
+		} else {
+			agg, err := r.st.Aggregates(ctx, r.opt.RunID, stage, split.name)
+			if err != nil {
+				return fmt.Errorf("%s after stage %d: %w", split.name, stage, err)
+			}
+			buckets = agg
 		}
-		sum := store.SumSplit(res.Buckets)
+		sum := store.SumSplit(buckets)
+		if got := sum.All.Episodes; got != int64(len(split.ins)) {
+			return fmt.Errorf("%s after stage %d: %d of %d instances evaluated", split.name, stage, got, len(split.ins))
+		}
 		if split.name == store.SplitVal {
 			rep.Val = ratesOf(sum.All)
 			continue

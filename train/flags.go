@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
@@ -28,7 +29,7 @@ const DeviceHelp = "compute device: gomlx engine: cpu, or xla:/abs/path/pjrt_plu
 type Flags struct {
 	// Opt holds the options the flags set directly.
 	Opt                                 Options
-	ConfigPath, Policy, Strategy, Redis string
+	ConfigPath, Policy, Strategy        string
 	WarmStart, Hidden, Device, ModelDir string
 	Prompt                              string
 	Instances, BCSteps, MaxNewTokens    int
@@ -38,6 +39,8 @@ type Flags struct {
 	EngineerURL                         string
 	Engine                              engine.Flags
 	Telemetry                           telemetry.Flags
+	// Redis is --redis and its password (Redis.URL() has it).
+	Redis store.Flags
 }
 
 // Register binds f to fs.
@@ -51,7 +54,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Policy, "policy", PolicyGridNet, "policy to train: gridnet (CPU network), qwen3 (a causal LM, --model), or scripted (optimal plans with injected mistakes)")
 	fs.Float64Var(&f.MistakeRate, "mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move")
 	fs.StringVar(&f.Strategy, "strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", "))
-	fs.StringVar(&f.Redis, "redis", "", "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server")
+	f.Redis.Register(fs, "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server")
 	fs.StringVar(&f.WarmStart, "warmstart", "none", "gridnet warm start: none or bc (behaviour cloning from optimal plans)")
 	fs.IntVar(&f.BCSteps, "bc-steps", 60, "warm start: behaviour-cloning steps of 64 instances")
 	fs.StringVar(&f.Hidden, "hidden", "128,128", "gridnet hidden layer widths")
@@ -134,7 +137,7 @@ func (f *Flags) Build(ctx context.Context, logger *slog.Logger, out io.Writer) (
 	if err != nil {
 		return nil, err
 	}
-	if f.Opt.Resume && (f.Redis == "" || f.Opt.CheckpointDir == "") {
+	if f.Opt.Resume && (f.Redis.URL() == "" || f.Opt.CheckpointDir == "") {
 		return nil, &OptionError{Reason: "--resume needs --redis (the Redis of the interrupted run; an embedded one starts empty) and --checkpoint-dir"}
 	}
 	// The flags' values as given: Run's defaults would turn a 0 into the

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 )
@@ -129,9 +130,15 @@ type Options struct {
 	// sampling, learner update, evaluation and engineer proposal, with the
 	// stage's context carried to every node in WorkUnit.TraceHeaders.
 	Tracer trace.Tracer
-	// OnUnit, when set, sees every training unit's outcome record as this
-	// process's rollouts record it (t2t train's progress bar; tests check
-	// the aggregates with it). It is called from the rollouts' goroutines.
+	// Metrics, when set, receives the latency histograms of the run's
+	// work units, learner updates and engineer proposals, each with its
+	// span's trace id as exemplar (a daemon's /metrics). Default: none.
+	Metrics *telemetry.Metrics
+	// OnUnit, when set, sees every unit's outcome record as this process's
+	// rollouts record it: training units (Split store.SplitTrain) and
+	// evaluation units (store.SplitVal, store.SplitEvalPaper). t2t train's
+	// progress bar (Progress) and metrics use it; tests check the
+	// aggregates with it. It is called from the rollouts' goroutines.
 	OnUnit func(store.UnitResult)
 	// Cluster connects the run to rollouts on other nodes (t2t node); the
 	// zero value keeps the run in this process. See Cluster.

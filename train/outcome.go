@@ -12,13 +12,13 @@ const maxExamplesPerUnit = 2
 // unitResult turns a rollout into the store's per-unit outcome record:
 // counts by (map size, agents) and failure category, and a few failure
 // examples.
-func unitResult(runID string, stage int, split, unitID string, ro *learner.Rollout, policyVersion int64, configVersion string) store.UnitResult {
+func unitResult(runID string, stage int, split, unitID string, eps []learner.Episode, policyVersion int64, configVersion string) store.UnitResult {
 	r := store.UnitResult{
 		RunID: runID, Stage: stage, Split: split, UnitID: unitID,
 		Buckets: map[store.Key]store.Counts{}, PolicyVersion: policyVersion, ConfigVersion: configVersion,
 	}
-	for i := range ro.Episodes {
-		ep := &ro.Episodes[i]
+	for i := range eps {
+		ep := &eps[i]
 		in := ep.Instance
 		key := store.Key{Size: in.Width, Agents: len(in.Agents)}
 		c := r.Buckets[key]

@@ -134,9 +134,9 @@ func OpenPolicyStore(ctx context.Context, url, prefix string) (*PolicyStore, err
 	if prefix == "" {
 		prefix = "t2t"
 	}
-	ro, err := redis.ParseURL(url)
+	ro, err := store.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("%w: redis url: %v", ErrOptions, err)
+		return nil, fmt.Errorf("%w: %w", ErrOptions, err)
 	}
 	rdb := redis.NewClient(ro)
 	if err := rdb.Ping(ctx).Err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -44,9 +45,11 @@ func (r *run) propose(ctx context.Context, stage int, resumed bool) (env.Config,
 	if err != nil {
 		return env.Config{}, nil, "", err
 	}
+	t0 := time.Now()
 	_, span := r.traces.start(r.traces.ctx(stage-1), telemetry.SpanEngineerPropose, attribute.Int(telemetry.AttrStage, stage))
 	prop, err := r.opt.Strategy.Propose(ctx, h)
 	span.End()
+	r.opt.Metrics.ObserveEngineerPropose(time.Since(t0), span.SpanContext())
 	if err != nil {
 		return env.Config{}, nil, "", err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/cluster/telemetry"
 )
 
 // Cluster connects a run to rollouts on other nodes (t2t node). The zero
@@ -145,8 +146,9 @@ type RemoteRunner struct {
 	units, failed, loads, lagSum, lagMax atomic.Int64
 	refreshes                            atomic.Int64
 
-	tracer      trace.Tracer // nil: no spans
-	endpointKey string       // sent to an LLM run's endpoint
+	tracer      trace.Tracer       // nil: no spans
+	metrics     *telemetry.Metrics // nil: units not timed
+	endpointKey string             // sent to an LLM run's endpoint
 }
 
 // DefaultChunk is the number of instances a rollout node plays between two
@@ -158,6 +160,10 @@ const DefaultChunk = 8
 // SetTracer makes the runner trace its work units (children of the stage
 // span whose context the unit carries); call it before the first unit.
 func (rr *RemoteRunner) SetTracer(t trace.Tracer) { rr.tracer = t }
+
+// SetMetrics makes the runner time every unit in m's histogram (the
+// node's /metrics). Call it before the first unit.
+func (rr *RemoteRunner) SetMetrics(m *telemetry.Metrics) { rr.metrics = m }
 
 // remoteRun is the policy of one run on a rollout node, and the executor
 // that runs the run's units with it.
@@ -238,7 +244,7 @@ func (rr *RemoteRunner) runFor(ctx context.Context, runID string) (*remoteRun, e
 		return nil, err
 	}
 	r := &remoteRun{spec: spec, pol: pol}
-	r.exec = unitExecutor{runID: spec.RunID, seed: spec.Seed, groupSize: spec.GroupSize, pol: pol, st: rr.st,
+	r.exec = unitExecutor{runID: spec.RunID, seed: spec.Seed, groupSize: spec.GroupSize, pol: pol, st: rr.st, metrics: rr.metrics,
 		traces: newStageTraces(rr.tracer, spec.RunID), acquire: func(ctx context.Context, u actors.WorkUnit) (int64, func(), error) {
 			return rr.acquire(ctx, r, u)
 		}, wire: true}

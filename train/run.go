@@ -22,12 +22,15 @@ import (
 // units run through units (unit.go), it learns in Update, and it closes
 // each stage and proposes the next in Propose (evalstage.go, propose.go).
 type run struct {
-	opt   Options
-	pol   Policy
-	st    *store.Store
-	val   []*env.Instance
-	eval  []*env.Instance
-	units *unitExecutor
+	opt  Options
+	pol  Policy
+	st   *store.Store
+	val  []*env.Instance
+	eval []*env.Instance
+	// evalPlan is the evaluation the coordinator leases after each stage:
+	// the specs of val and eval.
+	evalPlan []actors.EvalSplit
+	units    *unitExecutor
 
 	// gate orders a deterministic run's sampling (nil otherwise).
 	gate *detGate
@@ -86,6 +89,7 @@ func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
 	}
 	r.opt.Cluster.publish(r.opt.RunID, r.pol, r.opt.Logger)
 	d, c := time.Since(t0), countBatch(groups, before)
+	r.opt.Metrics.ObserveLearnerStep(d, span.SpanContext())
 	r.mu.Lock()
 	r.learn.add(c, st, sig, d)
 	r.mu.Unlock()
@@ -127,6 +131,9 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	}
 	evalSpec := env.PaperEvalSpec(opt.SuiteSeed, opt.EvalPerSize)
 	if r.eval, err = env.GenerateSuite(&evalSpec, 0, evalSpec.Len()); err != nil {
+		return nil, err
+	}
+	if r.evalPlan, err = evalSplits(&valSpec, &evalSpec); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(opt.Out, "run %s: %s policy, %d stages × %d instances (group %d), engineer %s; validation %d, benchmark %d instances\n",
@@ -237,6 +244,7 @@ func (r *run) systemConfig(ctx context.Context, first int) (actors.SystemConfig,
 	sc.LearnerBatch, sc.StalenessK, sc.KeepStale = opt.LearnerBatch, opt.StalenessK, opt.KeepStale
 	sc.MaxLag, sc.KeepLateK = opt.MaxLag, opt.KeepLateK
 	sc.StageHeaders = r.traces.headers
+	sc.Eval = r.evalPlan
 	sc.OnLearnerWait = r.traces.learnerWait
 	if err := opt.Cluster.prepare(ctx, &sc, opt, r.pol); err != nil {
 		return actors.SystemConfig{}, err

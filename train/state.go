@@ -65,7 +65,7 @@ type stateTracker struct {
 func (r *run) track(ctx context.Context, sc *actors.SystemConfig) *stateTracker {
 	t := &stateTracker{r: r, runCtx: ctx, ctx: context.WithoutCancel(ctx), headers: sc.StageHeaders,
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
-	sc.StageHeaders = t.stageHeaders
+	sc.StageHeaders, sc.EvalHeaders = t.stageHeaders, t.evalHeaders
 	t.cur = store.RunState{RunID: r.opt.RunID, Stage: sc.FirstStage, Phase: PhaseStarting, PolicyVersion: max(r.pol.Version(), 0), ConfigVersion: sc.InitialConfigVersion}
 	t.pending = true
 	t.show(t.cur)
@@ -172,6 +172,17 @@ func (t *stateTracker) stageHeaders(runID string, stage int) map[string]string {
 			s.ConfigVersion = cfg.Hash()
 		}
 	})
+	if t.headers == nil {
+		return nil
+	}
+	return t.headers(runID, stage)
+}
+
+// evalHeaders implements actors.SystemConfig.EvalHeaders: the stage's
+// training is done and its evaluation units are being built, so the stage
+// is being evaluated. They run under the stage's trace.
+func (t *stateTracker) evalHeaders(runID string, stage int) map[string]string {
+	t.evaluating(stage)
 	if t.headers == nil {
 		return nil
 	}

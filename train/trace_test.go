@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/traces"
 )
@@ -47,11 +48,15 @@ func TestRunTraceTree(t *testing.T) {
 	if len(stageOf) != 3 {
 		t.Fatalf("%d stage spans, want 3", len(stageOf))
 	}
-	units := 0
+	units, evalUnits := 0, map[string]int{}
 	for _, s := range spans {
 		switch s.Name {
 		case telemetry.SpanWorkUnit:
-			units++
+			if split, ok := s.Attr(telemetry.AttrSplit); ok {
+				evalUnits[split]++
+			} else {
+				units++
+			}
 			want, _ := s.Attr(telemetry.AttrStage)
 			got, ok := stageOf[s.ParentSpanID]
 			if !ok || got != want || byID[s.ParentSpanID].TraceID != s.TraceID {
@@ -64,14 +69,25 @@ func TestRunTraceTree(t *testing.T) {
 			if byID[s.ParentSpanID].Name != telemetry.SpanWorkUnit {
 				t.Fatalf("sample span's parent is %q", byID[s.ParentSpanID].Name)
 			}
-		case telemetry.SpanEngineerPropose, telemetry.SpanEval:
+		case telemetry.SpanEngineerPropose:
 			if _, ok := stageOf[s.ParentSpanID]; !ok {
 				t.Fatalf("%s span outside a stage", s.Name)
+			}
+		case telemetry.SpanEval: // in an evaluation unit, on the unit's split
+			p := byID[s.ParentSpanID]
+			want, _ := p.Attr(telemetry.AttrSplit)
+			if got, _ := s.Attr(telemetry.AttrSplit); p.Name != telemetry.SpanWorkUnit || want == "" || got != want {
+				t.Fatalf("eval span (split %q) in %q (split %q), want an evaluation unit's", got, p.Name, want)
 			}
 		}
 	}
 	if units != 3*4 { // 40 instances / 10 per unit, 3 stages
-		t.Fatalf("%d work unit spans, want 12", units)
+		t.Fatalf("%d training unit spans, want 12", units)
+	}
+	// Validation: 8 instances (sizes 3..10, 1 each) in one unit per stage;
+	// the benchmark: one unit of 10 at least.
+	if evalUnits[store.SplitVal] != 3 || evalUnits[store.SplitEvalPaper] < 3 || len(evalUnits) != 2 {
+		t.Fatalf("evaluation unit spans %v, want 3 val and 3+ eval_paper (3 stages)", evalUnits)
 	}
 	rep := traces.Analyze(spans)
 	if len(rep.Stages) != 3 {

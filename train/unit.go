@@ -48,6 +48,8 @@ type unitExecutor struct {
 	// onUnit, when set, sees every unit's outcome record once it is
 	// recorded (Options.OnUnit).
 	onUnit func(store.UnitResult)
+	// metrics, when set, times every unit (Options.Metrics).
+	metrics *telemetry.Metrics
 	// wire makes the groups carry their instance's JSON (Group.Instance):
 	// they go to a learner on another node. Groups always carry the
 	// instance itself in Group.Local for a learner in this process.
@@ -58,7 +60,7 @@ type unitExecutor struct {
 // set) over pol: whole units, the policy as it is, groups that stay in
 // this process. Run adds the run's traces, gate and engine-loss handler.
 func localExecutor(opt Options, pol Policy, st *store.Store) *unitExecutor {
-	return &unitExecutor{runID: opt.RunID, seed: opt.Seed, groupSize: opt.GroupSize, pol: pol, st: st, onUnit: opt.OnUnit}
+	return &unitExecutor{runID: opt.RunID, seed: opt.Seed, groupSize: opt.GroupSize, pol: pol, st: st, onUnit: opt.OnUnit, metrics: opt.Metrics}
 }
 
 // unitRun is what running one unit gave.
@@ -78,6 +80,9 @@ func (e *unitExecutor) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.U
 
 // run generates, plays and records unit u and returns its groups.
 func (e *unitExecutor) run(ctx context.Context, u actors.WorkUnit) (unitRun, error) {
+	if u.Eval {
+		return e.runEval(ctx, u)
+	}
 	t0 := time.Now()
 	ctx, span := e.traces.start(telemetry.Extract(ctx, u.TraceHeaders), telemetry.SpanWorkUnit,
 		attribute.String(telemetry.AttrWorkUnit, u.UnitID), attribute.Int(telemetry.AttrStage, u.Stage),
@@ -122,8 +127,10 @@ func (e *unitExecutor) run(ctx context.Context, u actors.WorkUnit) (unitRun, err
 	if e.onUnit != nil {
 		e.onUnit(out.result)
 	}
+	d := time.Since(t0)
+	e.metrics.ObserveUnit(d, span.SpanContext())
 	out.done.Stats.Instances = len(ins)
-	out.done.Stats.Millis = time.Since(t0).Milliseconds()
+	out.done.Stats.Millis = d.Milliseconds()
 	if e.gate != nil {
 		e.gate.sent(u.UnitID, len(out.done.Groups))
 	}
@@ -151,7 +158,7 @@ func (e *unitExecutor) playChunk(ctx context.Context, u actors.WorkUnit, c int, 
 		}
 		return 0, fmt.Errorf("unit %s: %w", u.UnitID, err)
 	}
-	pr := unitResult(e.runID, u.Stage, store.SplitTrain, u.UnitID, ro, version, u.ConfigVersion)
+	pr := unitResult(e.runID, u.Stage, store.SplitTrain, u.UnitID, ro.Episodes, version, u.ConfigVersion)
 	if c == 0 {
 		out.result = pr
 	} else {

@@ -14,6 +14,13 @@
 //	applied, err := s.RecordUnit(ctx, store.UnitResult{RunID: "r1", Stage: 0, Split: "train", UnitID: "u-17", ...})
 //	agg, err := s.Aggregates(ctx, "r1", 0, "train")
 //
+// Commands take the Redis as Flags: --redis URL and --redis-password-file
+// (or $T2T_REDIS_PASSWORD), so that the password need not stand in the URL
+// on a command line; Flags.URL puts it in the URL Open takes. What is
+// printed or logged of a URL goes through RedactURL
+// (redis://:***@host:port/db), and ParseURL's errors (those of Open too)
+// never show the password.
+//
 // # Key schema
 //
 // P is Options.Prefix ("t2t"); R a run id (letters, digits, ".-_");
@@ -83,5 +90,6 @@
 //
 // ErrInvalid (bad input, checked before anything is written), ErrConflict,
 // ErrNotFound and ErrUnavailable; see their doc comments. Match with
-// errors.Is.
+// errors.Is. A URL that does not parse is a *URLError (ErrInvalid), its URL
+// redacted.
 package store

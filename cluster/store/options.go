@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,7 +11,9 @@ import (
 // miniredis server with the defaults below.
 type Options struct {
 	// URL of the Redis server, as accepted by go-redis ParseURL
-	// ("redis://[user:pass@]host:port/db", "rediss://..." for TLS).
+	// ("redis://[user:pass@]host:port/db", "rediss://..." for TLS; Flags.URL
+	// adds a password from a file or the environment). Errors and
+	// Store.URL show it redacted.
 	// Empty: start an embedded miniredis on 127.0.0.1 and own it (Close
 	// stops it; its data lives in memory only).
 	URL string
@@ -33,6 +36,14 @@ type Options struct {
 	JitterSeed uint64
 	// Logger receives one Warn record per retry. Default slog.Default().
 	Logger *slog.Logger
+	// ObserveCommand, when set, sees every Redis command the Store sends
+	// (each attempt of a retried operation, and a new connection's HELLO
+	// and setup), with the caller's context and how long the round trip
+	// took; a pipeline or transaction is one call named PipelineCommand.
+	// Commands are named in lower case ("get", "evalsha"). It is called on
+	// the caller's goroutine and must be quick (telemetry.Metrics.ObserveRedis
+	// is). Default: none.
+	ObserveCommand func(ctx context.Context, command string, d time.Duration)
 }
 
 // Defaults of Options.

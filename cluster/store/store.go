@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"sync/atomic"
 
@@ -42,10 +41,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		}
 		raw = "redis://" + s.mini.Addr()
 	}
-	ro, err := redis.ParseURL(raw)
+	ro, err := ParseURL(raw)
 	if err != nil {
 		s.closeMini()
-		return nil, fmt.Errorf("%w: Options.URL: %v", ErrInvalid, err)
+		return nil, err
 	}
 	// The Store owns retries: one attempt per go-redis call, bounded by
 	// OpTimeout, then our backoff loop.
@@ -57,11 +56,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	ro.ContextTimeoutEnabled = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	s.rdb = redis.NewClient(ro)
-	if u, err := url.Parse(raw); err == nil {
-		s.url = u.Redacted()
-	} else {
-		s.url = ro.Addr
+	if opt.ObserveCommand != nil {
+		s.rdb.AddHook(observeHook(opt.ObserveCommand))
 	}
+	s.url = RedactURL(raw)
 	if err := s.do(ctx, "open", func(ctx context.Context) error {
 		return s.rdb.Ping(ctx).Err()
 	}); err != nil {
@@ -71,9 +69,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	return s, nil
 }
 
-// URL reports the address of the Redis server, password redacted. In
-// embedded mode it is the miniredis address, which other processes on the
-// same machine can use while the Store is open.
+// URL reports the address of the Redis server, password redacted
+// (RedactURL: redis://:***@host:port/db). In embedded mode it is the
+// miniredis address, which other processes on the same machine can use
+// while the Store is open.
 func (s *Store) URL() string { return s.url }
 
 // Close closes the connection pool and, in embedded mode, stops miniredis

@@ -3,8 +3,10 @@
 // writing OTLP JSON (the schema is package otlpjson; `t2t traces`, package
 // traces, analyses the files), W3C tracecontext
 // propagation through message headers, the span, attribute and metric names
-// every actor uses (names.go), and a dependency-free Prometheus-text
-// /metrics registry.
+// every actor uses (names.go), and a node's /metrics: a
+// prometheus/client_golang registry with t2t's counters, gauges and latency
+// histograms (exemplars link an observation to its trace), the Go runtime
+// and the process collectors (Metrics).
 //
 // # Use
 //
@@ -28,6 +30,7 @@
 //
 //	http.Handle("/metrics", tel.MetricsHandler())
 //	tel.Metrics().Episodes.Add(n)
+//	tel.Metrics().ObserveUnit(time.Since(t0), span.SpanContext())
 //
 // With neither TraceFile nor OTLPEndpoint, Setup returns a no-op provider:
 // starting a span costs a context lookup, no goroutine runs and no file is
@@ -47,7 +50,7 @@
 //
 // # Concurrency
 //
-// Telemetry, FileExporter, Registry, Counter and Gauge are safe for
+// Telemetry, FileExporter and Metrics (client_golang's metrics) are safe for
 // concurrent use. The file exporter sits behind a blocking batch span
 // processor (no span is silently dropped; encoding into memory is cheap);
 // the OTLP exporter behind a non-blocking one (a slow collector drops spans
@@ -56,8 +59,8 @@
 //
 // # Errors
 //
-// Sentinels ErrInvalidOptions, ErrExporterClosed, ErrMetricName and
-// ErrMetricKind, matched with errors.Is; *OptionsError and *MetricError carry
+// Sentinels ErrInvalidOptions, ErrExporterClosed and ErrMetric, matched
+// with errors.Is; *OptionsError and *MetricError carry
 // the details (errors.As). Export errors inside the SDK's batch processors
 // go to otel's error handler.
 package telemetry

@@ -12,12 +12,10 @@ var (
 	ErrInvalidOptions = errors.New("telemetry: invalid options")
 	// ErrExporterClosed: a FileExporter used after Shutdown.
 	ErrExporterClosed = errors.New("telemetry: file exporter closed")
-	// ErrMetricName: a metric or label name outside [a-zA-Z_:][a-zA-Z0-9_:]*.
+	// ErrMetric: the metrics registry refused a metric (a name taken, an
+	// invalid metric or label name, a label value that is not UTF-8).
 	// Wrapped by *MetricError.
-	ErrMetricName = errors.New("telemetry: invalid metric name")
-	// ErrMetricKind: a metric name already registered as another kind
-	// (counter vs gauge). Wrapped by *MetricError.
-	ErrMetricKind = errors.New("telemetry: metric registered with another kind")
+	ErrMetric = errors.New("telemetry: metric refused")
 )
 
 // OptionsError names the Options field that failed validation.
@@ -36,11 +34,11 @@ func (e *OptionsError) Unwrap() error { return ErrInvalidOptions }
 
 // MetricError names a metric registration that failed.
 type MetricError struct {
-	Name string // the metric (or label) name
-	Err  error  // ErrMetricName or ErrMetricKind
+	Name string // what was registered: a metric's description, or "go" or "process"
+	Err  error  // client_golang's error, e.g. a prometheus.AlreadyRegisteredError
 }
 
-func (e *MetricError) Error() string { return fmt.Sprintf("%v: %q", e.Err, e.Name) }
+func (e *MetricError) Error() string { return fmt.Sprintf("%v: %s: %v", ErrMetric, e.Name, e.Err) }
 
-// Unwrap returns ErrMetricName or ErrMetricKind.
-func (e *MetricError) Unwrap() error { return e.Err }
+// Unwrap returns ErrMetric and client_golang's error.
+func (e *MetricError) Unwrap() []error { return []error{ErrMetric, e.Err} }

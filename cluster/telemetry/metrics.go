@@ -1,387 +1,191 @@
 package telemetry
 
 import (
-	"bytes"
-	"math"
+	"context"
 	"net/http"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 )
 
-// Registry is a small set of named counters and gauges rendered in the
-// Prometheus text exposition format (version 0.0.4) by Handler. Every sample
-// carries the registry's constant labels; a CounterVec's samples add one
-// label of their own. Safe for concurrent use; updating a metric is one
-// atomic operation.
-type Registry struct {
-	labels     string // rendered constant labels, "" or `{k="v",...}`
-	labelNames map[string]bool
+// Exemplar label names: a histogram observation made inside a sampled span
+// carries that span's ids, so a dashboard can jump from a slow bucket to
+// its trace (Grafana's exemplar link reads trace_id).
+const (
+	ExemplarTraceID = "trace_id"
+	ExemplarSpanID  = "span_id"
+)
 
-	mu      sync.Mutex
-	metrics map[string]metric
+// StepBuckets are the upper bounds (seconds, 1-2.5-5 steps from 1 ms to
+// 500 s) of the work-unit, learner-step and engineer-proposal histograms: a
+// scripted policy takes milliseconds, an LLM seconds to minutes.
+func StepBuckets() []float64 {
+	return []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500}
 }
 
-type metric interface {
-	kind() string
-	help() string
-	value() float64
+// RedisBuckets are the upper bounds (seconds, 100 µs to 1 s) of the Redis
+// command histogram: a command on a LAN takes well under a millisecond, and
+// one past a second is a problem to look at.
+func RedisBuckets() []float64 {
+	return []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
 }
 
-// Counter is a monotonically increasing count.
-type Counter struct {
-	h string
-	n atomic.Uint64
-}
-
-// Inc adds one.
-func (c *Counter) Inc() { c.n.Add(1) }
-
-// Add adds n.
-func (c *Counter) Add(n uint64) { c.n.Add(n) }
-
-// Value returns the count.
-func (c *Counter) Value() uint64 { return c.n.Load() }
-
-func (c *Counter) kind() string   { return "counter" }
-func (c *Counter) help() string   { return c.h }
-func (c *Counter) value() float64 { return float64(c.n.Load()) }
-
-// Gauge is a value that goes up and down.
-type Gauge struct {
-	h    string
-	bits atomic.Uint64
-}
-
-// Set sets the value.
-func (g *Gauge) Set(v float64) { g.bits.Store(math.Float64bits(v)) }
-
-// Add adds d (which may be negative).
-func (g *Gauge) Add(d float64) {
-	for {
-		old := g.bits.Load()
-		if g.bits.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+d)) {
-			return
-		}
-	}
-}
-
-// Value returns the value.
-func (g *Gauge) Value() float64 { return math.Float64frombits(g.bits.Load()) }
-
-func (g *Gauge) kind() string   { return "gauge" }
-func (g *Gauge) help() string   { return g.h }
-func (g *Gauge) value() float64 { return g.Value() }
-
-// NewRegistry returns an empty registry whose samples carry constLabels
-// (nil for none). Label names must be valid metric names without ':'.
-func NewRegistry(constLabels map[string]string) (*Registry, error) {
-	keys := make([]string, 0, len(constLabels))
-	for k := range constLabels {
-		if !validName(k) || strings.Contains(k, ":") || strings.HasPrefix(k, "__") {
-			return nil, &MetricError{Name: k, Err: ErrMetricName}
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	if len(keys) > 0 {
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(k)
-			b.WriteString(`="`)
-			b.WriteString(escapeLabel(constLabels[k]))
-			b.WriteByte('"')
-		}
-		b.WriteByte('}')
-	}
-	names := map[string]bool{}
-	for _, k := range keys {
-		names[k] = true
-	}
-	return &Registry{labels: b.String(), labelNames: names, metrics: map[string]metric{}}, nil
-}
-
-// CounterVec is a family of counters under one metric name that differ in
-// the value of one label, e.g. t2t_learner_discarded_groups_total with
-// reason="stale" and reason="duplicate".
-type CounterVec struct {
-	h, label string
-	mu       sync.Mutex
-	series   map[string]*Counter
-}
-
-// With returns the counter of the label value v, creating it (at 0) if new.
-func (v *CounterVec) With(value string) *Counter {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	c, ok := v.series[value]
-	if !ok {
-		c = &Counter{}
-		v.series[value] = c
-	}
-	return c
-}
-
-func (v *CounterVec) kind() string { return "counter" }
-func (v *CounterVec) help() string { return v.h }
-
-// value is the sum over the series (the family's total).
-func (v *CounterVec) value() float64 {
-	var n float64
-	for _, s := range v.snapshot() {
-		n += s.v
-	}
-	return n
-}
-
-type vecSample struct {
-	label string
-	v     float64
-}
-
-func (v *CounterVec) snapshot() []vecSample {
-	v.mu.Lock()
-	out := make([]vecSample, 0, len(v.series))
-	for k, c := range v.series {
-		out = append(out, vecSample{k, c.value()})
-	}
-	v.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].label < out[j].label })
-	return out
-}
-
-// CounterVec returns the counter family registered under name, registering
-// it with help text help and the label label if it is new. It fails with
-// ErrMetricName for an invalid metric or label name (or a label that is
-// one of the registry's constant labels) and ErrMetricKind if name is
-// registered as something else.
-func (r *Registry) CounterVec(name, help, label string) (*CounterVec, error) {
-	if !validName(label) || strings.Contains(label, ":") || strings.HasPrefix(label, "__") || r.labelNames[label] {
-		return nil, &MetricError{Name: label, Err: ErrMetricName}
-	}
-	m, err := r.register(name, func() metric { return &CounterVec{h: help, label: label, series: map[string]*Counter{}} })
-	if err != nil {
-		return nil, err
-	}
-	v, ok := m.(*CounterVec)
-	if !ok || v.label != label {
-		return nil, &MetricError{Name: name, Err: ErrMetricKind}
-	}
-	return v, nil
-}
-
-// withLabel renders the constant labels plus name="value".
-func (r *Registry) withLabel(name, value string) string {
-	l := name + `="` + escapeLabel(value) + `"`
-	if r.labels == "" {
-		return "{" + l + "}"
-	}
-	return r.labels[:len(r.labels)-1] + "," + l + "}"
-}
-
-// Counter returns the counter registered under name, registering it with
-// help text help if it is new. It fails with ErrMetricName for an invalid
-// name and ErrMetricKind if name is a gauge.
-func (r *Registry) Counter(name, help string) (*Counter, error) {
-	m, err := r.register(name, func() metric { return &Counter{h: help} })
-	if err != nil {
-		return nil, err
-	}
-	c, ok := m.(*Counter)
-	if !ok {
-		return nil, &MetricError{Name: name, Err: ErrMetricKind}
-	}
-	return c, nil
-}
-
-// Gauge returns the gauge registered under name, registering it if new; see
-// Counter for the errors.
-func (r *Registry) Gauge(name, help string) (*Gauge, error) {
-	m, err := r.register(name, func() metric { return &Gauge{h: help} })
-	if err != nil {
-		return nil, err
-	}
-	g, ok := m.(*Gauge)
-	if !ok {
-		return nil, &MetricError{Name: name, Err: ErrMetricKind}
-	}
-	return g, nil
-}
-
-func (r *Registry) register(name string, mk func() metric) (metric, error) {
-	if !validName(name) {
-		return nil, &MetricError{Name: name, Err: ErrMetricName}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if m, ok := r.metrics[name]; ok {
-		return m, nil
-	}
-	m := mk()
-	r.metrics[name] = m
-	return m, nil
-}
-
-// WriteText appends every metric, sorted by name, in the Prometheus text
-// format to b.
-func (r *Registry) WriteText(b *bytes.Buffer) {
-	r.mu.Lock()
-	names := make([]string, 0, len(r.metrics))
-	for n := range r.metrics {
-		names = append(names, n)
-	}
-	ms := make([]metric, len(names))
-	sort.Strings(names)
-	for i, n := range names {
-		ms[i] = r.metrics[n]
-	}
-	r.mu.Unlock()
-	for i, n := range names {
-		m := ms[i]
-		if h := m.help(); h != "" {
-			b.WriteString("# HELP ")
-			b.WriteString(n)
-			b.WriteByte(' ')
-			b.WriteString(escapeHelp(h))
-			b.WriteByte('\n')
-		}
-		b.WriteString("# TYPE ")
-		b.WriteString(n)
-		b.WriteByte(' ')
-		b.WriteString(m.kind())
-		b.WriteByte('\n')
-		if v, ok := m.(*CounterVec); ok {
-			for _, s := range v.snapshot() {
-				b.WriteString(n)
-				b.WriteString(r.withLabel(v.label, s.label))
-				b.WriteByte(' ')
-				b.WriteString(formatValue(s.v))
-				b.WriteByte('\n')
-			}
-			continue
-		}
-		b.WriteString(n)
-		b.WriteString(r.labels)
-		b.WriteByte(' ')
-		b.WriteString(formatValue(m.value()))
-		b.WriteByte('\n')
-	}
-}
-
-// TextContentType is the Content-Type of the Prometheus text format.
-const TextContentType = "text/plain; version=0.0.4; charset=utf-8"
-
-// Handler serves the registry for GET and HEAD (any path) and answers 405
-// to other methods.
-func (r *Registry) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodGet && req.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		var b bytes.Buffer
-		r.WriteText(&b)
-		w.Header().Set("Content-Type", TextContentType)
-		w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
-		if req.Method == http.MethodHead {
-			return
-		}
-		_, _ = w.Write(b.Bytes()) // a client gone away is not our error
-	})
-}
-
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == ':':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
-}
-
-func escapeHelp(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
-}
-
-func formatValue(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
-// Metrics are t2t's standard metrics (the Metric* names), registered in
-// Registry. Actors update the fields directly.
+// Metrics are a node's metrics in a client_golang registry: t2t's standard
+// counters, gauges and latency histograms (the Metric* names), each sample
+// labelled with the constant labels NewMetrics got (node=...), the Go
+// runtime (go_*) and process (process_*) collectors, and whatever a package
+// adds with Register. Handler serves them. Update the fields directly; the
+// Observe methods add exemplars and are no-ops on a nil *Metrics.
 type Metrics struct {
-	Registry          *Registry
-	Episodes          *Counter // MetricEpisodes
-	EpisodesPerSecond *Gauge   // MetricEpisodesPerSecond
-	WorkUnits         *Counter // MetricWorkUnits
-	QueueDepth        *Gauge   // MetricQueueDepth
-	PolicyLag         *Gauge   // MetricPolicyLag
-	LeaseReissues     *Counter // MetricLeaseReissues
-	LearnerUpdates    *Counter // MetricLearnerUpdates
-	Stage             *Gauge   // MetricStage
+	reg      *prometheus.Registry
+	labelled prometheus.Registerer // reg, adding the constant labels
+
+	Episodes          prometheus.Counter // MetricEpisodes
+	EpisodesPerSecond prometheus.Gauge   // MetricEpisodesPerSecond
+	WorkUnits         prometheus.Counter // MetricWorkUnits
+	QueueDepth        prometheus.Gauge   // MetricQueueDepth
+	PolicyLag         prometheus.Gauge   // MetricPolicyLag
+	LeaseReissues     prometheus.Counter // MetricLeaseReissues
+	LearnerUpdates    prometheus.Counter // MetricLearnerUpdates
+	Stage             prometheus.Gauge   // MetricStage
+
+	UnitSeconds            prometheus.Histogram     // MetricUnitSeconds
+	LearnerStepSeconds     prometheus.Histogram     // MetricLearnerStepSeconds
+	EngineerProposeSeconds prometheus.Histogram     // MetricEngineerProposeSeconds
+	RedisSeconds           *prometheus.HistogramVec // MetricRedisSeconds, label LabelCommand
 }
 
-// NewMetrics returns a new registry (with constLabels) holding the standard
-// metrics.
+// LabelCommand is MetricRedisSeconds' label: the Redis command in lower
+// case ("get", "evalsha"), or "pipeline" for a pipeline or transaction.
+const LabelCommand = "command"
+
+// NewMetrics returns a new registry holding the Go and process collectors
+// and the standard metrics, the latter labelled with constLabels (nil for
+// none). A label name or value client_golang refuses (an empty name, a
+// reserved "__" one, a value that is not UTF-8) is a *MetricError.
 func NewMetrics(constLabels map[string]string) (*Metrics, error) {
-	r, err := NewRegistry(constLabels)
-	if err != nil {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, &MetricError{Name: "go", Err: err}
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, &MetricError{Name: "process", Err: err}
+	}
+	m := &Metrics{reg: reg, labelled: prometheus.WrapRegistererWith(constLabels, reg)}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	hist := func(name, help string, buckets []float64) prometheus.HistogramOpts {
+		return prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}
+	}
+	m.Episodes = counter(MetricEpisodes, "Episodes finished (one sampled plan verified).")
+	m.WorkUnits = counter(MetricWorkUnits, "Work units completed (first result per unit).")
+	m.LeaseReissues = counter(MetricLeaseReissues, "Work units re-issued after their lease expired.")
+	m.LearnerUpdates = counter(MetricLearnerUpdates, "Learner updates applied.")
+	m.EpisodesPerSecond = gauge(MetricEpisodesPerSecond, "Episodes per second over the last measured window.")
+	m.QueueDepth = gauge(MetricQueueDepth, "Work units waiting for a rollout.")
+	m.PolicyLag = gauge(MetricPolicyLag, "Policy lag of the latest samples, in versions.")
+	m.Stage = gauge(MetricStage, "Current stage index.")
+	m.UnitSeconds = prometheus.NewHistogram(hist(MetricUnitSeconds,
+		"Seconds one work unit took on this node's rollouts: generate, sample, verify and record.", StepBuckets()))
+	m.LearnerStepSeconds = prometheus.NewHistogram(hist(MetricLearnerStepSeconds,
+		"Seconds one learner update took: batch assembly, optimizer step and policy publish.", StepBuckets()))
+	m.EngineerProposeSeconds = prometheus.NewHistogram(hist(MetricEngineerProposeSeconds,
+		"Seconds the engineer's strategy took to propose one stage's config.", StepBuckets()))
+	m.RedisSeconds = prometheus.NewHistogramVec(hist(MetricRedisSeconds,
+		"Seconds one Redis command (or pipeline) of the run's store took, by command.", RedisBuckets()), []string{LabelCommand})
+	if err := m.Register(m.Episodes, m.WorkUnits, m.LeaseReissues, m.LearnerUpdates,
+		m.EpisodesPerSecond, m.QueueDepth, m.PolicyLag, m.Stage,
+		m.UnitSeconds, m.LearnerStepSeconds, m.EngineerProposeSeconds, m.RedisSeconds); err != nil {
 		return nil, err
 	}
-	m := &Metrics{Registry: r}
-	counters := []struct {
-		dst        **Counter
-		name, help string
-	}{
-		{&m.Episodes, MetricEpisodes, "Episodes finished (one sampled plan verified)."},
-		{&m.WorkUnits, MetricWorkUnits, "Work units completed (first result per unit)."},
-		{&m.LeaseReissues, MetricLeaseReissues, "Work units re-issued after their lease expired."},
-		{&m.LearnerUpdates, MetricLearnerUpdates, "Learner updates applied."},
-	}
-	for _, c := range counters {
-		if *c.dst, err = r.Counter(c.name, c.help); err != nil {
-			return nil, err
-		}
-	}
-	gauges := []struct {
-		dst        **Gauge
-		name, help string
-	}{
-		{&m.EpisodesPerSecond, MetricEpisodesPerSecond, "Episodes per second over the last measured window."},
-		{&m.QueueDepth, MetricQueueDepth, "Work units waiting for a rollout."},
-		{&m.PolicyLag, MetricPolicyLag, "Policy lag of the latest samples, in versions."},
-		{&m.Stage, MetricStage, "Current stage index."},
-	}
-	for _, g := range gauges {
-		if *g.dst, err = r.Gauge(g.name, g.help); err != nil {
-			return nil, err
-		}
-	}
 	return m, nil
+}
+
+// Register adds collectors (a package's own metrics) to the registry with
+// the constant labels. A refused one (a name taken, an invalid name or
+// label) is a *MetricError naming it; those before it stay registered.
+func (m *Metrics) Register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := m.labelled.Register(c); err != nil {
+			return &MetricError{Name: collectorName(c), Err: err}
+		}
+	}
+	return nil
+}
+
+// collectorName is the first metric name c describes, for errors.
+func collectorName(c prometheus.Collector) string {
+	ch := make(chan *prometheus.Desc, 1)
+	go func() {
+		c.Describe(ch)
+		close(ch)
+	}()
+	name := ""
+	for d := range ch {
+		if name == "" {
+			name = d.String()
+		}
+	}
+	return name
+}
+
+// Gatherer returns the registry, for tests and for serving it elsewhere.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+
+// Handler serves the registry for any path: the Prometheus text format, or
+// OpenMetrics (with the histograms' exemplars) to a scraper that asks for
+// it in its Accept header, as Prometheus does with exemplar storage on. An
+// error collecting one metric is reported in the page's place with 500.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+// ObserveUnit records one work unit's duration; sc is its work_unit span.
+func (m *Metrics) ObserveUnit(d time.Duration, sc trace.SpanContext) {
+	if m != nil {
+		observe(m.UnitSeconds, d, sc)
+	}
+}
+
+// ObserveLearnerStep records one learner update's duration; sc is its
+// learner.update span.
+func (m *Metrics) ObserveLearnerStep(d time.Duration, sc trace.SpanContext) {
+	if m != nil {
+		observe(m.LearnerStepSeconds, d, sc)
+	}
+}
+
+// ObserveEngineerPropose records one proposal's duration; sc is its
+// engineer.propose span.
+func (m *Metrics) ObserveEngineerPropose(d time.Duration, sc trace.SpanContext) {
+	if m != nil {
+		observe(m.EngineerProposeSeconds, d, sc)
+	}
+}
+
+// ObserveRedis records one Redis command's duration, with the span of ctx
+// (the store operation's caller) as exemplar. Its signature is
+// store.Options.ObserveCommand's.
+func (m *Metrics) ObserveRedis(ctx context.Context, command string, d time.Duration) {
+	if m != nil {
+		observe(m.RedisSeconds.WithLabelValues(command), d, trace.SpanContextFromContext(ctx))
+	}
+}
+
+// observe records d in seconds, with sc's ids as exemplar when sc is
+// sampled (an unsampled span's trace is nowhere to be found).
+func observe(o prometheus.Observer, d time.Duration, sc trace.SpanContext) {
+	if eo, ok := o.(prometheus.ExemplarObserver); ok && sc.IsSampled() {
+		eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{
+			ExemplarTraceID: sc.TraceID().String(), ExemplarSpanID: sc.SpanID().String()})
+		return
+	}
+	o.Observe(d.Seconds())
 }

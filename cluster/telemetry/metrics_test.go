@@ -4,19 +4,31 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 )
 
-func metGet(t *testing.T, url string) (string, *http.Response) {
+// metGet GETs url with the Accept header accept ("" for none).
+func metGet(t *testing.T, url, accept string) (string, *http.Response) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,89 +40,151 @@ func metGet(t *testing.T, url string) (string, *http.Response) {
 	return string(b), resp
 }
 
-func TestRegistryTextOverHTTP(t *testing.T) {
-	t.Parallel()
-	reg, err := telemetry.NewRegistry(map[string]string{"node": `r"1\` + "\n", "az": "eu"})
+// spanContext is a sampled (or not) remote span context with fixed ids.
+func spanContext(t *testing.T, sampled bool) trace.SpanContext {
+	t.Helper()
+	tid, err := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := reg.Counter("t2t_things_total", "Things.\nSecond line \\ backslash.")
+	sid, err := trace.SpanIDFromHex("00f067aa0ba902b7")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := reg.Gauge("t2t_depth", "")
-	if err != nil {
-		t.Fatal(err)
+	var flags trace.TraceFlags
+	if sampled {
+		flags = trace.FlagsSampled
 	}
-	inf, _ := reg.Gauge("a_inf", "inf")
-	c.Add(41)
-	c.Inc()
-	g.Set(2.5)
-	g.Add(-1)
-	inf.Set(math.Inf(-1))
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true})
+}
 
-	srv := httptest.NewServer(reg.Handler())
+// TestMetricsOverHTTP scrapes a registry over HTTP in both formats: the
+// standard counters and gauges with escaped constant labels, every
+// histogram's _bucket series, the Go and process collectors, and (in
+// OpenMetrics only) the exemplar of an observation made in a sampled span.
+func TestMetricsOverHTTP(t *testing.T) {
+	t.Parallel()
+	m, err := telemetry.NewMetrics(map[string]string{"node": `r"1\` + "\n", "az": "eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Episodes.Add(41)
+	m.Episodes.Inc()
+	m.QueueDepth.Set(2.5)
+	m.QueueDepth.Add(-1)
+	sampled := spanContext(t, true)
+	m.ObserveUnit(300*time.Millisecond, sampled)
+	m.ObserveUnit(2*time.Second, spanContext(t, false))
+	m.ObserveLearnerStep(40*time.Millisecond, trace.SpanContext{})
+	m.ObserveEngineerPropose(time.Millisecond, sampled)
+	m.ObserveRedis(trace.ContextWithSpanContext(context.Background(), sampled), "evalsha", 300*time.Microsecond)
+	m.ObserveRedis(context.Background(), "pipeline", time.Millisecond)
+
+	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
-	body, resp := metGet(t, srv.URL+"/metrics")
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != telemetry.TextContentType {
-		t.Fatalf("status %d, content-type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	body, resp := metGet(t, srv.URL+"/metrics", "")
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Fatalf("status %d, content-type %q", resp.StatusCode, ct)
 	}
-	labels := `{az="eu",node="r\"1\\\n"}`
-	want := "# HELP a_inf inf\n# TYPE a_inf gauge\na_inf" + labels + " -Inf\n" +
-		"# TYPE t2t_depth gauge\nt2t_depth" + labels + " 1.5\n" +
-		"# HELP t2t_things_total Things.\\nSecond line \\\\ backslash.\n# TYPE t2t_things_total counter\nt2t_things_total" + labels + " 42\n"
-	if body != want {
-		t.Errorf("body:\n%s\nwant:\n%s", body, want)
+	labels := `az="eu",node="r\"1\\\n"`
+	for _, want := range []string{
+		"# TYPE t2t_episodes_total counter\nt2t_episodes_total{" + labels + "} 42\n",
+		"t2t_work_queue_depth{" + labels + "} 1.5\n",
+		"# TYPE t2t_work_unit_duration_seconds histogram\n",
+		"t2t_work_unit_duration_seconds_bucket{" + labels + `,le="0.5"} 1` + "\n",
+		"t2t_work_unit_duration_seconds_bucket{" + labels + `,le="+Inf"} 2` + "\n",
+		"t2t_work_unit_duration_seconds_count{" + labels + "} 2\n",
+		"t2t_learner_step_duration_seconds_count{" + labels + "} 1\n",
+		"t2t_engineer_propose_duration_seconds_bucket{" + labels + `,le="0.001"} 1` + "\n",
+		`t2t_redis_command_duration_seconds_bucket{az="eu",command="evalsha",node="r\"1\\\n",le="0.0005"} 1` + "\n",
+		`t2t_redis_command_duration_seconds_count{az="eu",command="pipeline",node="r\"1\\\n"} 1` + "\n",
+		"\ngo_goroutines ",
+		"\ngo_memstats_heap_alloc_bytes ",
+		"\nprocess_cpu_seconds_total ",
+		"\nprocess_resident_memory_bytes ",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("text scrape lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "trace_id") {
+		t.Error("the text format carries exemplars")
+	}
+	if t.Failed() {
+		t.Fatalf("page:\n%s", body)
 	}
 
-	// Not GET/HEAD: 405. HEAD: headers, no body.
-	resp, err = http.Post(srv.URL, "text/plain", strings.NewReader("x"))
-	if err != nil {
-		t.Fatal(err)
+	om, resp := metGet(t, srv.URL+"/metrics", "application/openmetrics-text; version=1.0.0")
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+		t.Fatalf("asked for OpenMetrics, got %q", ct)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("POST status %d", resp.StatusCode)
+	// A bucket line with an exemplar: `name{labels} count # {trace_id="..",span_id=".."} value timestamp`.
+	for prefix, value := range map[string]string{
+		"t2t_work_unit_duration_seconds_bucket{" + labels + `,le="0.5"} 1 # {`:                                   "} 0.3 ",
+		"t2t_engineer_propose_duration_seconds_bucket{" + labels + `,le="0.001"} 1 # {`:                          "} 0.001 ",
+		`t2t_redis_command_duration_seconds_bucket{az="eu",command="evalsha",node="r\"1\\\n",le="0.0005"} 1 # {`: "} 0.0003 ",
+	} {
+		i := strings.Index(om, "\n"+prefix)
+		if i < 0 {
+			t.Errorf("OpenMetrics scrape lacks an exemplar on %q", prefix)
+			continue
+		}
+		l, _, _ := strings.Cut(om[i+1:], "\n")
+		if !strings.Contains(l, `trace_id="4bf92f3577b34da6a3ce929d0e0e4736"`) || !strings.Contains(l, `span_id="00f067aa0ba902b7"`) || !strings.Contains(l, value) {
+			t.Errorf("exemplar line %q: want the span's trace_id and span_id and the value%s", l, value)
+		}
 	}
-	resp, err = http.Head(srv.URL)
-	if err != nil {
-		t.Fatal(err)
+	if !strings.HasSuffix(om, "# EOF\n") {
+		t.Error("OpenMetrics scrape does not end with # EOF")
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(want)) {
-		t.Errorf("HEAD status %d length %d", resp.StatusCode, resp.ContentLength)
+	// Unsampled or absent spans give no exemplar.
+	for _, l := range strings.Split(om, "\n") {
+		if strings.Contains(l, "trace_id") && (strings.Contains(l, `le="2.5"`) || strings.Contains(l, "learner_step") || strings.Contains(l, `"pipeline"`)) {
+			t.Errorf("exemplar without a sampled span: %s", l)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("page:\n%s", om)
 	}
 }
 
-func TestRegistryErrors(t *testing.T) {
+// TestMetricsErrors: labels and metrics client_golang refuses are
+// *MetricError wrapping ErrMetric and client_golang's own error.
+func TestMetricsErrors(t *testing.T) {
 	t.Parallel()
-	reg, err := telemetry.NewRegistry(nil)
+	for _, labels := range []map[string]string{{"": "v"}, {"__x": "v"}, {"node": "\xff"}} {
+		_, err := telemetry.NewMetrics(labels)
+		var me *telemetry.MetricError
+		if !errors.Is(err, telemetry.ErrMetric) || !errors.As(err, &me) || me.Err == nil {
+			t.Errorf("NewMetrics(%q) = %v, want a *MetricError", labels, err)
+		}
+	}
+	m, err := telemetry.NewMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"", "1abc", "a-b", "a b", "é"} {
-		if _, err := reg.Counter(bad, ""); !errors.Is(err, telemetry.ErrMetricName) {
-			t.Errorf("Counter(%q) = %v, want ErrMetricName", bad, err)
-		}
+	dup := prometheus.NewCounter(prometheus.CounterOpts{Name: telemetry.MetricEpisodes, Help: "again"})
+	err = m.Register(dup)
+	if !errors.Is(err, telemetry.ErrMetric) || !strings.Contains(err.Error(), telemetry.MetricEpisodes) {
+		t.Errorf("registering a taken name: %v", err)
 	}
-	c1, _ := reg.Counter("x_total", "")
-	c2, err := reg.Counter("x_total", "other help")
-	if err != nil || c1 != c2 {
-		t.Errorf("re-registering a counter: %v, same=%v", err, c1 == c2)
-	}
-	var me *telemetry.MetricError
-	if _, err := reg.Gauge("x_total", ""); !errors.Is(err, telemetry.ErrMetricKind) || !errors.As(err, &me) || me.Name != "x_total" {
-		t.Errorf("Gauge over a counter = %v", err)
-	}
-	for _, bad := range []string{"a:b", "__x", "1"} {
-		if _, err := telemetry.NewRegistry(map[string]string{bad: "v"}); !errors.Is(err, telemetry.ErrMetricName) {
-			t.Errorf("label %q: %v", bad, err)
-		}
+	if err := m.Register(prometheus.NewGauge(prometheus.GaugeOpts{Name: "t2t_other"})); err != nil {
+		t.Errorf("registering a new name: %v", err)
 	}
 }
 
-// Concurrent updates are exact. Run under -race.
-func TestRegistryConcurrent(t *testing.T) {
+// A nil *Metrics observes nothing and does not panic (metrics off).
+func TestMetricsNil(t *testing.T) {
+	t.Parallel()
+	var m *telemetry.Metrics
+	m.ObserveUnit(time.Second, trace.SpanContext{})
+	m.ObserveLearnerStep(time.Second, trace.SpanContext{})
+	m.ObserveEngineerPropose(time.Second, trace.SpanContext{})
+	m.ObserveRedis(context.Background(), "get", time.Second)
+}
+
+// Concurrent updates and scrapes are exact. Run under -race.
+func TestMetricsConcurrent(t *testing.T) {
 	t.Parallel()
 	m, err := telemetry.NewMetrics(nil)
 	if err != nil {
@@ -124,22 +198,26 @@ func TestRegistryConcurrent(t *testing.T) {
 				m.Episodes.Inc()
 				m.QueueDepth.Add(1)
 				m.QueueDepth.Add(-0.5)
+				m.ObserveRedis(context.Background(), "get", time.Millisecond)
 			}
 		})
 		wg.Go(func() {
 			rec := httptest.NewRecorder()
-			m.Registry.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 			if !strings.Contains(rec.Body.String(), telemetry.MetricEpisodes) {
 				t.Error("scrape lacks episodes")
 			}
 		})
 	}
 	wg.Wait()
-	if got := m.Episodes.Value(); got != workers*per {
-		t.Errorf("episodes = %d, want %d", got, workers*per)
+	if got := promtest.ToFloat64(m.Episodes); got != workers*per {
+		t.Errorf("episodes = %v, want %d", got, workers*per)
 	}
-	if got := m.QueueDepth.Value(); got != workers*per*0.5 {
+	if got := promtest.ToFloat64(m.QueueDepth); got != workers*per*0.5 {
 		t.Errorf("queue depth = %v, want %v", got, workers*per*0.5)
+	}
+	if got := promtest.CollectAndCount(m.RedisSeconds); got != 1 {
+		t.Errorf("redis series = %d, want 1", got)
 	}
 }
 
@@ -158,7 +236,7 @@ func TestTelemetryMetricsHandler(t *testing.T) {
 	m.EpisodesPerSecond.Set(3.5)
 	srv := httptest.NewServer(tel.MetricsHandler())
 	defer srv.Close()
-	body, _ := metGet(t, srv.URL)
+	body, _ := metGet(t, srv.URL, "")
 	for _, line := range []string{
 		telemetry.MetricEpisodes + `{node="coord"} 7`,
 		telemetry.MetricLeaseReissues + `{node="coord"} 1`,
@@ -170,56 +248,10 @@ func TestTelemetryMetricsHandler(t *testing.T) {
 		telemetry.MetricStage + `{node="coord"} 0`,
 		"# TYPE " + telemetry.MetricEpisodes + " counter",
 		"# TYPE " + telemetry.MetricQueueDepth + " gauge",
+		"# TYPE " + telemetry.MetricLearnerStepSeconds + " histogram",
 	} {
 		if !strings.Contains(body, line+"\n") {
 			t.Errorf("scrape lacks %q:\n%s", line, body)
 		}
-	}
-}
-
-func TestRegistryCounterVec(t *testing.T) {
-	t.Parallel()
-	reg, err := telemetry.NewRegistry(map[string]string{"node": "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := reg.CounterVec("t2t_dropped_total", "Dropped.", "reason")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.With("stale").Add(3)
-	v.With(`du"p`).Inc()
-	if again, err := reg.CounterVec("t2t_dropped_total", "", "reason"); err != nil || again != v {
-		t.Fatalf("second registration: %v", err)
-	}
-	for _, bad := range []struct{ name, label string }{
-		{"t2t_dropped_total", "other"}, // another label
-		{"t2t_x_total", "node"},        // a constant label
-		{"t2t_y_total", "__r"},
-		{"t2t_z_total", "a:b"},
-	} {
-		if _, err := reg.CounterVec(bad.name, "", bad.label); err == nil {
-			t.Errorf("CounterVec(%q, %q) accepted", bad.name, bad.label)
-		}
-	}
-	if _, err := reg.Gauge("t2t_dropped_total", ""); !errors.Is(err, telemetry.ErrMetricKind) {
-		t.Errorf("gauge over a vec: %v", err)
-	}
-	srv := httptest.NewServer(reg.Handler())
-	defer srv.Close()
-	body, _ := metGet(t, srv.URL)
-	want := "# HELP t2t_dropped_total Dropped.\n# TYPE t2t_dropped_total counter\n" +
-		`t2t_dropped_total{node="a",reason="du\"p"} 1` + "\n" +
-		`t2t_dropped_total{node="a",reason="stale"} 3` + "\n"
-	if body != want {
-		t.Errorf("body:\n%s\nwant:\n%s", body, want)
-	}
-	bare, _ := telemetry.NewRegistry(nil)
-	w, _ := bare.CounterVec("n_total", "", "r")
-	w.With("x").Inc()
-	srv2 := httptest.NewServer(bare.Handler())
-	defer srv2.Close()
-	if body, _ := metGet(t, srv2.URL); !strings.Contains(body, `n_total{r="x"} 1`) {
-		t.Errorf("without constant labels: %s", body)
 	}
 }

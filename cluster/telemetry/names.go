@@ -57,6 +57,9 @@ const (
 	AttrWorkUnit = "t2t.work_unit"
 	// AttrAttempt: the lease attempt (int, 0 on first issue), on work_unit spans.
 	AttrAttempt = "t2t.attempt"
+	// AttrSplit: the data split (string) of an evaluation unit's work_unit
+	// and eval spans: "val" or "eval_paper".
+	AttrSplit = "t2t.split"
 	// AttrInstance: the instance ID (string), on instance/sample/verify spans.
 	AttrInstance = "t2t.instance"
 	// AttrPolicyVersion: the policy version (int) used by a sample or
@@ -70,10 +73,12 @@ const (
 	AttrReward = "t2t.reward"
 )
 
-// Metric names exposed by MetricsHandler, in the Prometheus text format.
-// Counters end in _total; rates (such as episodes per second) are best
-// computed by the scraper, e.g. rate(t2t_episodes_total[1m]); the
-// MetricEpisodesPerSecond gauge is for viewers without one.
+// Metric names exposed by Metrics.Handler (MetricsHandler), in the
+// Prometheus text or OpenMetrics format. Counters end in _total; rates
+// (such as episodes per second) are best computed by the scraper, e.g.
+// rate(t2t_episodes_total[1m]); the MetricEpisodesPerSecond gauge is for
+// viewers without one. Histograms end in _seconds and show as _bucket,
+// _sum and _count series.
 const (
 	// MetricEpisodes counts finished episodes (one sampled plan verified).
 	MetricEpisodes = "t2t_episodes_total"
@@ -92,4 +97,16 @@ const (
 	MetricLearnerUpdates = "t2t_learner_updates_total"
 	// MetricStage is the current stage index (gauge).
 	MetricStage = "t2t_stage"
+	// MetricUnitSeconds is the histogram of work-unit durations on a
+	// rollout (span work_unit).
+	MetricUnitSeconds = "t2t_work_unit_duration_seconds"
+	// MetricLearnerStepSeconds is the histogram of learner update
+	// durations (span learner.update).
+	MetricLearnerStepSeconds = "t2t_learner_step_duration_seconds"
+	// MetricEngineerProposeSeconds is the histogram of the engineer's
+	// proposal durations (span engineer.propose).
+	MetricEngineerProposeSeconds = "t2t_engineer_propose_duration_seconds"
+	// MetricRedisSeconds is the histogram of Redis command durations of
+	// the run's store (cluster/store), by LabelCommand.
+	MetricRedisSeconds = "t2t_redis_command_duration_seconds"
 )

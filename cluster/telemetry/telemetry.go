@@ -198,8 +198,8 @@ func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.provider }
 // Metrics returns this node's metrics.
 func (t *Telemetry) Metrics() *Metrics { return t.metrics }
 
-// MetricsHandler serves this node's metrics in the Prometheus text format.
-func (t *Telemetry) MetricsHandler() http.Handler { return t.metrics.Registry.Handler() }
+// MetricsHandler serves this node's metrics (Metrics.Handler).
+func (t *Telemetry) MetricsHandler() http.Handler { return t.metrics.Handler() }
 
 // SetGlobal installs this node's provider and the W3C tracecontext
 // propagator as otel's globals, for libraries that only use those. t2t's own

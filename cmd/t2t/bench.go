@@ -10,7 +10,6 @@ import (
 	"github.com/t2t-lab/t2t/bench"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/qwen3"
 )
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -30,20 +29,11 @@ type benchModelFlags struct {
 }
 
 func (f *benchModelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.src.Preset, "preset", qwen3.PresetTiny, "random-weight model of a preset shape: tiny, 0.6b-shape or 4b-shape (built in memory, nothing written)")
-	fs.StringVar(&f.src.Dir, "model", "", "a checkpoint directory instead of --preset")
+	f.src.Register(fs)
 	fs.StringVar(&f.device, "device", learner.DeviceCPU, "compute device: gomlx engine: cpu, or xla:/abs/path/pjrt_plugin.so[,nopreallocate][,tf32] (cgo builds); torch engine: cpu, cuda or cuda:N")
-	fs.Uint64Var(&f.src.Seed, "seed", 1, "seed of the random weights and the synthetic batch")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&f.force, "force", false, "run on the CPU even when the memory estimate exceeds the machine's available memory")
 	f.eng = addEngineFlags(fs)
-	sh := &f.src.Shape
-	fs.IntVar(&sh.Layers, "layers", 0, "--preset: decoder layers (0: the preset's)")
-	fs.IntVar(&sh.Hidden, "hidden", 0, "--preset: hidden size (0: the preset's)")
-	fs.IntVar(&sh.Intermediate, "intermediate", 0, "--preset: MLP intermediate size (0: the preset's)")
-	fs.IntVar(&sh.Heads, "heads", 0, "--preset: query heads; head_dim = hidden / heads (0: the preset's)")
-	fs.IntVar(&sh.KVHeads, "kv-heads", 0, "--preset: key-value heads (0: the preset's, or --heads/2 with --heads)")
-	fs.IntVar(&sh.Vocab, "vocab", 0, "--preset: vocabulary size (0: the preset's)")
 }
 
 // setup is where the benchmark runs; its plan line goes to stderr under title.
@@ -68,15 +58,7 @@ func benchGRPO(args []string, stdout, stderr io.Writer) error {
 	var mf benchModelFlags
 	mf.register(fs)
 	o := bench.DefaultGRPOOptions()
-	fs.IntVar(&o.Batch, "batch", o.Batch, "sequences per GRPO step")
-	fs.IntVar(&o.PromptLen, "prompt-len", o.PromptLen, "prompt tokens per sequence")
-	fs.IntVar(&o.CompletionLen, "completion-len", o.CompletionLen, "completion (trained) tokens per sequence")
-	fs.IntVar(&o.MicroBatch, "micro-batch", o.MicroBatch, "rows per forward/backward pass (gradients accumulate over micro-batches); the text policy's default")
-	fs.IntVar(&o.LoRARank, "lora-rank", o.LoRARank, "train LoRA adapters of this rank (α = 2·rank, all seven projections) instead of all weights; 0: full fine-tuning")
-	fs.IntVar(&o.Steps, "steps", o.Steps, "timed GRPO steps after one warm-up step")
-	fs.Float64Var(&o.PeakTFLOPS, "peak-tflops", o.PeakTFLOPS, "the device's peak FLOP/s in TFLOPS for MFU (0: no MFU)")
-	fs.StringVar(&o.PeakLabel, "peak-label", o.PeakLabel, "what --peak-tflops is, for the report (e.g. \"H200 bf16 dense\")")
-	fs.Float64Var(&o.LR, "lr", o.LR, "AdamW learning rate")
+	o.Register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -97,10 +79,7 @@ func benchDecode(args []string, stdout, stderr io.Writer) error {
 	var mf benchModelFlags
 	mf.register(fs)
 	o := bench.DefaultDecodeOptions()
-	fs.IntVar(&o.Batch, "batch", o.Batch, "sequences decoded together")
-	fs.IntVar(&o.PromptLen, "prompt-len", o.PromptLen, "prompt tokens per sequence (random ids)")
-	fs.IntVar(&o.NewTokens, "new-tokens", o.NewTokens, "tokens generated per sequence (no stop token: every row runs to the end); ≥ 2")
-	fs.Float64Var(&o.Temperature, "temperature", o.Temperature, "sampling temperature (the policy samples at 1; 0: greedy)")
+	o.Register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/t2t-lab/t2t/bench"
+	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -32,7 +33,8 @@ Redis, and which saturates first; --svg draws the curves.`
 func benchCluster(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t bench cluster", benchClusterUsage, stderr)
 	o := bench.DefaultClusterOptions()
-	fs.StringVar(&o.RedisURL, "redis", o.RedisURL, "a real Redis to time RecordUnit on (its server time from INFO commandstats); empty: the embedded one, client time only")
+	var redis store.Flags
+	redis.Register(fs, "a real Redis to time RecordUnit on (its server time from INFO commandstats); empty: the embedded one, client time only")
 	fs.IntVar(&o.RecordUnits, "record-units", o.RecordUnits, "RecordUnit calls to time")
 	rollouts := fs.String("rollouts", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(o.Rollouts)), ","), "[]"), "rollout actor counts R to simulate")
 	profiles := fs.String("profiles", "", "profiles to simulate (default all: "+strings.Join(bench.ClusterProfileNames(), ",")+")")
@@ -42,7 +44,7 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	o.Rollouts = nil
+	o.Rollouts, o.RedisURL = nil, redis.URL()
 	for _, f := range strings.Split(*rollouts, ",") {
 		r, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {

@@ -30,10 +30,11 @@ const proposeUsage = `t2t engineer propose --config-history FILE.json | --run ID
 
 // proposeFlags are the flags of t2t engineer propose; spec holds the engineer's.
 type proposeFlags struct {
-	histPath, runID, redisURL, cfgPath, dump, outPath, device, keyEnv string
-	totalStages, stage, tokenBudget                                   int
-	spec                                                              train.EngineerSpec
-	eng                                                               *engine.Flags
+	histPath, runID, cfgPath, dump, outPath, device, keyEnv string
+	totalStages, stage, tokenBudget                         int
+	spec                                                    train.EngineerSpec
+	eng                                                     *engine.Flags
+	redis                                                   store.Flags
 }
 
 func addProposeFlags(fs *flag.FlagSet) *proposeFlags {
@@ -41,7 +42,7 @@ func addProposeFlags(fs *flag.FlagSet) *proposeFlags {
 	e := &f.spec
 	fs.StringVar(&f.histPath, "config-history", "", "history JSON (engineer.History, as --dump-history writes it)")
 	fs.StringVar(&f.runID, "run", "", "run id to read from Redis (with --redis)")
-	fs.StringVar(&f.redisURL, "redis", "", "Redis URL holding the run (redis://host:port/db)")
+	f.redis.Register(fs, "Redis URL holding the run (redis://host:port/db)")
 	fs.IntVar(&f.totalStages, "total-stages", 0, "the run's planned stages, shown by module T (0: unknown)")
 	fs.IntVar(&f.stage, "stage", -1, "propose the config of this stage from the stages before it (-1: the next stage)")
 	fs.StringVar(&e.Strategy, "strategy", engineer.NameLLM, "strategy: "+strings.Join(engineer.StrategyNames(), ", "))
@@ -76,7 +77,7 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 	if (f.histPath == "") == (f.runID == "") {
 		return badInput("give exactly one of --config-history FILE and --run ID")
 	}
-	if f.runID != "" && f.redisURL == "" {
+	if f.runID != "" && f.redis.URL() == "" {
 		return badInput("--run needs --redis URL")
 	}
 	mods, err := engineer.ParseModules(f.spec.Modules)
@@ -85,7 +86,7 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	h, err := proposeHistory(ctx, f.histPath, f.runID, f.redisURL, f.totalStages)
+	h, err := proposeHistory(ctx, f.histPath, f.runID, f.redis.URL(), f.totalStages)
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func proposeHistory(ctx context.Context, path, runID, redisURL string, totalStag
 		return nil, err
 	}
 	if len(h.Stages) == 0 {
-		return nil, badInput("run %q has no finished stage in %s", runID, redisURL)
+		return nil, badInput("run %q has no finished stage in %s", runID, st.URL())
 	}
 	return h, nil
 }

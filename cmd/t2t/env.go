@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/env/movingai"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/internal/progress"
 	"github.com/t2t-lab/t2t/learner"
@@ -23,6 +24,8 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 		{"show", "draw an instance and optionally a plan (ascii, svg, png)", envShow},
 		{"suite", "write the benchmark suites (eval, val, quick) with content hashes", envSuite},
 		{"prompt", "print the LLM prompt for an instance", envPrompt},
+		{"import", "MovingAI .map/.scen benchmark files to instances (JSONL): --agents K consecutive scen rows each", envMovingAI(&movingai.ImportCommand{})},
+		{"export", "instances to MovingAI files other MAPF solvers read: a .map per grid, a .scen per instance", envMovingAI(&movingai.ExportCommand{})},
 	}, args, stdout, stderr)
 }
 
@@ -280,4 +283,16 @@ func envSuite(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s: %d instances, sha256 %s → %s.jsonl\n", name, man.Count, man.SHA256, base)
 	}
 	return nil
+}
+
+// envMovingAI runs `t2t env import|export`; package movingai owns their flags and work.
+func envMovingAI(c movingai.Command) func(args []string, stdout, stderr io.Writer) error {
+	return func(args []string, stdout, stderr io.Writer) error {
+		fs := newFlags("t2t env "+c.Name(), c.Usage(), stderr)
+		c.Register(fs)
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		return c.Run(func(path string, data []byte) error { return writeOut(path, stdout, data) })
+	}
 }

@@ -7,7 +7,9 @@ import (
 
 	"github.com/t2t-lab/t2t/bench"
 	"github.com/t2t-lab/t2t/cluster"
+	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/daemon"
+	"github.com/t2t-lab/t2t/env/movingai"
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/experiment"
 	"github.com/t2t-lab/t2t/internal/limits"
@@ -35,6 +37,7 @@ func inputError(err error) error {
 		oe  *train.OptionError
 		ce  *cluster.FieldError
 		ie  *evaluate.InputError
+		su  *store.URLError
 		xe  *experiment.OptionError
 		le  *learner.ConfigError
 		be  *bench.OpenError
@@ -42,6 +45,7 @@ func inputError(err error) error {
 		se  *serve.LoadError
 		de  *daemon.InputError
 		re  *daemon.RolesError
+		mi  *movingai.InputError
 		use *usageError
 	)
 	switch {
@@ -51,7 +55,7 @@ func inputError(err error) error {
 		return badInput("%s", oe.Usage())
 	case errors.As(err, &ce):
 		return badInput("%s", ce.Usage())
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.As(err, &mi), errors.As(err, &su):
 		return &usageError{err}
 	case errors.As(err, &xe):
 		return &usageError{fmt.Errorf("--%w", err)}

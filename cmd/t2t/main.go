@@ -24,7 +24,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt", runEnv},
+		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt, import, export", runEnv},
 		{"train", "a staged training run with every role in one process", runTrain},
 		{"eval", "evaluate a policy on a benchmark suite: the paper's tables, resumable", runEval},
 		{"experiment", "train several engineer strategies over seeds and write one report", runExperiment},

@@ -24,14 +24,17 @@ import (
 	"github.com/t2t-lab/t2t/train"
 )
 
-// metricsParse reads a Prometheus text page into name → value, checking
-// that every sample carries the node label want. A sample with another
-// label too is stored as name{label="value"}.
+// metricsParse reads the t2t_ samples of a Prometheus text page into name
+// → value, checking that every one carries the node label want. A sample
+// with other labels too is stored as name{label="value",...} (node left
+// out, the others in page order); go_, process_ and other samples are
+// skipped.
 func metricsParse(t *testing.T, body, node string) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
+	nodeLabel := fmt.Sprintf("node=%q", node)
 	for _, l := range strings.Split(body, "\n") {
-		if l == "" || strings.HasPrefix(l, "#") {
+		if !strings.HasPrefix(l, "t2t_") {
 			continue
 		}
 		name, rest, ok := strings.Cut(l, "{")
@@ -39,12 +42,17 @@ func metricsParse(t *testing.T, body, node string) map[string]float64 {
 			t.Fatalf("sample without labels: %q", l)
 		}
 		labels, val, ok := strings.Cut(rest, "} ")
-		nodeLabel := fmt.Sprintf("node=%q", node)
-		if extra, more := strings.CutPrefix(labels, nodeLabel+","); more {
-			name, labels = name+"{"+extra+"}", nodeLabel
+		var others []string
+		for _, lv := range strings.Split(labels, ",") {
+			if lv != nodeLabel {
+				others = append(others, lv)
+			}
 		}
-		if !ok || labels != nodeLabel {
+		if !ok || len(others) == len(strings.Split(labels, ",")) {
 			t.Fatalf("sample %q: labels %q, want node=%q", l, labels, node)
+		}
+		if len(others) > 0 {
+			name += "{" + strings.Join(others, ",") + "}"
 		}
 		v, err := strconv.ParseFloat(val, 64)
 		if err != nil {
@@ -53,6 +61,19 @@ func metricsParse(t *testing.T, body, node string) map[string]float64 {
 		out[name] = v
 	}
 	return out
+}
+
+// metricsRuntimeCheck scrapes url over HTTP and checks the page for the
+// line prefix bucket (a histogram's _bucket series), the Go runtime
+// collector and the process collector.
+func metricsRuntimeCheck(t *testing.T, url, bucket string) {
+	t.Helper()
+	code, body := httpStatus(t, url)
+	for _, want := range []string{"\n" + bucket, "\ngo_goroutines ", "\ngo_memstats_alloc_bytes ", "\nprocess_cpu_seconds_total ", "\nprocess_open_fds "} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("GET %s: %d, no line %q", url, code, strings.TrimPrefix(want, "\n"))
+		}
+	}
 }
 
 // metricsGet is a GET that reports instead of failing the test (for
@@ -96,6 +117,18 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// evalSize is the instances and units of the evaluation after each stage
+// of a run with opt: the validation set and the benchmark suite, one
+// greedy episode per instance.
+func evalSize(opt train.Options) (episodes, units int) {
+	opt.SetDefaults()
+	for _, spec := range []env.SuiteSpec{env.ValidationSpec(opt.SuiteSeed, opt.ValPerSize), env.PaperEvalSpec(opt.SuiteSeed, opt.EvalPerSize)} {
+		episodes += spec.Len()
+		units += (spec.Len() + opt.InstancesPerUnit - 1) / opt.InstancesPerUnit
+	}
+	return episodes, units
 }
 
 // TestTrainMetricsHTTP runs a scripted run with t2t train's HTTP endpoints
@@ -146,6 +179,7 @@ func TestTrainMetricsHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	units := (instances + perUnit - 1) / perUnit
+	evalEpisodes, evalUnits := evalSize(opt)
 	if !scraped || midCode != 200 || midErr != "" {
 		t.Fatalf("scrape during the run: scraped %v, %d %s %s", scraped, midCode, midErr, midBody)
 	}
@@ -164,8 +198,8 @@ func TestTrainMetricsHTTP(t *testing.T) {
 		telemetry.MetricWorkUnits:                        float64(rep.Coordinator.Completed),
 		telemetry.MetricLeaseReissues:                    float64(rep.Coordinator.Reissued),
 		telemetry.MetricLearnerUpdates:                   float64(rep.Learner.Updates),
-		telemetry.MetricEpisodes:                         stages * instances * group,
-		daemon.MetricRolloutUnits:                        float64(stages * units),
+		telemetry.MetricEpisodes:                         float64(stages * (instances*group + evalEpisodes)),
+		daemon.MetricRolloutUnits:                        float64(stages * (units + evalUnits)),
 		daemon.MetricPolicyVersion:                       float64(res.Stages[stages-1].Policy),
 		daemon.MetricLearnerStale:                        float64(rep.Learner.Stale),
 		daemon.MetricLateKept:                            float64(rep.Learner.LateKept),
@@ -179,8 +213,19 @@ func TestTrainMetricsHTTP(t *testing.T) {
 			t.Errorf("%s = %v after the run, want %v", name, end[name], want)
 		}
 	}
-	if rep.Coordinator.Completed != uint64(stages*units) || rep.Learner.Updates == 0 {
+	if rep.Coordinator.Completed != uint64(stages*(units+evalUnits)) || rep.Learner.Updates == 0 {
 		t.Fatalf("the run did not do what it should: %+v", rep)
+	}
+	// The histograms: one observation per unit, update and proposal.
+	for name, want := range map[string]float64{
+		telemetry.MetricUnitSeconds:            float64(stages * (units + evalUnits)),
+		telemetry.MetricLearnerStepSeconds:     float64(rep.Learner.Updates),
+		telemetry.MetricEngineerProposeSeconds: stages - 1,
+	} {
+		if end[name+"_count"] != want || end[name+`_bucket{le="+Inf"}`] != want || end[name+"_sum"] <= 0 {
+			t.Errorf("%s: count %v, +Inf bucket %v, sum %v; want %v observations", name,
+				end[name+"_count"], end[name+`_bucket{le="+Inf"}`], end[name+"_sum"], want)
+		}
 	}
 	if _, ok := end[daemon.MetricLearnerWait]; !ok || rep.Coordinator.Window == 0 {
 		t.Errorf("no %s, or dispatch not paced (window %d)", daemon.MetricLearnerWait, rep.Coordinator.Window)
@@ -269,16 +314,19 @@ func TestNodeMetricsRollout(t *testing.T) {
 	if _, ok := am[telemetry.MetricWorkUnits]; !ok {
 		t.Fatalf("coordinator metrics lack %s: %v", telemetry.MetricWorkUnits, am)
 	}
+	// Open's PING at least went through the store's Redis hook.
+	metricsRuntimeCheck(t, "http://"+aHTTP+"/metrics", telemetry.MetricRedisSeconds+`_bucket{command="ping",node="coord",le="+Inf"} `)
 	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--name", "roll-b", "--join", gossipA, "--capacity", "2"}, common...)...)
 	bHTTP := nodeField(t, b.line("t2t node: http=", 30*time.Second), "http")
 	if code := a.wait(90 * time.Second); code != 0 {
 		t.Fatalf("A exited with %d", code)
 	}
 	units := (instances + perUnit - 1) / perUnit
+	evalEpisodes, evalUnits := evalSize(train.Options{InstancesPerUnit: perUnit, ValPerSize: 1, EvalPerSize: 1})
 	bm := metricsScrape(t, "http://"+bHTTP+"/metrics", "roll-b")
 	for name, want := range map[string]float64{
-		telemetry.MetricEpisodes:   stages * instances * group,
-		daemon.MetricRolloutUnits:  float64(stages * units),
+		telemetry.MetricEpisodes:   float64(stages * (instances*group + evalEpisodes)),
+		daemon.MetricRolloutUnits:  float64(stages * (units + evalUnits)),
 		telemetry.MetricStage:      stages - 1,
 		daemon.MetricRolloutFailed: 0,
 	} {
@@ -289,6 +337,13 @@ func TestNodeMetricsRollout(t *testing.T) {
 	if bm[daemon.MetricPolicyLoads] < 1 {
 		t.Errorf("rollout node loaded no policy: %v", bm)
 	}
+	if n := bm[telemetry.MetricUnitSeconds+`_bucket{le="+Inf"}`]; n != float64(stages*(units+evalUnits)) {
+		t.Errorf("rollout node: %v units in %s, want %d", n, telemetry.MetricUnitSeconds, stages*(units+evalUnits))
+	}
+	if bm[telemetry.MetricRedisSeconds+`_count{command="evalsha"}`] < float64(stages*(units+evalUnits)) {
+		t.Errorf("rollout node: fewer EVALSHA in %s than units recorded: %v", telemetry.MetricRedisSeconds, bm)
+	}
+	metricsRuntimeCheck(t, "http://"+bHTTP+"/metrics", telemetry.MetricUnitSeconds+`_bucket{node="roll-b",le="500"} `)
 	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

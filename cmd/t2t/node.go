@@ -26,7 +26,9 @@ Joins (or starts) a t2t cluster with the given roles:
                                 coordinator found in the cluster; its policy (kind, seed,
                                 weights) comes from the run, through Redis
 A node may hold all four roles. Every node of a cluster shares one real Redis (--redis);
-the embedded Redis serves one process only, so it is allowed only with all four roles.`
+the embedded Redis serves one process only, so it is allowed only with all four roles.
+Gossip binds 127.0.0.1:7946 unless --gossip names an address; one that other hosts can reach
+needs a gossip key (--gossip-key, --gossip-key-file or $T2T_GOSSIP_KEY) or --insecure.`
 
 // nodeFlags are t2t node's flags: most are bound to the daemon's Config,
 // the rest are parsed into it by config (the run's flags are trainFlags).
@@ -40,22 +42,14 @@ func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
 	f := &nodeFlags{cfg: daemon.DefaultConfig()}
 	c := &f.cfg
 	f.roles = fs.String("roles", "", "comma-separated roles: coordinator,learner,engineer (together) and/or rollout")
-	fs.StringVar(&f.g.Join, "join", "", "gossip addresses host:port,... of cluster members to join (empty: start a new cluster)")
-	fs.StringVar(&f.g.Bind, "gossip", "0.0.0.0:7946", "gossip (memberlist) bind address ip:port; port 0 picks one")
-	fs.StringVar(&f.g.Advertise, "advertise", "", "gossip address other nodes use to reach this one, ip[:port] (default: chosen by memberlist)")
-	fs.StringVar(&f.g.Profile, "gossip-profile", cluster.ProfileLAN, "failure detection timers: lan (dead node seen in ~6s) or local (one host, ~1.3s)")
+	f.g.Register(fs)
 	f.listen = fs.String("listen", c.Listen, "actor remote address host:port other nodes reach this one at (a routable IP in a real cluster; 0.0.0.0 stands for the --advertise IP, else this host's private IP); port 0 picks one")
-	fs.StringVar(&c.TLS.Cert, "tls-cert", "", "mutual TLS for the actor transport: this node's certificate (PEM); with --tls-key and --tls-ca, on every node")
-	fs.StringVar(&c.TLS.Key, "tls-key", "", "mutual TLS: this node's private key (PEM)")
-	fs.StringVar(&c.TLS.CA, "tls-ca", "", "mutual TLS: the CA certificate (PEM) that signs every node's certificate")
-	fs.StringVar(&f.g.Key, "gossip-key", "", "gossip encryption key: base64 of 16, 24 or 32 bytes, the same on every node (default: $"+cluster.GossipKeyEnv+", else no encryption)")
-	fs.StringVar(&f.g.KeyFile, "gossip-key-file", "", "read the gossip encryption key (base64) from this file instead")
+	c.TLS.Register(fs)
 	fs.StringVar(&c.HTTPAddr, "http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
 	fs.IntVar(&c.Capacity, "capacity", c.Capacity, "rollout role: rollout actors on this node (default: its CPU count)")
 	fs.StringVar(&c.ServeAddr, "serve-addr", "", "coordinator with --policy qwen3: serve the trained model's OpenAI-compatible API here (host:port) so rollout nodes sample from its current weights")
 	serve.RegisterFlags(fs, &c.Serve) // --api-key: rollout nodes send it to --serve-addr
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "rollout role: units each rollout actor runs at once")
-	fs.DurationVar(&f.g.JoinTimeout, "join-timeout", c.Gossip.JoinTimeout, "give up joining the cluster after this long")
 	fs.DurationVar(&c.Lease, "lease", c.Lease, "coordinator: re-issue a unit whose rollout stays silent this long (dead nodes are re-issued as soon as membership reports them)")
 	fs.StringVar(&c.Name, "name", "", "human name of this node (default: the host name)")
 	fs.Int64Var(&c.StalenessK, "staleness", c.StalenessK, "coordinator: the learner's staleness bound K: groups more than K policy versions old are late")
@@ -81,7 +75,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if tf.Redis == "" && !roles.Full() {
+	if tf.Redis.URL() == "" && !roles.Full() {
 		return badInput("--roles %s is a multi-node role set: it needs --redis redis://host:port, one real Redis shared by every node (the embedded Redis serves one process only)", roles)
 	}
 	cfg, err := nf.config(roles)
@@ -93,7 +87,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if !nodeNameSet {
 		tf.Telemetry.Node = cfg.Name // traces name the node as --name does
 	}
-	cfg.TelemetryName, cfg.RedisURL, cfg.Device = tf.Telemetry.Node, tf.Redis, tf.Device
+	cfg.TelemetryName, cfg.RedisURL, cfg.Device = tf.Telemetry.Node, tf.Redis.URL(), tf.Device
 	cfg.Logger, cfg.Stdout = nodeLogger(tf.Verbose, stderr), stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/daemon"
 )
@@ -353,6 +354,19 @@ func pollReady(t *testing.T, url string, want int, timeout time.Duration) string
 	}
 }
 
+// startRolloutNode starts rollout node name (capacity 2) joining gossip
+// seed join, with its unit log and summary in dir, and returns it, its unit
+// log's path and "http|id" (its HTTP address and node id).
+func startRolloutNode(t *testing.T, dir, name, join string, common []string) (*nodeProc, string, string) {
+	t.Helper()
+	log := filepath.Join(dir, name+".jsonl")
+	p := startNode(t, name, append([]string{"node", "--roles", "rollout", "--join", join, "--capacity", "2",
+		"--unit-log", log, "--summary", filepath.Join(dir, name+".json")}, common...)...)
+	h := nodeField(t, p.line("t2t node: http=", 30*time.Second), "http")
+	id := nodeField(t, p.line("t2t node: joined ", 30*time.Second), "id")
+	return p, log, h + "|" + id
+}
+
 // TestNodeClusterKillAndJoin runs a scripted-policy run of three stages on
 // three t2t node processes (a coordinator+learner+engineer node and two
 // rollout nodes), kills one rollout node with SIGKILL while it holds
@@ -391,12 +405,7 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 	pollReady(t, "http://"+aHTTP+"/readyz", 200, 10*time.Second)
 
 	rollout := func(name string) (*nodeProc, string, string) {
-		log := filepath.Join(dir, name+".jsonl")
-		p := startNode(t, name, append([]string{"node", "--roles", "rollout", "--join", gossipA, "--capacity", "2",
-			"--unit-log", log, "--summary", filepath.Join(dir, name+".json")}, common...)...)
-		h := nodeField(t, p.line("t2t node: http=", 30*time.Second), "http")
-		id := nodeField(t, p.line("t2t node: joined ", 30*time.Second), "id")
-		return p, log, h + "|" + id
+		return startRolloutNode(t, dir, name, gossipA, common)
 	}
 	b, bLog, bInfo := rollout("B")
 	c, cLog, cInfo := rollout("C")
@@ -495,8 +504,9 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 	if sum.UnitsPerStage != unitsPerStage || len(rep.Stages) != stages {
 		t.Fatalf("A summary: %d units per stage, %d stages; want %d, %d", sum.UnitsPerStage, len(rep.Stages), unitsPerStage, stages)
 	}
-	reissued := 0
+	reissued, evalUnits := 0, 0
 	for _, sd := range rep.Stages {
+		evalUnits += sd.EvalUnits
 		if sd.Units != unitsPerStage || sd.Completed != unitsPerStage {
 			t.Errorf("stage %d: %d units, %d completed; want %d", sd.Stage, sd.Units, sd.Completed, unitsPerStage)
 		}
@@ -506,8 +516,8 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 	if reissued < 1 {
 		t.Errorf("no unit re-issued after C was killed: stages %+v", rep.Stages)
 	}
-	if rep.Coordinator.Completed != uint64(stages*unitsPerStage) {
-		t.Errorf("coordinator completed %d units, want %d", rep.Coordinator.Completed, stages*unitsPerStage)
+	if evalUnits < stages || rep.Coordinator.Completed != uint64(stages*unitsPerStage+evalUnits) {
+		t.Errorf("coordinator completed %d units, want %d training and %d (>= %d) evaluation units", rep.Coordinator.Completed, stages*unitsPerStage, evalUnits, stages)
 	}
 
 	// Every unit applied exactly once in Redis, and the aggregates are the
@@ -535,7 +545,7 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 		want := map[store.Key]store.Counts{}
 		ids := 0
 		for _, u := range logs {
-			if u.Stage != s || u.Run != runID {
+			if u.Stage != s || u.Run != runID || u.Split != "train" {
 				continue
 			}
 			ids++
@@ -582,10 +592,12 @@ func TestNodeClusterKillAndJoin(t *testing.T) {
 	t.Logf("B: %+v", *bSum.Rollout)
 }
 
-// TestNodeBadInput: a bad role set or a missing Redis is refused with exit
+// TestNodeBadInput: a bad role set, a missing Redis or gossip other hosts
+// can reach without a key (and without --insecure) is refused with exit
 // code 2 before anything starts; an unreachable --join fails with a clear
 // error once --join-timeout has passed.
 func TestNodeBadInput(t *testing.T) {
+	t.Setenv(cluster.GossipKeyEnv, "")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -597,6 +609,9 @@ func TestNodeBadInput(t *testing.T) {
 		{[]string{"node", "--roles", "coordinator,learner,engineer"}, "needs --redis"},
 		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--join", "nohost"}, "Seeds[0]"},
 		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--capacity", "0"}, "--capacity"},
+		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--gossip", "0.0.0.0:0"}, "--gossip 0.0.0.0:0: other hosts can reach"},
+		// --insecure lets the exposed gossip address pass: the next check (--listen) speaks.
+		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--gossip", "0.0.0.0:0", "--insecure", "--listen", "nohost"}, "--listen"},
 	} {
 		code, _, stderr := t2t(t, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
@@ -669,11 +684,22 @@ func TestNodeGridnetPolicyTravels(t *testing.T) {
 	if as.Run == nil || as.Error != "" || len(as.Run.Actors.Stages) != 2 || as.Run.Actors.Learner.Updates == 0 {
 		t.Fatalf("A summary: %+v", as)
 	}
-	if bs.Rollout == nil || bs.Rollout.PolicyLoads < 2 || bs.Rollout.Units != 12 {
-		t.Fatalf("B summary: %+v", bs.Rollout)
+	evalUnits := 0
+	for _, sd := range as.Run.Actors.Stages {
+		evalUnits += sd.EvalUnits
+	}
+	if bs.Rollout == nil || bs.Rollout.PolicyLoads < 2 || bs.Rollout.Units != int64(12+evalUnits) {
+		t.Fatalf("B summary: %+v, want 12 training and %d evaluation units", bs.Rollout, evalUnits)
 	}
 	var stage1 []int64
 	for _, u := range readUnitLog(t, bLog) {
+		if u.Split != store.SplitTrain {
+			// An evaluation unit plays the weights the stage's training made.
+			if want := as.Run.Stages[u.Stage].Policy; u.PolicyVersion != want {
+				t.Errorf("evaluation unit %s played policy version %d, want the stage's %d", u.Unit, u.PolicyVersion, want)
+			}
+			continue
+		}
 		if u.Stage == 1 {
 			stage1 = append(stage1, u.PolicyVersion)
 		}

@@ -23,14 +23,15 @@ checkpoints. Without --run, the most recently updated run.`
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t status", statusUsage, stderr)
-	redisURL := fs.String("redis", "", "Redis URL of the run (redis://[:password@]host:port/db)")
+	var redis store.Flags
+	redis.Register(fs, "Redis URL of the run (redis://host:port/db)")
 	runID := fs.String("run", "", "run id (default: the most recently updated run)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up on Redis after this long")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *redisURL == "" {
+	if redis.URL() == "" {
 		return badInput("--redis is required: the Redis URL the run's nodes use")
 	}
 	if *timeout <= 0 {
@@ -38,12 +39,12 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	st, err := store.Open(ctx, store.Options{URL: *redisURL, MaxRetryElapsed: *timeout})
+	st, err := store.Open(ctx, store.Options{URL: redis.URL(), MaxRetryElapsed: *timeout})
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
 	defer st.Close()
-	ps, err := train.OpenPolicyStore(ctx, *redisURL, "")
+	ps, err := train.OpenPolicyStore(ctx, redis.URL(), "")
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}

@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
@@ -163,5 +167,54 @@ func TestStatusBadInput(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("t2t %s: exit %d, stderr %q; want %d and %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.want)
 		}
+	}
+}
+
+// TestStatusRedisPassword: t2t status (and t2t train) reach a Redis that
+// requires a password with --redis-password-file or $T2T_REDIS_PASSWORD,
+// and neither their output nor their errors show the password (a malformed
+// URL is exit 2).
+func TestStatusRedisPassword(t *testing.T) {
+	const pw = "s3cr3t-pw"
+	mr := miniredis.RunT(t)
+	mr.RequireAuth(pw)
+	st, err := store.Open(context.Background(), store.Options{URL: "redis://:" + pw + "@" + mr.Addr() + "/0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.PutRunState(context.Background(), store.RunState{RunID: "r", Phase: "running", UpdatedUnixMs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "redis.password")
+	if err := os.WriteFile(file, []byte(pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := "redis://" + mr.Addr() + "/0"
+	for _, tc := range []struct {
+		args []string
+		env  string
+		code int
+		want string
+	}{
+		{[]string{"--redis", url, "--redis-password-file", file, "--json"}, "", 0, `"redis": "redis://:***@` + mr.Addr() + `/0"`},
+		{[]string{"--redis", url}, pw, 0, "(Redis redis://:***@" + mr.Addr() + "/0"},
+		{[]string{"--redis", url, "--timeout", "2s"}, "", 1, "NOAUTH"},
+		{[]string{"--redis", "redis://:" + pw + "@" + mr.Addr() + ":bad/0"}, "", 2, "redis://:***@"},
+		{[]string{"--redis", "redis://:" + pw + "@" + mr.Addr() + "/notadb"}, "", 2, "invalid database number"},
+		{[]string{"--redis", url, "--redis-password-file", file + ".missing"}, pw, 2, "-redis-password-file"},
+	} {
+		t.Setenv(store.PasswordEnv, tc.env)
+		code, out, stderr := t2t(t, append([]string{"status", "--run", "r"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(out+stderr, tc.want) || strings.Contains(out+stderr, pw) {
+			t.Errorf("t2t status %q, env %q: exit %d\n%s%s\nwant %d, %q and no password", tc.args, tc.env, code, out, stderr, tc.code, tc.want)
+		}
+	}
+	// t2t train's last line names its Redis, redacted.
+	t.Setenv(store.PasswordEnv, "")
+	code, out, stderr := t2t(t, "train", "--redis", url, "--redis-password-file", file, "--policy", "scripted", "--stages", "1",
+		"--instances", "16", "--instances-per-unit", "8", "--val-per-size", "1", "--eval-per-size", "1", "--run-id", "pw")
+	if code != 0 || !strings.Contains(out, "; Redis redis://:***@"+mr.Addr()+"/0;") || strings.Contains(out+stderr, pw) {
+		t.Errorf("t2t train: exit %d\n%s%s", code, out, stderr)
 	}
 }

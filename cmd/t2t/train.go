@@ -6,12 +6,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync"
 	"time"
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/daemon"
-	"github.com/t2t-lab/t2t/internal/progress"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -39,7 +37,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return badInput("tracing: %v", err)
 	}
 	defer stopTel()
-	st, err := store.Open(ctx, store.Options{URL: tf.Redis, Logger: s.Logger})
+	st, err := store.Open(ctx, store.Options{URL: tf.Redis.URL(), Logger: s.Logger})
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
@@ -54,7 +52,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		defer stopHTTP()
 	}
-	stageProgress(&opt, stderr)
+	train.Progress(&opt, stderr)
 	start := time.Now()
 	res, err := train.Run(ctx, opt, s.Policy, st)
 	if err != nil {
@@ -67,47 +65,6 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, line)
 	return nil
-}
-
-// stageProgress draws a bar of the running stage's work units on a
-// terminal (stderr). Elsewhere the per-stage table lines on stdout are the
-// plain-line progress, so nothing more is printed.
-func stageProgress(opt *train.Options, w io.Writer) {
-	if !progress.IsTerminal(w) {
-		return
-	}
-	units := (opt.Config.Instances + opt.InstancesPerUnit - 1) / max(opt.InstancesPerUnit, 1)
-	if opt.Config.Instances == 0 || opt.InstancesPerUnit == 0 {
-		return
-	}
-	var (
-		mu    sync.Mutex
-		stage = -1
-		seen  map[string]bool
-		bar   *progress.Bar
-	)
-	next := opt.OnUnit
-	opt.OnUnit = func(r store.UnitResult) {
-		if next != nil {
-			next(r)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if r.Stage != stage {
-			if bar != nil {
-				bar.Finish()
-			}
-			stage, seen = r.Stage, map[string]bool{}
-			bar = progress.New(w, fmt.Sprintf("stage %d units", r.Stage), units)
-		}
-		seen[r.UnitID] = true
-		bar.Set(len(seen))
-		if len(seen) == units {
-			bar.Finish()
-			bar = nil
-			stage = -1
-		}
-	}
 }
 
 // serveTrainHTTP serves t2t train's /healthz, /readyz (ready while the

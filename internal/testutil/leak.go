@@ -10,9 +10,9 @@ import "go.uber.org/goleak"
 //   - gRPC client connections of the remote transport. remote.Shutdown(false) (actors.Host.Close)
 //     stops only the gRPC server; the endpoint writers' client connections stay open (their
 //     stream, reader, writer and callback-serializer goroutines) and keep redialling a peer that
-//     has gone (addrConn.resetTransport), or an endpoint writer sleeps between dials to such a
-//     peer. Shutdown(true) closes more but waits up to 10 s and
-//     still leaves the redialling connections. t2t opens no gRPC connection of its own.
+//     has gone (addrConn.resetTransportAndUnlock since grpc v1.85), or an endpoint writer sleeps
+//     between dials to such a peer. Shutdown(true) closes more but waits up to 10 s and still
+//     leaves the redialling connections. t2t opens no gRPC connection of its own.
 //   - Throttle timers (actor.NewThrottle, NewThrottleWithLogger) of the dead-letter process and
 //     the cluster's gossiper and gossip actor: one goroutine per throttle period (60 s for
 //     gossip), which exits when its ticker fires. Their names are those of the inlined closures.
@@ -26,7 +26,7 @@ func IgnoreProtoactor() []goleak.Option {
 		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*http2Client).reader"),
 		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*loopyWriter).run"),
 		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
-		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*addrConn).resetTransport"),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*addrConn).resetTransportAndUnlock"),
 		// Throttle timers.
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).StartGossiping.NewThrottle.func3.1"),

@@ -1,0 +1,182 @@
+package store
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// PasswordEnv names the environment variable that holds the Redis password
+// when neither --redis-password-file nor the URL gives one (a Kubernetes
+// Secret as an environment variable, say).
+const PasswordEnv = "T2T_REDIS_PASSWORD"
+
+// URLError is a Redis URL that does not parse. URL is redacted (RedactURL)
+// and Reason never repeats the password, so the error can be printed and
+// logged. It wraps ErrInvalid.
+type URLError struct {
+	URL    string
+	Reason string
+}
+
+func (e *URLError) Error() string {
+	return fmt.Sprintf("store: Redis URL %s: %s (want redis://[user@]host:port/db, rediss://… or unix:///path?db=N)", e.URL, e.Reason)
+}
+
+// Unwrap returns ErrInvalid.
+func (e *URLError) Unwrap() error { return ErrInvalid }
+
+// ParseURL parses a Redis URL as go-redis does (redis://, rediss://,
+// unix://), with an error that never shows the password: a *URLError. The
+// errors of go-redis' own ParseURL and of url.Parse repeat the URL, or the
+// part of it they stumbled on, which may be the password.
+func ParseURL(raw string) (*redis.Options, error) {
+	ro, err := redis.ParseURL(raw)
+	if err != nil {
+		return nil, &URLError{URL: RedactURL(raw), Reason: reason(err, raw)}
+	}
+	return ro, nil
+}
+
+// reason is what went wrong in err, a parse error of raw: the whole message
+// when raw has no user info, else only its fixed words up to the first
+// quote or colon (`invalid port ":pa" after host` is "invalid port").
+func reason(err error, raw string) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "net/url: "), "redis: ")
+	if userinfo(raw) == "" {
+		return msg
+	}
+	if i := strings.IndexAny(msg, "\":"); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimSpace(msg) + " (details hidden: the URL holds a password; URL-escape it, or give it with --redis-password-file)"
+}
+
+// userinfo is the text between "://" and the last "@" of raw, or "": the
+// user name and password, however malformed.
+func userinfo(raw string) string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if i := strings.LastIndex(rest, "@"); ok && i >= 0 {
+		return rest[:i+1]
+	}
+	return ""
+}
+
+// RedactURL returns raw with its password replaced by "***", as logs and
+// status lines print it: redis://:***@host:port/db (a user name stays).
+// Without a password it returns raw unchanged. When raw does not parse, or
+// parses with an "@" outside its user info, everything between "://" and
+// the last "@" but the user name is replaced.
+func RedactURL(raw string) string {
+	info := userinfo(raw)
+	if u, err := url.Parse(raw); err == nil && u.User != nil && u.User.String()+"@" == info {
+		if _, ok := u.User.Password(); !ok {
+			return raw
+		}
+		name := url.User(u.User.Username()).String()
+		u.User = nil
+		scheme, rest, _ := strings.Cut(u.String(), "://")
+		return scheme + "://" + name + ":***@" + rest
+	}
+	if info == "" {
+		return raw
+	}
+	user, _, _ := strings.Cut(info[:len(info)-1], ":")
+	return strings.Replace(raw, info, user+":***@", 1)
+}
+
+// WithPassword returns raw with its password set to password (its user
+// name kept); raw itself when password is "" or raw does not parse (Open
+// then reports the URL, redacted).
+func WithPassword(raw, password string) string {
+	u, err := url.Parse(raw)
+	if password == "" || raw == "" || err != nil {
+		return raw
+	}
+	u.User = url.UserPassword(u.User.Username(), password)
+	return u.String()
+}
+
+// Flags are the Redis flags of every command that opens one: --redis URL
+// and --redis-password-file. The password comes from the file, else the
+// URL, else $PasswordEnv (what the command line says before what the
+// environment says), so that it never needs to stand on the command line,
+// where other users of a host see it (ps).
+type Flags struct {
+	raw      string
+	password string // of --redis-password-file
+}
+
+// Register binds --redis (with the usage text help) and
+// --redis-password-file to fs. The file is read when the flag is parsed: a
+// missing or empty file is a parse error naming the flag.
+func (f *Flags) Register(fs *flag.FlagSet, help string) {
+	fs.StringVar(&f.raw, "redis", "", help+"; its password: --redis-password-file or $"+PasswordEnv+" (one in the URL works too, but shows in ps)")
+	fs.Func("redis-password-file", "read the Redis password from `FILE` (its first line), not from the URL or $"+PasswordEnv,
+		func(path string) error {
+			p, err := readPassword(path)
+			f.password = p
+			return err
+		})
+}
+
+// URL is the --redis URL with its password: that of
+// --redis-password-file, else the URL's own, else $PasswordEnv (none:
+// the URL as given). "" when --redis is empty (an embedded Redis, which
+// has no password). It holds the secret: print RedactURL(URL()) instead.
+func (f *Flags) URL() string {
+	if f.raw == "" {
+		return ""
+	}
+	if f.password != "" {
+		return WithPassword(f.raw, f.password)
+	}
+	if u, err := url.Parse(f.raw); err == nil {
+		if _, ok := u.User.Password(); ok {
+			return f.raw
+		}
+	}
+	return WithPassword(f.raw, os.Getenv(PasswordEnv))
+}
+
+// maxPassword bounds the first line of a password file.
+const maxPassword = 4096
+
+// readPassword returns the first line of the file at path (without its
+// line end); a missing file, an empty first line or one over maxPassword
+// bytes is an error, which never holds the file's content.
+func readPassword(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return passwordLine(f, path)
+}
+
+// passwordLine is readPassword of r, the file at path.
+func passwordLine(r io.Reader, path string) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxPassword+2))
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSuffix(line, "\r")
+	switch {
+	case len(line) > maxPassword:
+		return "", fmt.Errorf("%s: the first line is over %d bytes, want the Redis password", path, maxPassword)
+	case line == "":
+		return "", fmt.Errorf("%s: the first line is empty, want the Redis password", path)
+	}
+	return line, nil
+}
