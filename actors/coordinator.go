@@ -231,9 +231,9 @@ func (c *coordinator) start(r StartRun) ([]coordOut, error) {
 	switch {
 	case c.phase != phaseIdle:
 		return nil, fmt.Errorf("%w: run %q already started", ErrBadPlan, c.plan.RunID)
-	case r.Stages < 1 || r.Units < 1 || r.InstancesPerUnit < 1:
-		err = fmt.Errorf("%w: stages=%d units=%d instances_per_unit=%d, all must be >= 1",
-			ErrBadPlan, r.Stages, r.Units, r.InstancesPerUnit)
+	case r.Stages < 1 || r.Units < 1 || r.InstancesPerUnit < 1 || r.Epochs < 0:
+		err = fmt.Errorf("%w: stages=%d units=%d instances_per_unit=%d epochs=%d, all must be >= 1 (epochs 0: 1)",
+			ErrBadPlan, r.Stages, r.Units, r.InstancesPerUnit, r.Epochs)
 	case r.FirstStage < 0 || r.FirstStage >= r.Stages:
 		err = fmt.Errorf("%w: first stage %d outside [0,%d)", ErrBadPlan, r.FirstStage, r.Stages)
 	case r.Config.Stage != r.FirstStage || r.Config.Version == "":
@@ -332,8 +332,10 @@ func (c *coordinator) maybeStartStage() {
 	c.dispatch()
 }
 
+// buildUnits lays out the stage's units: Units per epoch, the instance
+// range of unit i repeating every Units units (StartRun.Epochs).
 func (c *coordinator) buildUnits() {
-	n, per := c.plan.Units, c.plan.InstancesPerUnit
+	n, per := c.plan.Units*max(c.plan.Epochs, 1), c.plan.InstancesPerUnit
 	c.units = make([]unitState, n)
 	c.index = make(map[string]int, n)
 	c.queue = make([]int, 0, n)
@@ -347,7 +349,7 @@ func (c *coordinator) buildUnits() {
 		c.units[i] = unitState{unit: WorkUnit{
 			UnitID: id, RunID: c.plan.RunID, Stage: c.stage, Split: c.plan.Split,
 			ConfigVersion: c.cfg.Version, ConfigJSON: c.cfg.JSON,
-			Seed: UnitSeed(c.plan.Seed, c.stage, i), Lo: i * per, Hi: (i + 1) * per,
+			Seed: UnitSeed(c.plan.Seed, c.stage, i), Lo: i % c.plan.Units * per, Hi: (i%c.plan.Units + 1) * per,
 			TraceHeaders: hdr,
 		}}
 		c.index[id] = i

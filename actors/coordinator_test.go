@@ -540,3 +540,42 @@ func coordRandomTrial(t *testing.T, seed uint64) {
 		t.Fatalf("seed %d: completed %d", seed, got)
 	}
 }
+
+// TestCoordinatorEpochs: a plan with Epochs 2 issues each unit's instance
+// range twice per stage, the second epoch after the first, every unit with
+// its own id and sampling seed; the ids and seeds of the first epoch are
+// those of a one-epoch plan.
+func TestCoordinatorEpochs(t *testing.T) {
+	c := newCoordinator(NewManualClock(coordT0), time.Minute, -1, 1, &coordMetrics{})
+	c.requestWork("w1", RequestWork{Node: "n1", Credits: 16})
+	plan := coordPlan(1, 3)
+	plan.Epochs = 2
+	if _, err := c.start(plan); err != nil {
+		t.Fatal(err)
+	}
+	s := coordOuts(c.ack("w1", ConfigAck{Node: "n1", Version: "v0"}))
+	if st, ok := s.events[0].(*StageStart); !ok || st.Units != 6 {
+		t.Fatalf("StageStart %#v, want 6 units", s.events[0])
+	}
+	units := s.units["w1"]
+	if len(units) != 6 {
+		t.Fatalf("%d units issued, want 6", len(units))
+	}
+	seeds := map[uint64]bool{}
+	for j, u := range units {
+		i := j % 3
+		if u.UnitID != fmt.Sprintf("r/s0/u%d", j) || u.Lo != 3*i || u.Hi != 3*i+3 || u.Seed != UnitSeed(7, 0, j) {
+			t.Errorf("unit %d: %s [%d,%d) seed %d, want r/s0/u%d [%d,%d) seed UnitSeed(7, 0, %d)", j, u.UnitID, u.Lo, u.Hi, u.Seed, j, 3*i, 3*i+3, j)
+		}
+		seeds[u.Seed] = true
+	}
+	if len(seeds) != 6 {
+		t.Errorf("%d distinct unit seeds, want 6", len(seeds))
+	}
+	bad := coordPlan(1, 3)
+	bad.Epochs = -1
+	c2 := newCoordinator(NewManualClock(coordT0), time.Minute, -1, 1, &coordMetrics{})
+	if _, err := c2.start(bad); !errors.Is(err, ErrBadPlan) {
+		t.Fatalf("epochs -1: %v, want ErrBadPlan", err)
+	}
+}

@@ -30,6 +30,11 @@ type StartRun struct {
 	// rollouts like training units. The stage is done (StageDone) once
 	// they are done too. Empty: no evaluation units.
 	Eval []EvalSplit `msgpack:"eval,omitempty"`
+	// Epochs is how many times a stage plays its instances (0 or 1: once):
+	// a stage has Units·Epochs units, unit e·Units+i playing unit i's
+	// instance range with its own sampling seed, every epoch after the one
+	// before in dispatch order.
+	Epochs int `msgpack:"epochs,omitempty"`
 }
 
 // EvalSplit is one evaluation set played after every stage: Spec is its

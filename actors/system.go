@@ -41,6 +41,9 @@ type SystemConfig struct {
 	UnitsPerStage int
 	// InstancesPerUnit is the instance index range of each unit. Default 16.
 	InstancesPerUnit int
+	// Epochs is how many times each stage plays its instances
+	// (StartRun.Epochs): UnitsPerStage·Epochs units per stage. Default 1.
+	Epochs int
 	// Split is the data split the units draw from. Default "train".
 	Split string
 	// Seed derives every unit's seed. Default 1.
@@ -137,7 +140,7 @@ func rolloutMailboxSize(maxInFlight int) int { return 3*maxInFlight + 16 }
 func DefaultSystemConfig() SystemConfig {
 	return SystemConfig{
 		RunID: "run", Node: "local", Rollouts: 2, MaxInFlight: 4,
-		UnitsPerStage: 8, InstancesPerUnit: 16, Split: "train", Seed: 1,
+		UnitsPerStage: 8, InstancesPerUnit: 16, Epochs: 1, Split: "train", Seed: 1,
 		InitialConfigVersion: "stage-0", InitialConfigJSON: []byte("{}"),
 		LeaseTimeout: 5 * time.Minute, TickInterval: time.Second,
 		LearnerBatch: 8, StalenessK: 1, MaxLag: -1, MailboxSize: 1024,
@@ -160,6 +163,7 @@ func (c SystemConfig) Validate() error {
 	check(c.MaxInFlight >= 1, "MaxInFlight", c.MaxInFlight, "must be >= 1")
 	check(c.UnitsPerStage >= 1, "UnitsPerStage", c.UnitsPerStage, "must be >= 1")
 	check(c.InstancesPerUnit >= 1, "InstancesPerUnit", c.InstancesPerUnit, "must be >= 1")
+	check(c.Epochs >= 1, "Epochs", c.Epochs, "must be >= 1")
 	check(c.InitialConfigVersion != "", "InitialConfigVersion", c.InitialConfigVersion, "must not be empty")
 	check(c.FirstStage >= 0, "FirstStage", c.FirstStage, "must be >= 0")
 	check(c.LeaseTimeout > 0, "LeaseTimeout", c.LeaseTimeout, "must be > 0")
@@ -370,7 +374,7 @@ func (s *System) Run(ctx context.Context, stages int) (RunReport, error) {
 		RunID: s.cfg.RunID, Stages: stages, Units: s.cfg.UnitsPerStage,
 		InstancesPerUnit: s.cfg.InstancesPerUnit, Split: s.cfg.Split, Seed: s.cfg.Seed,
 		Config:     ConfigUpdate{Version: s.cfg.InitialConfigVersion, Stage: s.cfg.FirstStage, JSON: s.cfg.InitialConfigJSON},
-		FirstStage: s.cfg.FirstStage, Eval: s.cfg.Eval,
+		FirstStage: s.cfg.FirstStage, Eval: s.cfg.Eval, Epochs: s.cfg.Epochs,
 	})
 	for {
 		select {

@@ -37,7 +37,7 @@ func wireGroups() []Group {
 func wireSamples() []any {
 	cfg := ConfigUpdate{Version: "cfg-3", Stage: 3, JSON: []byte(`{"agents":[2,4]}`)}
 	return []any{
-		&StartRun{RunID: "r1", Stages: 4, Units: 12, InstancesPerUnit: 8, Split: "train", Seed: 99, Config: cfg, FirstStage: 2},
+		&StartRun{RunID: "r1", Stages: 4, Units: 12, InstancesPerUnit: 8, Split: "train", Seed: 99, Config: cfg, FirstStage: 2, Epochs: 2},
 		&WorkUnit{UnitID: "r1/s3/u7", RunID: "r1", Stage: 3, Split: "val", ConfigVersion: "cfg-3",
 			ConfigJSON: []byte(`{"x":1}`), Seed: 1<<64 - 1, Lo: 56, Hi: 64, Attempt: 2,
 			LeaseDeadlineUnixMs: 1_700_000_000_123, TraceHeaders: map[string]string{"traceparent": "00-abc-def-01"}, PolicyVersion: 17},

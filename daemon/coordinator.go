@@ -93,7 +93,7 @@ func (p *process) runSummary(res *train.Result, runErr error, opt train.Options)
 		sum.Error = runErr.Error()
 	}
 	if res != nil {
-		sum.UnitsPerStage = (opt.Config.Instances + opt.InstancesPerUnit - 1) / opt.InstancesPerUnit
+		sum.UnitsPerStage = (opt.Config.Instances + opt.InstancesPerUnit - 1) / opt.InstancesPerUnit * max(opt.Epochs, 1)
 		f := res.Flow()
 		sum.Flow = &f
 		fmt.Fprintln(p.out, runLine(res, sum.UnitsPerStage, f))

@@ -1,7 +1,6 @@
 package env
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 )
@@ -66,40 +65,6 @@ func GenerateAll(cfg Config, seed uint64, workers int, progress func(done int)) 
 		return nil, err
 	}
 	return ins, nil
-}
-
-// InstanceError is a failure on one instance of a list: Index is its
-// 0-based position. It wraps Err.
-type InstanceError struct {
-	Index int
-	ID    string
-	Err   error
-}
-
-func (e *InstanceError) Error() string {
-	return fmt.Sprintf("instance %d (id %s): %v", e.Index+1, e.ID, e.Err)
-}
-
-// Unwrap returns Err.
-func (e *InstanceError) Unwrap() error { return e.Err }
-
-// SolveAll annotates every instance (optimal costs, needs_wait) and sets
-// its Paths to an optimal plan, in parallel. A failure is an
-// *InstanceError naming the instance.
-func SolveAll(ins []*Instance, opt SolveOptions, workers int, progress func(done int)) error {
-	return ParallelRange(len(ins), workers, progress, func(lo, hi int) error {
-		for i := lo; i < hi; i++ {
-			if err := Annotate(ins[i], opt); err != nil {
-				return &InstanceError{Index: i, ID: ins[i].ID, Err: err}
-			}
-			sol, err := Solve(ins[i], opt)
-			if err != nil {
-				return &InstanceError{Index: i, ID: ins[i].ID, Err: err}
-			}
-			ins[i].Paths = sol.Plan.Paths
-		}
-		return nil
-	})
 }
 
 // SuiteSized returns the named suite (SuiteEval, SuiteVal or SuiteQuick)

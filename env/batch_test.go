@@ -72,31 +72,6 @@ func TestGenerateAllMatchesGenerate(t *testing.T) {
 	}
 }
 
-func TestSolveAllNamesTheFailingInstance(t *testing.T) {
-	t.Parallel()
-	cfg := DefaultLocalConfig()
-	cfg.Instances = 20
-	ins, err := GenerateAll(cfg, 3, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := SolveAll(ins, SolveOptions{}, 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range ins {
-		if len(in.Paths) != len(in.Agents) || !in.Solved() {
-			t.Fatalf("instance %s not solved", in.ID)
-		}
-	}
-	bad := ins[3].Clone()
-	bad.Holes[bad.Index(bad.Agents[0].Goal)] = true // a goal in a hole: no plan exists
-	err = SolveAll([]*Instance{ins[0], bad}, SolveOptions{}, 1, nil)
-	var ie *InstanceError
-	if !errors.As(err, &ie) || ie.Index != 1 || !strings.Contains(err.Error(), "instance 2 (id ") {
-		t.Fatalf("error %v, want an *InstanceError for the second instance", err)
-	}
-}
-
 func TestReadInstancesNamesTheLine(t *testing.T) {
 	t.Parallel()
 	cfg := DefaultLocalConfig()
@@ -148,7 +123,7 @@ func TestInstanceJSONNamesTheFieldAtFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := SolveAll(ins, SolveOptions{}, 1, nil); err != nil {
+	if err := SolveRecords([]Record{{Line: 1, Instance: ins[0]}}, SolveOptions{}, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	good, err := json.Marshal(ins[0])

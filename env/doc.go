@@ -18,6 +18,13 @@
 // on its goal for good; the sum of costs (SOC) and the makespan (the largest
 // cost) are the two objectives.
 //
+// Instance files are JSONL, one instance per non-blank line. ReadRecords
+// reads one Record per line (its file line, and the instance or why the line
+// is not one), so a batch can go on past a bad line (SolveRecords,
+// EncodeRecords) and every message names a file line. An instance's id is
+// its content hash (ComputeID) or a user's own name; whatever keys by
+// content uses ComputeID.
+//
 // Errors are typed: see errors.go for the sentinel errors and the error
 // types that carry the field, line or agent they refer to.
 package env

@@ -1,12 +1,14 @@
 package env
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Limits on instance shape. The paper uses sizes 3..10; we accept up to 32.
@@ -14,6 +16,8 @@ const (
 	MinSize   = 2
 	MaxSize   = 32
 	MaxAgents = 10
+	// MaxIDLen bounds a user's own instance id, in bytes.
+	MaxIDLen = 128
 )
 
 // Pos is a grid cell: row R (0 at the top) and column C (0 at the left).
@@ -106,7 +110,10 @@ type Agent struct {
 	Goal  Pos `json:"goal"`
 }
 
-// Instance is one MAPF-FrozenLake problem. Holes is row-major, len
+// Instance is one MAPF-FrozenLake problem. ID names it: the content hash
+// (ComputeID) for generated instances, or a user's own name (a MovingAI
+// scenario's, say); code that keys caches or de-duplicates by content uses
+// ComputeID, never ID. Holes is row-major, len
 // Width*Height. SOC and Makespan are the optimal costs (0 until solved; see
 // Solved). NeedsWait is true when no solution at the optimal sum of costs
 // avoids some agent waiting before its final arrival.
@@ -265,6 +272,7 @@ func (in *Instance) Clone() *Instance {
 
 type instanceJSON struct {
 	ID        string   `json:"id"`
+	Hash      string   `json:"hash,omitempty"`
 	Width     int      `json:"width"`
 	Height    int      `json:"height"`
 	Grid      []string `json:"grid"`
@@ -276,17 +284,26 @@ type instanceJSON struct {
 	Paths     [][]Pos  `json:"paths,omitempty"`
 }
 
-// MarshalJSON writes the documented JSON form.
+// MarshalJSON writes the documented JSON form. "hash", the content hash,
+// is written when the id is a user's own name (not empty and not the hash).
 func (in *Instance) MarshalJSON() ([]byte, error) {
+	var hash string
+	if in.ID != "" {
+		if h := in.ComputeID(); h != in.ID {
+			hash = h
+		}
+	}
 	return json.Marshal(instanceJSON{
-		ID: in.ID, Width: in.Width, Height: in.Height, Grid: in.GridRows(), Agents: in.Agents,
+		ID: in.ID, Hash: hash, Width: in.Width, Height: in.Height, Grid: in.GridRows(), Agents: in.Agents,
 		SOC: in.SOC, Makespan: in.Makespan, NeedsWait: in.NeedsWait, Seed: in.Seed, Paths: in.Paths,
 	})
 }
 
 // UnmarshalJSON reads the documented JSON form and validates it. Unknown
-// fields are rejected. An empty id is filled with ComputeID; a non-empty id
-// must match the content.
+// fields are rejected. An empty id is filled with ComputeID; a non-empty one
+// is kept (it must be at most MaxIDLen bytes without control characters);
+// ReadOptions.StrictIDs makes a reader require the content hash. A "hash"
+// field, when present, must be the content hash.
 func (in *Instance) UnmarshalJSON(b []byte) error {
 	var j instanceJSON
 	dec := json.NewDecoder(strings.NewReader(string(b)))
@@ -345,12 +362,27 @@ func (in *Instance) UnmarshalJSON(b []byte) error {
 	if j.SOC < 0 || j.Makespan < 0 {
 		return &FieldError{Field: "soc", Value: j.SOC, Reason: "costs must be >= 0"}
 	}
-	id := out.ComputeID()
-	if j.ID != "" && j.ID != id {
-		return &FieldError{Field: "id", Value: j.ID, Reason: fmt.Sprintf("does not match content (want %s)", id)}
+	hash := out.ComputeID()
+	if j.Hash != "" && j.Hash != hash {
+		return &FieldError{Field: "hash", Value: j.Hash, Reason: fmt.Sprintf("does not match content (want %s)", hash)}
 	}
-	out.ID = id
+	if err := checkID(j.ID); err != nil {
+		return err
+	}
+	out.ID = cmp.Or(j.ID, hash)
 	*in = out
+	return nil
+}
+
+// checkID refuses a user's id that would garble a one-line message or a
+// rendering: too long, or holding control characters.
+func checkID(id string) error {
+	if len(id) > MaxIDLen {
+		return &FieldError{Field: "id", Value: fmt.Sprintf("%.32q…", id), Reason: fmt.Sprintf("longer than %d bytes", MaxIDLen)}
+	}
+	if i := strings.IndexFunc(id, unicode.IsControl); i >= 0 {
+		return &FieldError{Field: "id", Value: fmt.Sprintf("%q", id), Reason: "holds a control character"}
+	}
 	return nil
 }
 

@@ -25,22 +25,15 @@ func (e *LineError) Error() string { return fmt.Sprintf("%d: %v", e.Line, e.Err)
 func (e *LineError) Unwrap() error { return e.Err }
 
 // ReadInstances reads instances from JSONL, one per non-blank line; each is
-// checked as Instance.UnmarshalJSON checks it. A bad line is a *LineError
-// whose Err names the field and the reason.
+// checked as Instance.UnmarshalJSON checks it and a user's own id is kept
+// (ReadRecords with the zero ReadOptions). A bad line is a *LineError whose
+// Err names the field and the reason.
 func ReadInstances(r io.Reader) ([]*Instance, error) {
-	var out []*Instance
-	err := ScanJSONL(r, func(line int, b []byte) error {
-		in := new(Instance)
-		if err := json.Unmarshal(b, in); err != nil {
-			return &LineError{Line: line, Err: JSONReason(err)}
-		}
-		out = append(out, in)
-		return nil
-	})
+	recs, err := ReadRecords(r, ReadOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return Instances(recs)
 }
 
 // ScanJSONL calls fn with each non-blank line of r, trimmed, and its 1-based

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/report"
 )
 
@@ -23,15 +24,15 @@ type CacheLine struct {
 	report.Outcome
 }
 
-// ReadCache reads the answer cache at path and returns the answers of
-// policyID by instance id; a missing file is an empty cache. A last line
-// without its newline (a write torn by a kill) is dropped and cut off the
-// file; any other bad line is an *InputError naming the line.
+// ReadCache reads the answer cache at path (at most limits.Text bytes) and
+// returns the answers of policyID by instance content hash (the outcomes'
+// InstanceID); a missing file is an empty cache. A last line without its
+// newline (a write torn by a kill) is dropped and cut off the file; any
+// other bad line is an *InputError naming the line.
 func ReadCache(path, policyID string) (map[string]report.Outcome, error) {
-	out := map[string]report.Outcome{}
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, limits.Text)
 	if errors.Is(err, os.ErrNotExist) {
-		return out, nil
+		return map[string]report.Outcome{}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -42,7 +43,14 @@ func ReadCache(path, policyID string) (map[string]report.Outcome, error) {
 		}
 		data = data[:n]
 	}
-	err = env.ScanJSONL(bytes.NewReader(data), func(line int, b []byte) error {
+	return parseCache(path, data, policyID)
+}
+
+// parseCache returns the answers of policyID in the cache lines data
+// (read from path), as ReadCache describes.
+func parseCache(path string, data []byte, policyID string) (map[string]report.Outcome, error) {
+	out := map[string]report.Outcome{}
+	err := env.ScanJSONL(bytes.NewReader(data), func(line int, b []byte) error {
 		var l CacheLine
 		if err := json.Unmarshal(b, &l); err != nil {
 			return &InputError{File: path, Line: line, Reason: env.JSONReason(err).Error()}

@@ -362,7 +362,7 @@ func TestFileSuiteManifest(t *testing.T) {
 	mb, _ := json.Marshal(man)
 	os.WriteFile(path, data, 0o644)
 	os.WriteFile(manifestPath(path), mb, 0o644)
-	s, err := FileSuite(path, ins)
+	s, err := FileSuite(path, env.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,17 +371,17 @@ func TestFileSuiteManifest(t *testing.T) {
 	}
 	// A file that no longer matches its manifest is refused.
 	os.WriteFile(path, data[:bytes.IndexByte(data, '\n')+1], 0o644)
-	_, err = FileSuite(path, ins[:1])
+	_, err = FileSuite(path, env.ReadOptions{})
 	var ie *InputError
 	if !errors.As(err, &ie) || ie.File != manifestPath(path) || !strings.Contains(err.Error(), "does not describe "+path) {
 		t.Fatalf("tampered suite: %v", err)
 	}
 	os.WriteFile(manifestPath(path), []byte("{"), 0o644)
-	if _, err := FileSuite(path, ins[:1]); !errors.As(err, &ie) {
+	if _, err := FileSuite(path, env.ReadOptions{}); !errors.As(err, &ie) {
 		t.Fatalf("bad manifest: %v", err)
 	}
 	os.Remove(manifestPath(path))
-	s, err = FileSuite(path, ins[:1])
+	s, err = FileSuite(path, env.ReadOptions{})
 	if err != nil || !reflect.DeepEqual(s.Subsets, []float64{0}) {
 		t.Fatalf("no manifest: %v, %v", s, err)
 	}
@@ -391,5 +391,47 @@ func TestFileSuiteManifest(t *testing.T) {
 func TestRunOptions(t *testing.T) {
 	if _, err := Run(context.Background(), Options{}); !errors.Is(err, ErrOptions) {
 		t.Fatalf("empty options: %v", err)
+	}
+}
+
+// TestFileSuiteKeysAnswersByContentHash: a user's ids in a suite file may
+// repeat (two instances named "x") or rename content (one instance as "x"
+// and "y"); answers are keyed, played and seeded by content hash, so each
+// distinct instance is played once and none borrows another's answer.
+// Errors name file lines, blank lines counted.
+func TestFileSuiteKeysAnswersByContentHash(t *testing.T) {
+	a := `{"id":"x","width":3,"height":3,"grid":["...","...","..."],"agents":[{"start":[0,0],"goal":[2,2]}]}`
+	b := `{"id":"x","width":4,"height":4,"grid":["....","....","....","...."],"agents":[{"start":[0,0],"goal":[3,3]}]}`
+	aAgain := strings.Replace(a, `"id":"x"`, `"id":"y"`, 1)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "named.jsonl")
+	os.WriteFile(path, []byte(a+"\n\n"+b+"\n"+aAgain+"\n"), 0o644)
+	s, err := FileSuite(path, env.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Instances) != 3 || s.Instances[1].ID != "x" || s.Instances[2].ID != "y" {
+		t.Fatalf("suite instances %+v", s.Instances)
+	}
+	p := &mistakePlayer{}
+	var played []string
+	e, err := Run(context.Background(), Options{Player: p, PolicyID: "p", Suite: s, Dir: t.TempDir(), Workers: 1,
+		Play: PlayOptions{PerInstance: true}, Hooks: Hooks{Played: func(ids []string) { played = append(played, ids...) }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{s.Instances[0].ComputeID(), s.Instances[1].ComputeID()}
+	if !slices.Equal(played, want) || e.Total.Episodes != 3 || e.Total.Valid != 3 {
+		t.Fatalf("played %v (want %v), %d valid of %d episodes (want 3 of 3)", played, want, e.Total.Valid, e.Total.Episodes)
+	}
+	walled := `{"id":"w","width":3,"height":3,"grid":[".H.","..H","..."],"agents":[{"start":[0,0],"goal":[0,2]}]}`
+	for _, tc := range []struct{ file, want string }{
+		{a + "\n\n" + `{"width":"x"}` + "\n", `named.jsonl:3: field "width"`},
+		{"\n" + a + "\n\n" + walled + "\n", "named.jsonl:4: instance w: "},
+	} {
+		os.WriteFile(path, []byte(tc.file), 0o644)
+		if _, err := FileSuite(path, env.ReadOptions{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("FileSuite: %v, want %q", err, tc.want)
+		}
 	}
 }

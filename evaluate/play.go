@@ -27,7 +27,7 @@ type PlayOptions struct {
 	// each instance's seed is derived from (InstanceSeed).
 	Seed uint64
 	// PerInstance plays each instance alone with InstanceSeed(Seed, its
-	// id), so that its answer does not depend on what else is played with
+	// content hash), so that its answer does not depend on what else is played with
 	// it (the scripted policy draws its mistakes from that seed). Otherwise
 	// the instances are played in one batch per agent count with Seed
 	// (greedy gridnet and text policies need no randomness).
@@ -55,7 +55,7 @@ func PlayEpisodes(p Player, ins []*env.Instance, opt PlayOptions) ([]learner.Epi
 	eps := make([]learner.Episode, len(ins))
 	if opt.PerInstance {
 		for i, in := range ins {
-			ro, err := p.Play([]*env.Instance{in}, 1, 0, InstanceSeed(opt.Seed, in.ID))
+			ro, err := p.Play([]*env.Instance{in}, 1, 0, InstanceSeed(opt.Seed, in.ComputeID()))
 			if err != nil {
 				return nil, err
 			}
@@ -104,11 +104,12 @@ func playByAgents(p Player, ins []*env.Instance, seed uint64, eps []learner.Epis
 	return nil
 }
 
-// OutcomeOf is the outcome of the verifier's report rep on in: valid,
+// OutcomeOf is the outcome of the verifier's report rep on in, under its
+// content hash (ComputeID, its id for generated instances): valid,
 // optimal (only when valid) and, for an invalid answer, each failure
 // category once, in env.Category order.
 func OutcomeOf(in *env.Instance, rep *env.Report) report.Outcome {
-	o := report.Outcome{InstanceID: in.ID, Agents: len(in.Agents), Size: in.Width, Valid: rep.Valid, Optimal: rep.Valid && rep.Optimal}
+	o := report.Outcome{InstanceID: in.ComputeID(), Agents: len(in.Agents), Size: in.Width, Valid: rep.Valid, Optimal: rep.Valid && rep.Optimal}
 	if !rep.Valid {
 		for c, n := range rep.Categories() {
 			if n > 0 {

@@ -44,8 +44,9 @@ type Hooks struct {
 	// Started sees the work once the cache is read: the suite's lines,
 	// the policy's cached answers and the distinct instances to play.
 	Started func(lines, cached, toPlay int)
-	// Played sees the instance ids of every chunk before the policy plays
-	// it; with several workers it is called concurrently.
+	// Played sees the content hashes (env.Instance.ComputeID, the answer
+	// cache's keys) of every chunk's instances before the policy plays it;
+	// with several workers it is called concurrently.
 	Played func(ids []string)
 	// Acked is called after each chunk's outcomes are written and synced,
 	// in order, with the number of instances played so far; an error stops
@@ -86,14 +87,17 @@ func Run(ctx context.Context, opt Options) (*report.Eval, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Distinct instances not yet answered, in suite order.
+	// Distinct instances not yet answered, in suite order. Answers are
+	// keyed by content hash: a user's ids may repeat or rename content.
 	var todo []*env.Instance
+	keys := make([]string, len(opt.Suite.Instances))
 	queued := map[string]bool{}
-	for _, in := range opt.Suite.Instances {
-		if _, ok := cache[in.ID]; ok || queued[in.ID] {
+	for i, in := range opt.Suite.Instances {
+		keys[i] = in.ComputeID()
+		if _, ok := cache[keys[i]]; ok || queued[keys[i]] {
 			continue
 		}
-		queued[in.ID] = true
+		queued[keys[i]] = true
 		todo = append(todo, in)
 	}
 	if opt.Hooks.Started != nil {
@@ -106,7 +110,7 @@ func Run(ctx context.Context, opt Options) (*report.Eval, error) {
 	}
 	outs := make([]report.Outcome, len(opt.Suite.Instances))
 	for i, in := range opt.Suite.Instances {
-		o := cache[in.ID]
+		o := cache[keys[i]]
 		o.Agents, o.Size, o.Subset = len(in.Agents), in.Width, opt.Suite.Subsets[i]
 		outs[i] = o
 	}
@@ -137,7 +141,7 @@ func playInto(ctx context.Context, opt *Options, cachePath string, todo []*env.I
 		if opt.Hooks.Played != nil {
 			ids := make([]string, len(chunk))
 			for i, in := range chunk {
-				ids[i] = in.ID
+				ids[i] = in.ComputeID()
 			}
 			opt.Hooks.Played(ids)
 		}

@@ -17,11 +17,18 @@
 // reason. The JSON names and two small types (BaseConfig, SuiteSeed) keep
 // the fingerprints of runs saved before this package existed.
 //
+// t2t experiment's command line is Flags: Register binds every flag, and
+// after parsing, Flags.Options applies a recipe file (Recipe: a JSON
+// object of flag names and values, for the flags the command line did not
+// set; configs/paper/qwen3-4b.json is the paper's setting), checks the
+// settings (Options.Validate: train's ranges, before any run), shrinks the
+// counts by --scale (Recipe.Scale) and returns the Options for Run.
+//
 // Concurrency: Run trains one run at a time; each run's actors run
 // concurrently inside train.Run. Options.Out receives the progress lines
 // and the runs' tables, whole lines at a time.
 //
-// Errors: bad arms or strategies are *OptionError (t2t experiment exits
+// Errors: bad arms, strategies, flags or recipes are *OptionError (t2t experiment exits
 // with status 2 on them); Options without Dir, NewPolicy, arms or seeds are
 // ErrOptions; NewPolicy's errors are returned as they are, a run's
 // training errors wrapped with the arm and seed.

@@ -72,7 +72,7 @@ func TestExperimentArmsAndIDs(t *testing.T) {
 // testOptions are t2t experiment's defaults.
 func testOptions() Options {
 	return Options{
-		Config: BaseConfig(env.DefaultLocalConfig()), Stages: 8, EvalPerSize: 10, ValPerSize: 20, GroupSize: 8, LearnerBatch: 32,
+		Config: BaseConfig(env.DefaultLocalConfig()), Stages: 8, Epochs: 1, EvalPerSize: 10, ValPerSize: 20, GroupSize: 8, LearnerBatch: 32,
 		Rollouts: 2, InstancesPerUnit: 16, Policy: "gridnet", Hidden: "128,128", Device: "cpu", MistakeRate: 0.05, LR: 1e-3,
 		SuiteSeed: DefaultSuiteSeed,
 	}
@@ -181,8 +181,18 @@ func TestFingerprintCoversEveryField(t *testing.T) {
 			t.Errorf("arm %+v seed %d has the fingerprint of fixed seed 1", other.arm, other.seed)
 		}
 	}
-	// The default suite seed is left out; another is in.
+	// One epoch is left out (runs saved before epochs existed); two are in.
 	o := testOptions()
+	o.Epochs = 0
+	if o.Fingerprint(arm, 1) != fp {
+		t.Error("epochs 0 and 1 have different fingerprints")
+	}
+	o.Epochs = 2
+	if o.Fingerprint(arm, 1) == fp {
+		t.Error("--epochs 2 has the fingerprint of one epoch")
+	}
+	// The default suite seed is left out; another is in.
+	o = testOptions()
 	o.SuiteSeed = 2027
 	if o.Fingerprint(arm, 1) == fp {
 		t.Error("--suite-seed 2027 has the default's fingerprint")

@@ -14,6 +14,7 @@ import (
 func (o *Options) Register(fs *flag.FlagSet) {
 	d := train.DefaultOptions()
 	fs.IntVar(&o.Stages, "stages", d.Stages, "training stages per run")
+	fs.IntVar((*int)(&o.Epochs), "epochs", d.Epochs, "passes over each stage's instances (the paper: 2), each with its own sampling seeds")
 	fs.IntVar(&o.EvalPerSize, "eval-per-size", d.EvalPerSize, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents")
 	fs.IntVar(&o.ValPerSize, "val-per-size", d.ValPerSize, "validation set: instances per map size (2 agents)")
 	fs.Uint64Var((*uint64)(&o.SuiteSeed), "suite-seed", DefaultSuiteSeed, "seed of the validation set and the benchmark suite (another value gives a held-out pair for developing strategies)")

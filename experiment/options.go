@@ -22,8 +22,10 @@ type Options struct {
 	// Config is the stage-0 generator config, with Instances the training
 	// instances per stage.
 	Config BaseConfig `json:"Config"`
-	// Stages is the number of training stages per run.
-	Stages int `json:"Stages"`
+	// Stages is the number of training stages per run, Epochs the passes
+	// over each stage's instances (train.Options.Epochs).
+	Stages int    `json:"Stages"`
+	Epochs Epochs `json:"Epochs,omitzero"`
 	// EvalPerSize and ValPerSize size the benchmark suite and the
 	// validation set (train.Options).
 	EvalPerSize int `json:"EvalPer"`
@@ -130,6 +132,14 @@ type SuiteSeed uint64
 
 // IsZero reports whether s is DefaultSuiteSeed.
 func (s SuiteSeed) IsZero() bool { return s == DefaultSuiteSeed }
+
+// Epochs is the passes over each stage's instances. A fingerprint leaves
+// out one pass (IsZero), so that runs saved before epochs were a setting
+// keep their fingerprints.
+type Epochs int
+
+// IsZero reports whether e is one pass (or unset).
+func (e Epochs) IsZero() bool { return e <= 1 }
 
 // fingerprinted is what a fingerprint hashes.
 type fingerprinted struct {

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/report"
 	"github.com/t2t-lab/t2t/train"
@@ -46,7 +46,7 @@ func Run(ctx context.Context, opt Options) (*report.Experiment, error) {
 	exp := &report.Experiment{
 		Title: opt.Title, Command: opt.Command, Seeds: opt.Seeds,
 		Budget: report.Budget{Policy: opt.Policy, Stages: opt.Stages, Instances: opt.Config.Instances, GroupSize: opt.GroupSize,
-			ValPerSize: opt.ValPerSize, EvalPerSize: opt.EvalPerSize, SuiteSeed: uint64(opt.SuiteSeed)},
+			ValPerSize: opt.ValPerSize, EvalPerSize: opt.EvalPerSize, Epochs: int(opt.Epochs), SuiteSeed: uint64(opt.SuiteSeed)},
 	}
 	for _, a := range opt.Arms {
 		exp.Strategies = append(exp.Strategies, a.Label)
@@ -102,12 +102,9 @@ func (o *Options) runArm(ctx context.Context, arm Arm, seed uint64, counter stri
 		return report.Run{}, err
 	}
 	defer closeEng()
-	topt := train.Options{
-		RunID: runID, Stages: o.Stages, Seed: seed, Config: base, InstancesPerUnit: o.InstancesPerUnit,
-		Rollouts: o.Rollouts, GroupSize: o.GroupSize, LearnerBatch: o.LearnerBatch, Strategy: strat,
-		ValPerSize: o.ValPerSize, EvalPerSize: o.EvalPerSize, SuiteSeed: uint64(o.SuiteSeed),
-		Out: &prefixWriter{w: o.Out, prefix: fmt.Sprintf("  [%s s%d] ", arm.Label, seed)}, Logger: o.Logger,
-	}
+	topt := o.trainOptions(seed)
+	topt.RunID, topt.Config, topt.Strategy = runID, base, strat
+	topt.Out = &prefixWriter{w: o.Out, prefix: fmt.Sprintf("  [%s s%d] ", arm.Label, seed)}
 	r, err := trainRun(ctx, topt, pol, arm.Label, o.Logger)
 	if err != nil {
 		return report.Run{}, fmt.Errorf("%s seed %d: %w", arm.Label, seed, err)
@@ -117,6 +114,26 @@ func (o *Options) runArm(ctx context.Context, arm Arm, seed uint64, counter stri
 		return report.Run{}, err
 	}
 	return r, learner.WriteBytesAtomic(runPath, append(b, '\n'))
+}
+
+// trainOptions are the train options of a run of o with seed; the run id,
+// the strategy and the output are the caller's.
+func (o *Options) trainOptions(seed uint64) train.Options {
+	return train.Options{
+		Stages: o.Stages, Epochs: int(o.Epochs), Seed: seed, Config: env.Config(o.Config), InstancesPerUnit: o.InstancesPerUnit,
+		Rollouts: o.Rollouts, GroupSize: o.GroupSize, LearnerBatch: o.LearnerBatch,
+		ValPerSize: o.ValPerSize, EvalPerSize: o.EvalPerSize, SuiteSeed: uint64(o.SuiteSeed), Logger: o.Logger,
+	}
+}
+
+// Validate checks the settings every run trains with as train.Run does
+// (train.Options.Validate: ranges, the stage-0 config), so that a bad
+// setting fails before the first run rather than at it. Its errors are
+// train's *OptionError or wrap train.ErrOptions.
+func (o *Options) Validate() error {
+	t := o.trainOptions(1)
+	t.SetDefaults()
+	return t.Validate()
 }
 
 // strategy builds arm's engineer for a run of pol with seed: a checkpoint
@@ -144,9 +161,10 @@ func (o *Options) strategy(ctx context.Context, arm Arm, seed uint64, base *env.
 	return strat, func() error { return nil }, nil
 }
 
-// loadRun reads a saved run; ok only when its fingerprint is fp.
+// loadRun reads a saved run (at most limits.Text bytes); ok only when
+// its fingerprint is fp.
 func loadRun(path, fp string) (report.Run, bool) {
-	b, err := os.ReadFile(path)
+	b, err := limits.ReadFile(path, limits.Text)
 	if err != nil || fp == "" {
 		return report.Run{}, false
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+
+	"github.com/t2t-lab/t2t/internal/limits"
 )
 
 // A checkpoint is a directory:
@@ -134,13 +136,14 @@ func ReplaceDir(dir string, fill func(tmp string) error) error {
 	return syncDir(parent)
 }
 
-// ReadCheckpoint reads the checkpoint in dir. Missing or unreadable files, bad JSON, checksum
-// mismatches and malformed safetensors give errors wrapping ErrCorruptCheckpoint.
+// ReadCheckpoint reads the checkpoint in dir. Missing or unreadable files, a manifest over
+// limits.Config bytes, bad JSON, checksum mismatches and malformed safetensors give errors
+// wrapping ErrCorruptCheckpoint.
 func ReadCheckpoint(dir string) (*Checkpoint, error) {
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrCorruptCheckpoint, dir, fmt.Sprintf(format, args...))
 	}
-	js, err := os.ReadFile(filepath.Join(dir, CheckpointManifestFile))
+	js, err := limits.ReadFile(filepath.Join(dir, CheckpointManifestFile), limits.Config)
 	if err != nil {
 		return nil, corrupt("manifest: %v", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/t2t-lab/t2t/internal/limits"
 )
 
 // Safetensors (https://huggingface.co/docs/safetensors): an 8-byte little-endian header length
@@ -494,7 +496,7 @@ type SafetensorsSet struct {
 // shard the index names, and in no other.
 func OpenSafetensorsDir(dir string) (*SafetensorsSet, error) {
 	idxPath := filepath.Join(dir, SafetensorsIndexFile)
-	js, err := os.ReadFile(idxPath)
+	js, err := limits.ReadFile(idxPath, limits.Text)
 	if os.IsNotExist(err) {
 		s, err := OpenSafetensors(filepath.Join(dir, "model.safetensors"))
 		if err != nil {
@@ -523,7 +525,7 @@ func OpenSafetensorsDir(dir string) (*SafetensorsSet, error) {
 	files := make([]string, 0)
 	for _, f := range idx.WeightMap {
 		if _, ok := byFile[f]; !ok {
-			if filepath.Base(f) != f {
+			if filepath.Base(f) != f || f == "." || f == ".." {
 				set.Close()
 				return nil, fmt.Errorf("%w: %s: shard %q is not a plain file name", ErrSafetensors, idxPath, f)
 			}

@@ -82,6 +82,8 @@ type Budget struct {
 	GroupSize   int    `json:"group_size"`
 	ValPerSize  int    `json:"val_per_size"`
 	EvalPerSize int    `json:"eval_per_size"`
+	// Epochs is the passes over each stage's instances (0 or 1: one).
+	Epochs int `json:"epochs,omitempty"`
 	// SuiteSeed seeds the validation set and the benchmark suite.
 	SuiteSeed uint64 `json:"suite_seed,omitempty"`
 }
@@ -322,8 +324,12 @@ func budgetLine(e *Experiment) string {
 	for i, s := range e.Seeds {
 		seeds[i] = fmt.Sprint(s)
 	}
-	return fmt.Sprintf("Policy %s; %d stages × %d training instances (2 agents, group %d); validation %d per size (2 agents, sizes 3..10); benchmark %d per (agents, size, wait subset) for 3/4/5 agents; seeds %s.",
-		bd.Policy, bd.Stages, bd.Instances, bd.GroupSize, bd.ValPerSize, bd.EvalPerSize, strings.Join(seeds, ", "))
+	epochs := ""
+	if bd.Epochs > 1 {
+		epochs = fmt.Sprintf(" × %d epochs", bd.Epochs)
+	}
+	return fmt.Sprintf("Policy %s; %d stages × %d training instances%s (2 agents, group %d); validation %d per size (2 agents, sizes 3..10); benchmark %d per (agents, size, wait subset) for 3/4/5 agents; seeds %s.",
+		bd.Policy, bd.Stages, bd.Instances, epochs, bd.GroupSize, bd.ValPerSize, bd.EvalPerSize, strings.Join(seeds, ", "))
 }
 
 // experimentTables builds the final-results table (initial policy first)

@@ -62,6 +62,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.GroupSize, "group", d.GroupSize, "GRPO group size: episodes per instance")
 	fs.IntVar(&o.LearnerBatch, "learner-batch", d.LearnerBatch, "groups per policy update")
 	fs.IntVar(&o.InstancesPerUnit, "instances-per-unit", d.InstancesPerUnit, "instances per work unit")
+	fs.IntVar(&o.Epochs, "epochs", d.Epochs, "passes over each stage's instances (the paper: 2), each with its own sampling seeds")
 	fs.StringVar(&o.RunID, "run-id", "", "run id in Redis (default run-<seed>)")
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "write a checkpoint (gridnet, or qwen3 as a Hugging Face directory) after every stage into this folder")
 	fs.IntVar(&o.ValPerSize, "val-per-size", d.ValPerSize, "validation set: instances per map size (2 agents, sizes 3..10)")

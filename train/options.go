@@ -82,6 +82,10 @@ type Options struct {
 	Config env.Config
 	// InstancesPerUnit is the number of instances in one work unit. Default 16.
 	InstancesPerUnit int
+	// Epochs is how many times each stage trains on its instances (the
+	// paper: 2), every pass with its own sampling seeds
+	// (actors.StartRun.Epochs). Default 1.
+	Epochs int
 	// Rollouts is the number of rollout actors; MaxInFlight each one's
 	// credit. Defaults 2 and 2.
 	Rollouts, MaxInFlight int
@@ -170,7 +174,7 @@ type Options struct {
 // 2·StalenessK), and SetDefaults derives them.
 func DefaultOptions() Options {
 	return Options{
-		Stages: 8, Seed: 1, Config: env.DefaultLocalConfig(), InstancesPerUnit: 16,
+		Stages: 8, Seed: 1, Config: env.DefaultLocalConfig(), InstancesPerUnit: 16, Epochs: 1,
 		Rollouts: 2, MaxInFlight: 2, GroupSize: 8, LearnerBatch: 32, StalenessK: 4,
 		ValPerSize: 20, EvalPerSize: 10, SuiteSeed: 2026,
 		Out: io.Discard, Logger: slog.New(slog.DiscardHandler),
@@ -192,6 +196,7 @@ func (o *Options) SetDefaults() {
 		o.Config = d.Config
 	}
 	o.InstancesPerUnit = cmp.Or(o.InstancesPerUnit, d.InstancesPerUnit)
+	o.Epochs = cmp.Or(o.Epochs, d.Epochs)
 	o.Rollouts = cmp.Or(o.Rollouts, d.Rollouts)
 	o.MaxInFlight = cmp.Or(o.MaxInFlight, d.MaxInFlight)
 	o.GroupSize = cmp.Or(o.GroupSize, d.GroupSize)
@@ -217,6 +222,8 @@ func (o *Options) Validate() error {
 		return &OptionError{Field: "stages", Value: o.Stages, Reason: "must be in [1,1000]"}
 	case o.InstancesPerUnit < 1 || o.InstancesPerUnit > 4096:
 		return &OptionError{Field: "instances-per-unit", Value: o.InstancesPerUnit, Reason: "must be in [1,4096]"}
+	case o.Epochs < 1 || o.Epochs > 100:
+		return &OptionError{Field: "epochs", Value: o.Epochs, Reason: "must be in [1,100]"}
 	case o.Cluster.RemoteOnly && o.Cluster.Listen == "":
 		return &OptionError{Field: "cluster.listen", Value: o.Cluster.Listen, Reason: "a run without local rollouts must listen for other nodes"}
 	case !o.Cluster.RemoteOnly && (o.Rollouts < 1 || o.Rollouts > 256):

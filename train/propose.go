@@ -45,6 +45,10 @@ func (r *run) propose(ctx context.Context, stage int, resumed bool) (env.Config,
 	if err != nil {
 		return env.Config{}, nil, "", err
 	}
+	h.Budget.EpochsPerStage = r.opt.Epochs // the T module's bookkeeping
+	for i := range h.Stages {
+		h.Stages[i].Epochs = r.opt.Epochs
+	}
 	t0 := time.Now()
 	_, span := r.traces.start(r.traces.ctx(stage-1), telemetry.SpanEngineerPropose, attribute.Int(telemetry.AttrStage, stage))
 	prop, err := r.opt.Strategy.Propose(ctx, h)

@@ -238,7 +238,7 @@ func (r *run) systemConfig(ctx context.Context, first int) (actors.SystemConfig,
 	units := (opt.Config.Instances + opt.InstancesPerUnit - 1) / opt.InstancesPerUnit
 	sc := actors.DefaultSystemConfig()
 	sc.RunID, sc.Rollouts, sc.MaxInFlight = opt.RunID, opt.Rollouts, opt.MaxInFlight
-	sc.UnitsPerStage, sc.InstancesPerUnit, sc.Seed = units, opt.InstancesPerUnit, opt.Seed
+	sc.UnitsPerStage, sc.InstancesPerUnit, sc.Epochs, sc.Seed = units, opt.InstancesPerUnit, opt.Epochs, opt.Seed
 	sc.Split = store.SplitTrain
 	sc.FirstStage, sc.InitialConfigVersion, sc.InitialConfigJSON = first, firstCfg.Hash(), cfgJSON
 	sc.LearnerBatch, sc.StalenessK, sc.KeepStale = opt.LearnerBatch, opt.StalenessK, opt.KeepStale

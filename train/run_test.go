@@ -11,6 +11,7 @@ import (
 
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 )
 
@@ -184,5 +185,59 @@ func TestOptionsRejected(t *testing.T) {
 	}
 	if runs, _ := st.Runs(context.Background()); len(runs) != 0 {
 		t.Fatalf("rejected runs wrote state: %v", runs)
+	}
+}
+
+// historyRecorder keeps the engineer's view of the run and keeps the config.
+type historyRecorder struct{ seen *engineer.History }
+
+func (r *historyRecorder) Name() string { return "recorder" }
+
+func (r *historyRecorder) Propose(_ context.Context, h *engineer.History) (engineer.Proposal, error) {
+	r.seen = h
+	last := h.Stages[len(h.Stages)-1].Config
+	return engineer.Proposal{Config: last, Rationale: "keep", Attempts: []engineer.Attempt{{Accepted: true}}}, nil
+}
+
+// TestRunEpochs: with Epochs 2 every stage plays its instances twice (twice
+// the units and episodes of one epoch, each counted once in Redis), and the
+// engineer's bookkeeping says 2 epochs per stage.
+func TestRunEpochs(t *testing.T) {
+	seed := testSeed(t)
+	st := openStore(t)
+	rec := &historyRecorder{}
+	var out bytes.Buffer
+	opt := Options{
+		RunID: "epochs", Stages: 2, Epochs: 2, Seed: seed, Config: smallConfig(), InstancesPerUnit: 7, GroupSize: 4,
+		LearnerBatch: 5, ValPerSize: 1, EvalPerSize: 1, Strategy: rec, Out: &out,
+	}
+	res, err := Run(context.Background(), opt, &ScriptedPolicy{MistakeRate: 0.1}, st)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	ctx := context.Background()
+	for stage := range 2 {
+		if sd := res.Actors.Stages[stage]; sd.Completed != 12 || sd.Units != 12 { // 2 × ceil(40/7)
+			t.Fatalf("stage %d: coordinator completed %d of %d units, want 12", stage, sd.Completed, sd.Units)
+		}
+		agg, err := st.Aggregates(ctx, "epochs", stage, store.SplitTrain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var episodes int64
+		for _, c := range agg {
+			episodes += c.Episodes
+		}
+		if episodes != 2*40*4 {
+			t.Fatalf("stage %d: %d training episodes, want %d", stage, episodes, 2*40*4)
+		}
+	}
+	if h := rec.seen; h == nil || h.Budget.EpochsPerStage != 2 || len(h.Stages) != 1 || h.Stages[0].Epochs != 2 {
+		t.Fatalf("engineer history %+v: want 2 epochs per stage", rec.seen)
+	}
+	bad := opt
+	bad.Epochs = 101
+	if _, err := Run(ctx, bad, &ScriptedPolicy{}, st); err == nil || !strings.Contains(err.Error(), "epochs = 101") {
+		t.Fatalf("epochs 101: %v", err)
 	}
 }

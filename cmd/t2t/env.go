@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -33,38 +34,30 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 type instanceFlags struct {
 	path, id *string
 	line     *int
+	strict   *bool
 }
 
 func addInstanceFlags(fs *flag.FlagSet, fileFlag string) instanceFlags {
 	return instanceFlags{
-		path: fs.String(fileFlag, "", "JSONL file holding the instance"),
-		id:   fs.String("id", "", "instance id (default: --line)"),
-		line: fs.Int("line", 1, "1-based line of the instance in the file"),
+		path:   fs.String(fileFlag, "", "JSONL file holding the instance"),
+		id:     fs.String("id", "", "instance id or content hash (default: --line)"),
+		line:   fs.Int("line", 0, "1-based line of the instance in the file (0: the first instance)"),
+		strict: fs.Bool("strict-ids", false, "refuse a file with an instance whose id is not its content hash"),
 	}
 }
 
-// pick reads the selected instance; the file flag is required.
+// pick reads the selected instance; the file flag is required and every
+// line of the file must be a valid instance.
 func (f instanceFlags) pick(fileFlag string) (*env.Instance, error) {
-	path, id, line := *f.path, *f.id, *f.line
-	if path == "" {
+	if *f.path == "" {
 		return nil, badInput("--%s is required", fileFlag)
 	}
-	ins, err := readInstances(path)
+	recs, err := readRecords(*f.path, env.ReadOptions{StrictIDs: *f.strict}, true)
 	if err != nil {
 		return nil, err
 	}
-	if id != "" {
-		for _, in := range ins {
-			if in.ID == id {
-				return in, nil
-			}
-		}
-		return nil, badInput("%s: no instance with id %q", path, id)
-	}
-	if line < 1 || line > len(ins) {
-		return nil, badInput("%s: --line %d out of range [1,%d]", path, line, len(ins))
-	}
-	return ins[line-1], nil
+	in, err := env.Pick(recs, *f.id, *f.line)
+	return in, fileError(*f.path, err)
 }
 
 // loadConfig reads a generator config file, or returns the local default.
@@ -109,11 +102,14 @@ func envGen(args []string, stdout, stderr io.Writer) error {
 }
 
 func envSolve(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("t2t env solve", "t2t env solve --in FILE.jsonl [--out FILE]", stderr)
+	fs := newFlags("t2t env solve", "t2t env solve --in FILE.jsonl [--out FILE] [--strict-ids]\n\nOne output line per instance line, in order: "+
+		"the solved instance, or\n{\"error\":\"line N: why\",\"line\":N,\"id\":…,\"hash\":…} when the line is not an instance or the solver fails on it.\n"+
+		"Exit status: 0 all solved, 3 some lines failed (the output is still complete), 2 bad flags or an unreadable file.", stderr)
 	in := fs.String("in", "", "input JSONL of instances (- for stdin)")
 	out := fs.String("out", "-", "output JSONL file (- for stdout)")
 	maxNodes := fs.Int("max-nodes", 0, "CBS node budget per solve (0: default)")
 	workers := fs.Int("workers", 0, "solver goroutines (0: one per CPU)")
+	strict := fs.Bool("strict-ids", false, "an instance whose id is not its content hash fails (default: keep a user's own id, \"hash\" beside it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -123,17 +119,18 @@ func envSolve(args []string, stdout, stderr io.Writer) error {
 	if err := errors.Join(inRange("max-nodes", *maxNodes, 0, 1<<30), inRange("workers", *workers, 0, 1024)); err != nil {
 		return err
 	}
-	ins, err := readInstances(*in)
+	recs, err := readRecords(*in, env.ReadOptions{StrictIDs: *strict}, false)
 	if err != nil {
 		return err
 	}
-	set, finish := progress.To(stderr)("solving", len(ins))
-	err = env.SolveAll(ins, env.SolveOptions{MaxNodes: *maxNodes}, *workers, set)
+	set, finish := progress.To(stderr)("solving", len(recs))
+	failed := env.SolveRecords(recs, env.SolveOptions{MaxNodes: *maxNodes}, *workers, set)
 	finish()
-	if err != nil {
-		return fmt.Errorf("%s: %w", *in, err)
+	b, err := env.EncodeRecords(recs)
+	if err == nil {
+		err = writeOut(*out, stdout, b)
 	}
-	return writeJSONL(*out, stdout, ins)
+	return cmp.Or(err, failed)
 }
 
 func envCheck(args []string, stdout, stderr io.Writer) error {
@@ -196,8 +193,7 @@ func envShow(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	data, err := env.Draw(in, plan, *format, *cell)
-	var fe *env.FieldError
-	if errors.As(err, &fe) {
+	if errors.As(err, new(*env.FieldError)) {
 		return badInput("--format %q: want ascii, svg or png", *format)
 	}
 	if err != nil {

@@ -31,10 +31,11 @@ func TestEnvGenSolveCheckShowPrompt(t *testing.T) {
 	if code, _, e := t2t(t, "env", "solve", "--in", gen, "--out", sol); code != 0 {
 		t.Fatalf("solve: exit %d: %s", code, e)
 	}
-	ins, err := readInstances(sol)
+	recs, err := readRecords(sol, env.ReadOptions{StrictIDs: true}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ins, _ := env.Instances(recs)
 	if len(ins) != 12 {
 		t.Fatalf("solve wrote %d instances, want 12", len(ins))
 	}
@@ -106,7 +107,7 @@ func TestEnvBadInputExitsTwoNamingFileLineField(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(dir, "bad.jsonl")
 			os.WriteFile(p, []byte(good+"\n"+c.line2+"\n"), 0o644)
-			code, _, e := t2t(t, "env", "solve", "--in", p)
+			code, _, e := t2t(t, "env", "prompt", "--in", p)
 			if code != 2 {
 				t.Fatalf("exit %d, want 2 (stderr %q)", code, e)
 			}
@@ -176,5 +177,65 @@ func TestEnvSuiteWritesHashedFiles(t *testing.T) {
 	}
 	if man.Count != man.Spec.Len() || man.Count != bytes.Count(data, []byte("\n")) {
 		t.Fatalf("manifest count %d, spec %d", man.Count, man.Spec.Len())
+	}
+}
+
+// TestEnvSolveBatchWritesOneLinePerInstanceLine: an unsolvable line among
+// solvable ones gives an error line naming its file line (blank lines
+// counted) and exit status 3; a user's id is kept with its hash beside it;
+// --strict-ids refuses it; selecting by a blank line names the line.
+func TestEnvSolveBatchWritesOneLinePerInstanceLine(t *testing.T) {
+	dir := t.TempDir()
+	named := `{"id":"room-1","width":3,"height":3,"grid":["...","...","..."],"agents":[{"start":[0,0],"goal":[2,2]}]}`
+	walled := `{"width":3,"height":3,"grid":[".H.","..H","..."],"agents":[{"start":[0,0],"goal":[0,2]}]}`
+	plain := `{"width":3,"height":3,"grid":["...","...","..."],"agents":[{"start":[2,2],"goal":[0,0]}]}`
+	in := filepath.Join(dir, "batch.jsonl")
+	os.WriteFile(in, []byte("\n"+named+"\n\n"+walled+"\n"+plain+"\n"), 0o644)
+	code, out, e := t2t(t, "env", "solve", "--in", in)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 3 || len(lines) != 3 || !strings.Contains(e, "1 of 3 instance lines failed") || !strings.Contains(e, "line 4: ") {
+		t.Fatalf("exit %d, %d lines, stderr %q: want 3, 3 lines and the failed line named", code, len(lines), e)
+	}
+	var first env.Instance
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.ID != "room-1" || first.SOC != 4 ||
+		!strings.Contains(lines[0], `"hash":"`+first.ComputeID()+`"`) {
+		t.Fatalf("first line %s (%v): want room-1 solved with its hash", lines[0], err)
+	}
+	var failed env.ErrorLine
+	if err := json.Unmarshal([]byte(lines[1]), &failed); err != nil || failed.Line != 4 || !strings.Contains(failed.Error, "line 4: ") ||
+		!strings.Contains(failed.Error, "no solution") {
+		t.Fatalf("second line %s: want the error of line 4", lines[1])
+	}
+	if !strings.Contains(lines[2], `"soc":4`) {
+		t.Fatalf("third line %s: want the last instance solved", lines[2])
+	}
+	code, out, _ = t2t(t, "env", "solve", "--in", in, "--strict-ids")
+	if code != 3 || !strings.Contains(out, `{"error":"line 2: id = room-1: is not the content hash`) {
+		t.Fatalf("--strict-ids: exit %d, output %s", code, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"env", "prompt", "--in", in, "--line", "3"}, "batch.jsonl:3: no instance on this line"},
+		{[]string{"env", "prompt", "--in", in, "--strict-ids"}, "batch.jsonl:2: id = room-1: is not the content hash"},
+	} {
+		if code, _, e := t2t(t, tc.args...); code != 2 || !strings.Contains(e, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q: want 2 and %q", tc.args, code, e, tc.want)
+		}
+	}
+	if code, out, e := t2t(t, "env", "prompt", "--in", in, "--id", "room-1"); code != 0 || !strings.Contains(out, "<answer>") {
+		t.Errorf("prompt --id room-1: exit %d, %s", code, e)
+	}
+	// An exhausted node budget fails its own lines only.
+	gen := filepath.Join(dir, "gen.jsonl")
+	if code, _, e := t2t(t, "env", "gen", "--n", "16", "--seed", "3", "--out", gen); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, e)
+	}
+	code, out, _ = t2t(t, "env", "solve", "--in", gen, "--max-nodes", "1")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	budget := strings.Count(out, `{"error":"line `)
+	if code != 3 || len(lines) != 16 || budget == 0 || budget == 16 || !strings.Contains(out, "budget exceeded") {
+		t.Fatalf("--max-nodes 1: exit %d, %d lines, %d failed: want 3, 16 lines, some but not all failed", code, len(lines), budget)
 	}
 }

@@ -115,11 +115,7 @@ func (f *evalFlags) buildPolicy(opt *evaluate.Options) error {
 // loadSuite generates a named suite or reads a JSONL file.
 func (f *evalFlags) loadSuite(workers int, stderr io.Writer) (*evaluate.Suite, error) {
 	if strings.HasSuffix(*f.suite, ".jsonl") {
-		ins, err := readInstances(*f.suite)
-		if err != nil {
-			return nil, err
-		}
-		return evaluate.FileSuite(*f.suite, ins)
+		return evaluate.FileSuite(*f.suite, env.ReadOptions{})
 	}
 	spec, err := env.SuiteSized(*f.suite, *f.suiteSeed, *f.perSize)
 	if err != nil {

@@ -32,20 +32,31 @@ func readIn(path string) ([]byte, error) {
 	return limits.Read(r, path, limits.Plan)
 }
 
-// readInstances reads a JSONL file of instances. A bad line is reported as
-// "FILE:LINE: field: reason" and is a bad-input error.
-func readInstances(path string) ([]*env.Instance, error) {
+// readRecords reads a JSONL file of instances ("-": standard input), one
+// record per non-blank line; with all, every line must be an instance.
+// Errors are bad input naming the file and line.
+func readRecords(path string, opt env.ReadOptions, all bool) ([]env.Record, error) {
 	r, err := openIn(path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	ins, err := env.ReadInstances(r)
-	var le *env.LineError
-	if errors.As(err, &le) {
-		return nil, badInput("%s:%d: %v", path, le.Line, le.Err)
+	recs, err := env.ReadRecords(r, opt)
+	if err == nil && all {
+		_, err = env.Instances(recs)
 	}
-	return ins, err
+	return recs, fileError(path, err)
+}
+
+// fileError is err as a bad-input error naming path, and the line of an
+// *env.LineError ("FILE:LINE: reason"); nil stays nil.
+func fileError(path string, err error) error {
+	if le := (*env.LineError)(nil); errors.As(err, &le) {
+		return badInput("%s:%d: %v", path, le.Line, le.Err)
+	} else if err != nil {
+		return badInput("%s: %v", path, err)
+	}
+	return nil
 }
 
 // writeOut writes data to path atomically (temp file + rename); "-" or ""
@@ -56,15 +67,6 @@ func writeOut(path string, stdout io.Writer, data []byte) error {
 		return err
 	}
 	return learner.WriteBytesAtomic(path, data)
-}
-
-// writeJSONLines writes values one JSON line each to w.
-func writeJSONLines[T any](w io.Writer, vals []T) error {
-	b, err := env.EncodeJSONL(vals)
-	if err == nil {
-		_, err = w.Write(b)
-	}
-	return err
 }
 
 // writeJSONL writes values one per line to path as writeOut does.

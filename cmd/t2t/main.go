@@ -11,11 +11,14 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/t2t-lab/t2t/env"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's
 // name and returns an error; a *usageError (bad input) exits with status 2,
-// any other error with status 1.
+// an *env.BatchError (some lines of a batch failed) with status 3, any other
+// error with status 1.
 type command struct {
 	name    string
 	summary string
@@ -67,9 +70,10 @@ func exitCode(err error, prefix string, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
-	var ue *usageError
-	if errors.As(err, &ue) {
+	if errors.As(err, new(*usageError)) {
 		return 2
+	} else if errors.As(err, new(*env.BatchError)) {
+		return 3
 	}
 	return 1
 }

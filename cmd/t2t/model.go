@@ -118,5 +118,5 @@ func modelLogits(args []string, stdout, stderr io.Writer) error {
 	} else if err != nil {
 		return err
 	}
-	return writeJSONLines(stdout, res)
+	return writeJSONL("-", stdout, res)
 }

@@ -103,23 +103,34 @@ func (c Config) Validate() error {
 		return bad("rms_norm_eps", c.RMSNormEps, "must be in (0, 1)")
 	case c.MaxPositionEmbeddings < 1:
 		return bad("max_position_embeddings", c.MaxPositionEmbeddings, "must be ≥ 1")
+	case paramCount[float64](c) > maxParams:
+		return bad("shape", fmt.Sprintf("%.3g parameters", paramCount[float64](c)), fmt.Sprintf("must be at most %g parameters (hidden_size, intermediate_size, layers, heads or vocab_size too large)", float64(maxParams)))
 	case !slices.Contains([]string{"", "float32", "bfloat16", "float16"}, c.TorchDType):
 		return bad("torch_dtype", c.TorchDType, `must be "float32", "bfloat16" or "float16"`)
 	}
 	return nil
 }
 
-// NumParams is the number of parameters (the embedding counted once when tied).
-func (c Config) NumParams() int64 {
-	h, d := int64(c.HiddenSize), int64(c.HeadDim)
-	q, kv := int64(c.NumAttentionHeads)*d, int64(c.NumKeyValueHeads)*d
-	perLayer := 2*h + h*q + 2*h*kv + q*h + 2*d + 3*h*int64(c.IntermediateSize)
-	n := int64(c.NumHiddenLayers)*perLayer + h + int64(c.VocabSize)*h
+// maxParams bounds a shape's parameter count, 16 times the largest open
+// models (about 1e12 parameters): NumParams and the memory estimates built
+// on it are exact int64 products below it.
+const maxParams = 1 << 44
+
+// paramCount counts c's parameters in T: int64 for NumParams, float64
+// (which cannot overflow) to check the shape against maxParams.
+func paramCount[T int64 | float64](c Config) T {
+	h, d := T(c.HiddenSize), T(c.HeadDim)
+	q, kv := T(c.NumAttentionHeads)*d, T(c.NumKeyValueHeads)*d
+	perLayer := 2*h + h*q + 2*h*kv + q*h + 2*d + 3*h*T(c.IntermediateSize)
+	n := T(c.NumHiddenLayers)*perLayer + h + T(c.VocabSize)*h
 	if !c.TieWordEmbeddings {
-		n += int64(c.VocabSize) * h
+		n += T(c.VocabSize) * h
 	}
 	return n
 }
+
+// NumParams is the number of parameters (the embedding counted once when tied).
+func (c Config) NumParams() int64 { return paramCount[int64](c) }
 
 // LoadConfig reads dir/config.json. head_dim defaults to hidden_size/num_attention_heads and
 // num_key_value_heads to num_attention_heads, as in transformers; rope_theta may also be given

@@ -267,6 +267,23 @@ func (m *Model) SaveAdapter(dir string) error {
 	})
 }
 
+// parseAdapterConfig reads an adapter_config.json: plain LoRA only, its
+// settings validated.
+func parseAdapterConfig(js []byte) (LoRAConfig, error) {
+	var pc peftConfig
+	if err := json.Unmarshal(js, &pc); err != nil {
+		return LoRAConfig{}, fmt.Errorf("qwen3: %s: %w: %w", AdapterConfigFile, learner.ErrInvalidConfig, err)
+	}
+	if pc.PeftType != "LORA" || pc.UseDoRA || pc.UseRSLoRA || (pc.Bias != "" && pc.Bias != "none") {
+		return LoRAConfig{}, &learner.ConfigError{Field: AdapterConfigFile, Value: fmt.Sprintf("peft_type=%s dora=%v rslora=%v bias=%s", pc.PeftType, pc.UseDoRA, pc.UseRSLoRA, pc.Bias), Reason: "only plain LoRA without biases is supported"}
+	}
+	cfg := LoRAConfig{Rank: pc.R, Alpha: pc.LoraAlpha, Targets: pc.TargetModules}
+	if err := cfg.Validate(); err != nil {
+		return LoRAConfig{}, err
+	}
+	return cfg, nil
+}
+
 // LoadAdapter reads a PEFT LoRA adapter directory (as SaveAdapter writes; target_modules given
 // as a list, no DoRA, no rsLoRA) and attaches it, freezing the base weights. Every adapter
 // tensor is checked first; on error the model is unchanged.
@@ -275,15 +292,8 @@ func (m *Model) LoadAdapter(dir string) error {
 	if err != nil {
 		return fmt.Errorf("qwen3: %w", err)
 	}
-	var pc peftConfig
-	if err := json.Unmarshal(js, &pc); err != nil {
-		return fmt.Errorf("qwen3: %s: %w: %w", AdapterConfigFile, learner.ErrInvalidConfig, err)
-	}
-	if pc.PeftType != "LORA" || pc.UseDoRA || pc.UseRSLoRA || (pc.Bias != "" && pc.Bias != "none") {
-		return &learner.ConfigError{Field: AdapterConfigFile, Value: fmt.Sprintf("peft_type=%s dora=%v rslora=%v bias=%s", pc.PeftType, pc.UseDoRA, pc.UseRSLoRA, pc.Bias), Reason: "only plain LoRA without biases is supported"}
-	}
-	cfg := LoRAConfig{Rank: pc.R, Alpha: pc.LoraAlpha, Targets: pc.TargetModules}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := parseAdapterConfig(js)
+	if err != nil {
 		return err
 	}
 	ts, _, err := learner.ReadSafetensorsFile(filepath.Join(dir, AdapterWeightsFile))

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -65,7 +66,7 @@ func (p *Policy) SaveCheckpoint(dir string, dataPosition int64) error {
 // (engine.Model.Reload) and the version and length schedule are restored. It returns the
 // manifest's data position.
 func (p *Policy) LoadCheckpoint(dir string) (int64, error) {
-	js, err := os.ReadFile(filepath.Join(dir, learner.CheckpointManifestFile))
+	js, err := limits.ReadFile(filepath.Join(dir, learner.CheckpointManifestFile), limits.Config)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s: %w", learner.ErrCorruptCheckpoint, dir, err)
 	}

@@ -15,6 +15,12 @@ import (
 	"github.com/t2t-lab/t2t/internal/limits"
 )
 
+// MaxTokenID bounds the token ids of a tokenizer.json: the tables are
+// sized by the largest id, so one huge id in a tiny file would otherwise
+// allocate gigabytes. It is 16 times the largest vocabularies in use
+// (Gemma's 262,144 tokens).
+const MaxTokenID = 1<<22 - 1
+
 // gpt2Pattern is the pre-tokenizer regex of the ByteLevel pre-tokenizer when use_regex is true
 // (GPT-2's split pattern).
 const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
@@ -183,8 +189,8 @@ func (t *Tokenizer) parseModel(m *tjModel) error {
 	t.ignoreMerges = m.IgnoreMerges
 	maxID := int32(-1)
 	for tok, id := range m.Vocab {
-		if id < 0 {
-			return tokBad("model.vocab", "token %q has negative id %d", tok, id)
+		if id < 0 || id > MaxTokenID {
+			return tokBad("model.vocab", "token %q has id %d outside [0,%d]", tok, id, MaxTokenID)
 		}
 		maxID = max(maxID, id)
 	}
@@ -375,8 +381,8 @@ func (t *Tokenizer) parseAdded(list []tjAdded) error {
 			}
 			id = v
 		}
-		if id < 0 {
-			return tokBad(path, "negative id %d", id)
+		if id < 0 || id > MaxTokenID {
+			return tokBad(path, "id %d outside [0,%d]", id, MaxTokenID)
 		}
 		if prev, dup := t.addedIndex[a.Content]; dup && prev != id {
 			return tokBad(path, "%q listed with ids %d and %d", a.Content, prev, id)

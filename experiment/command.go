@@ -1,0 +1,158 @@
+package experiment
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
+	"github.com/t2t-lab/t2t/train"
+)
+
+// Flags are t2t experiment's command line: the settings of Options as
+// they are (Options.Register), those that Options takes in another form
+// (the arms, the seeds, the stage-0 config, the compute engine), and a
+// recipe with its scale (Recipe). Register binds them to a flag set;
+// after it is parsed, Options applies the recipe and builds the options
+// of the experiment.
+type Flags struct {
+	// Opt holds the settings the flags set directly.
+	Opt Options
+	// Strategies and Modules are the arms (ParseArms).
+	Strategies, Modules string
+	// Seeds seeds per arm, from Seed0 on.
+	Seeds int
+	Seed0 uint64
+	// ConfigPath is the stage-0 generator config (train.ReadConfig);
+	// Instances, when > 0, its training instances per stage.
+	ConfigPath string
+	Instances  int
+	// LLMKeyEnv names the environment variable with the llm strategy's
+	// API key.
+	LLMKeyEnv string
+	// Verbose logs the actor runtime to the command's stderr.
+	Verbose bool
+	// Engine is the LLM compute engine.
+	Engine engine.Flags
+	// Recipe is a settings file and the scale of its counts.
+	Recipe Recipe
+}
+
+// Register binds f to fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	f.Opt.Register(fs)
+	fs.StringVar(&f.Strategies, "strategies", "fixed,learnability,rules", "comma-separated arms: "+strings.Join(ArmNames(), ", ")+
+		"\n(self: the llm strategy answered by the policy being trained; base: by a frozen copy of --model)")
+	fs.IntVar(&f.Seeds, "seeds", 3, "seeds per strategy (the same seeds for every strategy)")
+	fs.Uint64Var(&f.Seed0, "seed0", 1, "first seed; seeds are seed0, seed0+1, ...")
+	fs.StringVar(&f.ConfigPath, "config", "", "stage-0 generator config JSON (default: the embedded local config)")
+	fs.IntVar(&f.Instances, "instances", 0, "training instances per stage (0: the config's)")
+	fs.StringVar(&f.Modules, "modules", "F,G,H0,T", "context-module variants of the llm, self and base arms, separated by ';' (each like F,G,H0,T): one arm per variant")
+	fs.StringVar(&f.LLMKeyEnv, "llm-key-env", "OPENAI_API_KEY", "llm strategy: environment variable holding the API key (may be unset)")
+	fs.BoolVar(&f.Verbose, "v", false, "log the actor runtime to stderr")
+	f.Engine.Register(fs)
+	f.Recipe.Register(fs)
+}
+
+// Options applies the recipe to the flags of fs that the command line
+// did not set (Recipe.Apply), checks every setting, scales the counts
+// (Recipe.Scale, saying what it changed on stdout) and returns the
+// options of the experiment, its policies built by train.NewPolicy. args
+// is the command line, for the report. Bad settings are *OptionError, or
+// train's *OptionError for the stage-0 config and the ranges train.Run
+// checks (Options.Validate).
+func (f *Flags) Options(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (Options, error) {
+	if err := f.Recipe.Apply(fs); err != nil {
+		return Options{}, err
+	}
+	o := f.Opt
+	if o.Dir == "" {
+		return o, &OptionError{Field: "out", Reason: "is required"}
+	}
+	if f.Seeds < 1 || f.Seeds > 100 {
+		return o, &OptionError{Field: "seeds", Value: f.Seeds, Reason: "out of range [1,100]"}
+	}
+	if o.Policy != train.PolicyGridNet && o.Policy != train.PolicyScripted && o.Policy != train.PolicyQwen3 {
+		return o, &OptionError{Field: "policy", Value: o.Policy, Reason: "want gridnet, qwen3 or scripted"}
+	}
+	cfg, err := train.ReadConfig(f.ConfigPath)
+	if err != nil {
+		return o, err
+	}
+	if f.Instances > 0 {
+		cfg.Instances = f.Instances
+	}
+	o.Config = BaseConfig(cfg)
+	widths, err := train.ParseWidths(o.Hidden)
+	if err != nil {
+		return o, &OptionError{Field: "hidden", Reason: err.Error()}
+	}
+	if o.Arms, err = ParseArms(f.Strategies, f.Modules); err != nil {
+		return o, err
+	}
+	if err := f.llm(&o); err != nil {
+		return o, err
+	}
+	f.Recipe.Scale(&o, stdout)
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	for i := range f.Seeds {
+		o.Seeds = append(o.Seeds, f.Seed0+uint64(i))
+	}
+	o.Out, o.Command, o.LLMAPIKey = stdout, CommandLine("t2t experiment", args), os.Getenv(f.LLMKeyEnv)
+	o.Logger = slog.New(slog.DiscardHandler)
+	if f.Verbose {
+		o.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	o.NewPolicy = o.policyFactory(widths)
+	return o, nil
+}
+
+// policyFactory builds each run's policy from o's settings (as they are
+// now) and the seed.
+func (o *Options) policyFactory(widths []int) func(Arm, uint64) (train.Policy, func() error, error) {
+	o = new(*o)
+	return func(_ Arm, seed uint64) (train.Policy, func() error, error) {
+		spec := train.PolicySpec{Kind: o.Policy, Device: o.Device, MistakeRate: o.MistakeRate, Hidden: widths, LR: o.LR,
+			GroupSize: o.GroupSize, Seed: seed, ModelDir: o.LLM.Model, Engine: o.LLM.Spec, Text: textpolicy.DefaultOptions()}
+		spec.Text.Prompt, _ = env.PromptStyle(o.LLM.Prompt) // checked by llm
+		spec.Text.MaxNewTokens, spec.Text.Thinking = o.LLM.MaxNewTokens, o.LLM.Thinking
+		return train.NewPolicy(context.Background(), spec)
+	}
+}
+
+// llm checks the LLM settings the arms and the policy need, and zeroes the
+// others (so that they leave the fingerprints of other runs alone).
+func (f *Flags) llm(o *Options) error {
+	checkpoint, endpoint := LLMEngineer(o.Arms)
+	if endpoint && (o.LLMURL == "" || o.LLMModel == "") {
+		return &OptionError{Field: "llm-url", Reason: "the llm strategy needs --llm-url and --llm-model"}
+	}
+	if checkpoint && o.LLM.Model == "" {
+		return &OptionError{Field: "model", Reason: "the self and base arms need --model DIR (with --policy qwen3 for self)"}
+	}
+	if !checkpoint {
+		o.LLM.EngineerMaxTokens, o.LLM.EngineerTemperature, o.LLM.EngineerRetries = 0, 0, 0
+	}
+	if o.Policy != train.PolicyQwen3 {
+		o.LLM.MaxNewTokens, o.LLM.Prompt, o.LLM.Thinking = 0, "", false
+		if !checkpoint {
+			o.LLM.Model = ""
+			return nil
+		}
+	} else if _, err := env.PromptStyle(o.LLM.Prompt); err != nil {
+		return &OptionError{Field: "prompt", Value: o.LLM.Prompt, Reason: "want full or compact"}
+	}
+	spec, err := f.Engine.Spec(o.Device, nil)
+	if err != nil {
+		return &OptionError{Field: "engine", Reason: err.Error()}
+	}
+	o.LLM.Spec, o.LLM.Engine = spec, spec.Kind
+	return nil
+}
