@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/t2t-lab/t2t/cluster"
+	"github.com/t2t-lab/t2t/serve"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -41,6 +42,12 @@ type Config struct {
 	// policy's OpenAI-compatible API here, so that rollout processes
 	// sample from the weights the learner trains. Default: "" (off).
 	ServeAddr string
+	// Serve holds the policy endpoint's request limits and API key
+	// (serve.Options; its ModelName and Logger are the coordinator's own).
+	// A rollout process sends Serve.APIKey to the endpoint it samples from,
+	// so every node of a cluster gets the same key. Default: the zero
+	// Options, serve's defaults and no key.
+	Serve serve.Options
 	// RedisURL is the run's store, one real Redis shared by every member.
 	// "" embeds an in-process one, which serves this process only: then no
 	// rollout process can take part, so the coordinator neither listens

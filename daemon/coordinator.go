@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -191,7 +190,9 @@ func (p *process) serveLLM(pol train.Policy) (string, func(), error) {
 	if !ok || p.cfg.ServeAddr == "" {
 		return "", func() {}, nil
 	}
-	srv, err := serve.New(tp.LM(), serve.Options{ModelName: LLMModelName, Logger: p.logger})
+	opt := p.cfg.Serve
+	opt.ModelName, opt.Logger = LLMModelName, p.logger
+	srv, err := serve.New(tp.LM(), opt)
 	if err != nil {
 		return "", nil, err
 	}
@@ -199,9 +200,12 @@ func (p *process) serveLLM(pol train.Policy) (string, func(), error) {
 	if err != nil {
 		return "", nil, &InputError{Field: "ServeAddr", Value: p.cfg.ServeAddr, Err: err}
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second}
+	hs := srv.HTTPServer()
 	go hs.Serve(ln)
 	url := "http://" + ln.Addr().String() + "/v1"
 	fmt.Fprintf(p.out, "t2t node: serving the policy at %s\n", url)
+	if w := serve.InsecureWarning(ln.Addr(), opt.APIKey); w != "" {
+		fmt.Fprintf(p.out, "t2t node: %s\n", w)
+	}
 	return url, func() { hs.Close() }, nil
 }

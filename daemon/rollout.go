@@ -78,6 +78,7 @@ func (p *process) serveRollouts(ctx context.Context) error {
 	r.runner.SetTracer(p.cfg.Tracer)
 	r.runner.SetMetrics(p.metrics.m)
 	r.runner.SetChunk(p.cfg.Chunk)
+	r.runner.SetEndpointKey(p.cfg.Serve.APIKey)
 	p.metrics.attachRunner(r.runner)
 	r.runner.SetLearnerVersion(func() int64 {
 		if g := r.cur.Load(); g != nil {

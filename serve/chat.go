@@ -180,7 +180,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeReqError(w, rerr)
 		return
 	}
-	prompt := c.lm.Tok.Encode(text)
+	prompt, rerr := s.encodePrompt(c, text, "messages")
+	if rerr != nil {
+		writeReqError(w, rerr)
+		return
+	}
 	sc, n, rerr := s.sampling(&req.samplingParams, c, []int{len(prompt)}, s.opt.DefaultMaxTokens)
 	if rerr != nil {
 		writeReqError(w, rerr)
@@ -224,8 +228,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return out
 	}
 	log := s.opt.Logger.With("id", id, "model", c.name, "n", n, "prompt_tokens", len(prompt), "max_tokens", sc.MaxNewTokens, "stream", req.Stream)
+	release, ok := s.admit(w, r, job, log)
+	if !ok {
+		return
+	}
+	defer release()
 	if !req.Stream {
 		res, err := job.run(r.Context())
+		release() // the model is free: the answer's writing does not hold it
 		if err != nil {
 			s.genFailed(w, log, err)
 			return
@@ -275,6 +285,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return nil
 	}
 	res, err := job.run(r.Context())
+	release()
 	if err != nil {
 		sse.fail(log, err)
 		return

@@ -44,13 +44,24 @@ func (s *Server) completionPrompts(raw json.RawMessage, c *served) ([][]int32, [
 			ids = [][]int32{one}
 		}
 	}
-	for _, t := range texts {
-		ids = append(ids, c.lm.Tok.Encode(t))
+	if k := max(len(texts), len(ids)); k > s.opt.MaxRows {
+		return nil, nil, badRequest("prompt", "%d prompts: at most %d per request", k, s.opt.MaxRows)
 	}
+	for _, t := range texts {
+		p, rerr := s.encodePrompt(c, t, "prompt")
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		ids = append(ids, p)
+	}
+	limit := s.promptCap(c)
 	vocab := int32(c.lm.Model.Config().VocabSize)
 	for i, p := range ids {
 		if len(p) == 0 {
 			return nil, nil, badRequest("prompt", "prompt %d is empty", i)
+		}
+		if len(p) > limit {
+			return nil, nil, promptTooLong("prompt", limit)
 		}
 		for _, id := range p {
 			if id < 0 || id >= vocab {
@@ -141,8 +152,14 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		promptTokens += len(p)
 	}
 	log := s.opt.Logger.With("id", id, "model", c.name, "rows", len(rows), "max_tokens", sc.MaxNewTokens, "stream", req.Stream)
+	release, ok := s.admit(w, r, job, log)
+	if !ok {
+		return
+	}
+	defer release()
 	if !req.Stream {
 		res, err := job.run(r.Context())
+		release() // the model is free: the answer's writing does not hold it
 		if err != nil {
 			s.genFailed(w, log, err)
 			return
@@ -190,6 +207,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return chunk([]completionChoice{{Index: row, Text: text, Logprobs: lps(toks, len(echo(row))), FinishReason: reason}}, nil)
 	}
 	res, err := job.run(r.Context())
+	release()
 	if err != nil {
 		sse.fail(log, err)
 		return

@@ -34,10 +34,15 @@
 // Errors use OpenAI's shape, {"error": {"message", "type", "param", "code"}}: 400
 // (invalid_request_error, code invalid_value) for malformed JSON, wrong types and values out
 // of range; 404 for an unknown model (code model_not_found) or route; 405 for a wrong method;
-// 413 for a body over Options.MaxBodyBytes; 422 for well-formed requests this server cannot
-// honour — a prompt plus max_tokens beyond the context (context_length_exceeded), prompt token
-// ids outside the vocabulary (invalid_token), tools, non-text content parts or a
-// response_format other than text (unsupported); 500 when generation fails.
+// 401 without the API key (Options.APIKey; code invalid_api_key); 413 for a body over
+// Options.MaxBodyBytes; 422 for well-formed requests this server cannot honour — a prompt plus
+// max_tokens beyond the context (context_length_exceeded), max_tokens over Options.MaxTokens
+// (max_tokens_exceeded), a prompt over Options.MaxPromptTokens (prompt_too_long, counted by
+// tokenizer.EncodeLimit without tokenizing the rest), a memory estimate over Options.MaxMemory
+// (memory_limit_exceeded), prompt token ids outside the vocabulary (invalid_token), tools,
+// non-text content parts or a response_format other than text (unsupported); 429 with
+// Retry-After when Options.MaxQueue requests already wait (queue_full); 500 when generation
+// fails. A non-canonical path is 404 (never a redirect).
 //
 // # Hot swap
 //
@@ -62,5 +67,14 @@
 // # Concurrency
 //
 // A Server is safe for concurrent use. Generations of concurrent requests run one after
-// another on the model (there is no batching across requests).
+// another on the model (there is no batching across requests): a request waits for its turn in
+// a FIFO queue of at most Options.MaxQueue, and leaves it when its client goes away; it starts
+// when the model is free and its memory estimate (qwen3.Config.GenerateMemory plus its results)
+// fits Options.MaxMemory. The model is free once the generation ends, before the answer is
+// written. GET /health reports the requests queued and running.
+//
+// # Flags
+//
+// RegisterFlags binds the limits and the API key ($T2T_API_KEY by default) to a command line's
+// flags; t2t serve and t2t node --serve-addr share them.
 package serve

@@ -39,6 +39,12 @@ var (
 // init --preset tiny` does) and loads it.
 func srvCheckpoint(t testing.TB, seed uint64) *textpolicy.LM {
 	t.Helper()
+	return srvCheckpointOf(t, seed, func(*qwen3.Config) {})
+}
+
+// srvCheckpointOf is srvCheckpoint with the tiny config changed by edit.
+func srvCheckpointOf(t testing.TB, seed uint64, edit func(*qwen3.Config)) *textpolicy.LM {
+	t.Helper()
 	srvOnce.Do(func() {
 		if srvBackend, srvErr = learner.NewBackend("cpu"); srvErr != nil {
 			return
@@ -62,6 +68,7 @@ func srvCheckpoint(t testing.TB, seed uint64) *textpolicy.LM {
 	if err != nil {
 		t.Fatal(err)
 	}
+	edit(&cfg)
 	dir := filepath.Join(t.TempDir(), "tiny")
 	if _, err := qwen3.WriteRandomCheckpoint(dir, cfg, seed, srvTokPath); err != nil {
 		t.Fatal(err)

@@ -71,16 +71,14 @@ func Run(ctx context.Context, cfg RunConfig, reload <-chan os.Signal, out io.Wri
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	// A client that trickles its request is cut off (ReadTimeout); an idle keep-alive connection
-	// closes (IdleTimeout). Responses have no write timeout: a long stream is legitimate.
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
 	fmt.Fprintf(out, "serving %s (%d parameters, context %d, engine %s on %s) at http://%s/v1 — SIGHUP reloads %s\n",
 		srv.ModelName(), lm.Model.Config().NumParams(), lm.MaxContext(), lm.Model.Engine(), lm.Model.Device(), addr, cfg.Dir)
-	if cfg.Options.APIKey == "" && !loopback(ln.Addr()) {
-		fmt.Fprintf(out, "WARNING: serving on %s, reachable from other hosts, without an API key: anyone who can reach it can use the model (set --api-key or $T2T_API_KEY)\n", addr)
+	if w := InsecureWarning(ln.Addr(), cfg.Options.APIKey); w != "" {
+		fmt.Fprintln(out, w)
 	}
 	if cfg.Ready != nil {
 		cfg.Ready(addr)
@@ -123,8 +121,10 @@ func (s *Server) reloadOn(ctx context.Context, spec engine.Spec, dir string) (in
 	return rev, nil
 }
 
-// loopback reports whether a is a loopback address.
-func loopback(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
+// HTTPServer is an http.Server for s with the timeouts a public endpoint needs: a client
+// that trickles its request is cut off (ReadTimeout), an idle keep-alive connection closes
+// (IdleTimeout). Responses have no write timeout (a long stream is legitimate); each write of
+// a stream has its own deadline instead.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 }

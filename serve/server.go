@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -39,6 +42,21 @@ type Options struct {
 	// context: a checkpoint that claims a huge context cannot make one request allocate for it.
 	// Default 8192.
 	MaxTokens int
+	// MaxPromptTokens caps the tokens of one prompt (and the model's context less one caps
+	// it too); a longer prompt is answered 422 once tokenizing has counted past the cap, so a
+	// huge prompt is never tokenized whole. Default 32768.
+	MaxPromptTokens int
+	// MaxMemory is the memory budget, in bytes, of the generations running at once: a
+	// request's estimate (qwen3.Config.GenerateMemory for its rows = prompts × n at prompt +
+	// max_tokens positions, plus its results) must fit, or it is answered 422 before anything
+	// is allocated. Default: half of the memory available when the server is built
+	// (learner.MemAvailable), or 4 GiB where that is unknown. The estimate is in float32 host
+	// memory; on a GPU, set it to the device memory left after the weights.
+	MaxMemory int64
+	// MaxQueue bounds the requests waiting for the model (one generation runs at a time); a
+	// request that finds it full is answered 429 with Retry-After at once, and a waiting
+	// request whose client goes away leaves it. Default 64.
+	MaxQueue int
 	// APIKey, when set, is the bearer token every request but /health must send
 	// ("Authorization: Bearer KEY"); others get 401.
 	APIKey string
@@ -70,6 +88,15 @@ func (o *Options) defaults() {
 	if o.MaxTokens == 0 {
 		o.MaxTokens = 8192
 	}
+	if o.MaxPromptTokens == 0 {
+		o.MaxPromptTokens = 32768
+	}
+	if o.MaxMemory == 0 {
+		o.MaxMemory = cmp.Or(learner.MemAvailable()/2, defaultMaxMemory)
+	}
+	if o.MaxQueue == 0 {
+		o.MaxQueue = 64
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -77,6 +104,9 @@ func (o *Options) defaults() {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 }
+
+// defaultMaxMemory is Options.MaxMemory's default where the available memory is unknown.
+const defaultMaxMemory = 4 << 30
 
 // ErrOptions marks invalid server options.
 var ErrOptions = errors.New("serve: invalid options")
@@ -101,10 +131,11 @@ type served struct {
 // concurrent use; generations of concurrent requests run one after another on the model (each
 // request's n completions form one batch).
 type Server struct {
-	opt Options
-	mux *http.ServeMux
-	cur atomic.Pointer[served]
-	seq atomic.Uint64
+	opt  Options
+	mux  *http.ServeMux
+	cur  atomic.Pointer[served]
+	seq  atomic.Uint64
+	gate *gate
 
 	swapMu sync.Mutex // orders swaps (revision numbers)
 	rngMu  sync.Mutex
@@ -120,12 +151,16 @@ func New(lm *textpolicy.LM, opt Options) (*Server, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"DefaultMaxTokens", opt.DefaultMaxTokens}, {"MaxN", opt.MaxN}, {"MaxRows", opt.MaxRows}, {"MaxTopLogprobs", opt.MaxTopLogprobs}, {"MaxTokens", opt.MaxTokens}} {
+	}{{"DefaultMaxTokens", opt.DefaultMaxTokens}, {"MaxN", opt.MaxN}, {"MaxRows", opt.MaxRows}, {"MaxTopLogprobs", opt.MaxTopLogprobs}, {"MaxTokens", opt.MaxTokens},
+		{"MaxPromptTokens", opt.MaxPromptTokens}, {"MaxQueue", opt.MaxQueue}} {
 		if f.v < 1 {
 			return nil, fmt.Errorf("%w: %s = %d: must be ≥ 1", ErrOptions, f.name, f.v)
 		}
 	}
-	s := &Server{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5e7e))}
+	if opt.MaxMemory < 1 {
+		return nil, fmt.Errorf("%w: MaxMemory = %d: must be ≥ 1", ErrOptions, opt.MaxMemory)
+	}
+	s := &Server{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5e7e)), gate: newGate(opt.MaxMemory, 1, opt.MaxQueue)}
 	s.cur.Store(&served{lm: lm, name: s.nameFor(lm), created: opt.Now().Unix()})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.handleModels)
@@ -133,7 +168,8 @@ func New(lm *textpolicy.LM, opt Options) (*Server, error) {
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		queued, running := s.gate.stats()
+		writeJSON(w, http.StatusOK, health{Status: "ok", Queued: queued, Running: running})
 	})
 	for _, p := range []string{"/v1/models", "/v1/chat/completions", "/v1/completions", "/health"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
@@ -168,7 +204,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if p := r.URL.Path; p == "" || p[0] != '/' || cleanPath(p) != p {
+		// ServeMux would redirect (3xx) to the clean path: no route of this API has one.
+		writeError(w, http.StatusNotFound, "not_found_error", "", "not_found", fmt.Sprintf("no route %s %q", r.Method, r.URL.Path))
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// cleanPath is p as ServeMux cleans it (path.Clean keeping a final slash).
+func cleanPath(p string) string {
+	np := path.Clean(p)
+	if strings.HasSuffix(p, "/") && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // ModelName is the id of the model being served.

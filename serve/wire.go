@@ -207,3 +207,10 @@ type modelList struct {
 	Object string        `json:"object"`
 	Data   []modelObject `json:"data"`
 }
+
+// health is GET /health's body: the requests waiting for the model and those generating.
+type health struct {
+	Status  string `json:"status"`
+	Queued  int    `json:"queued"`
+	Running int    `json:"running"`
+}

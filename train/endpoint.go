@@ -51,10 +51,11 @@ func endpointSpec(s *RunSpec, c Cluster, p *textpolicy.Policy) error {
 
 // clientOptions are a rollout node's client options for the spec's
 // endpoint, rendering prompts exactly as the learner does (so the learner
-// recomputes the log-probs of the same tokens).
-func (s RunSpec) clientOptions() textpolicy.ClientOptions {
+// recomputes the log-probs of the same tokens), sending apiKey. The key is
+// the node's own: it never travels with the spec.
+func (s RunSpec) clientOptions(apiKey string) textpolicy.ClientOptions {
 	thinking := s.Thinking
-	o := textpolicy.ClientOptions{BaseURL: s.Endpoint, Model: s.Model, MaxTokens: s.MaxTokens, Thinking: &thinking, RequireLogProbs: true}
+	o := textpolicy.ClientOptions{BaseURL: s.Endpoint, Model: s.Model, MaxTokens: s.MaxTokens, Thinking: &thinking, RequireLogProbs: true, APIKey: apiKey}
 	if s.Prompt != nil {
 		o.Prompt = *s.Prompt
 	}

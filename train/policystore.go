@@ -96,14 +96,15 @@ func SpecOf(opt Options, pol Policy) (RunSpec, error) {
 }
 
 // NewPolicy builds a fresh policy of the spec's kind on backend device
-// ("cpu", or "xla:/path/plugin.so"); a gridnet gets its weights from Load.
-// None of a RunSpec's kinds holds anything to release.
-func (s RunSpec) NewPolicy(device string) (Policy, error) {
+// ("cpu", or "xla:/path/plugin.so"); a gridnet gets its weights from Load;
+// an endpoint policy sends apiKey to the endpoint. None of a RunSpec's kinds
+// holds anything to release.
+func (s RunSpec) NewPolicy(device, apiKey string) (Policy, error) {
 	ps := PolicySpec{Kind: s.Policy, Device: device, GroupSize: s.GroupSize, MistakeRate: s.MistakeRate}
 	switch s.Policy {
 	case PolicyScripted:
 	case EndpointPolicyName:
-		ps.Endpoint = s.clientOptions()
+		ps.Endpoint = s.clientOptions(apiKey)
 	case PolicyGridNet:
 		if s.GridNet == nil || s.Rollout == nil {
 			return nil, fmt.Errorf("%w: run %s: gridnet spec without its configs", ErrOptions, s.RunID)

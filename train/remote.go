@@ -146,8 +146,9 @@ type RemoteRunner struct {
 	units, failed, loads, lagSum, lagMax atomic.Int64
 	refreshes                            atomic.Int64
 
-	tracer  trace.Tracer       // nil: no spans
-	metrics *telemetry.Metrics // nil: units not timed
+	tracer      trace.Tracer       // nil: no spans
+	metrics     *telemetry.Metrics // nil: units not timed
+	endpointKey string             // sent to an LLM run's endpoint
 }
 
 // DefaultChunk is the number of instances a rollout node plays between two
@@ -188,6 +189,10 @@ func NewRemoteRunner(st *store.Store, ps *PolicyStore, device string, logger *sl
 	rr.chunk.Store(DefaultChunk)
 	return rr
 }
+
+// SetEndpointKey sets the API key sent to an LLM run's endpoint (the
+// coordinator's --serve-addr); call it before the first unit.
+func (rr *RemoteRunner) SetEndpointKey(key string) { rr.endpointKey = key }
 
 // SetChunk sets the instances played between two looks for a newer policy
 // version (DefaultChunk; 0 plays every unit whole).
@@ -234,7 +239,7 @@ func (rr *RemoteRunner) runFor(ctx context.Context, runID string) (*remoteRun, e
 	if err != nil {
 		return nil, err
 	}
-	pol, err := spec.NewPolicy(rr.device)
+	pol, err := spec.NewPolicy(rr.device, rr.endpointKey)
 	if err != nil {
 		return nil, err
 	}

@@ -114,7 +114,7 @@ func TestGridWeightsTravelThroughRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := got.NewPolicy("cpu")
+	pol, err := got.NewPolicy("cpu", "")
 	if err != nil {
 		t.Fatal(err)
 	}

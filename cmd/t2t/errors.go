@@ -14,6 +14,7 @@ import (
 	"github.com/t2t-lab/t2t/experiment"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/serve"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -41,6 +42,7 @@ func inputError(err error) error {
 		le  *learner.ConfigError
 		be  *bench.OpenError
 		me  *bench.MemoryError
+		se  *serve.LoadError
 		de  *daemon.InputError
 		re  *daemon.RolesError
 		mi  *movingai.InputError
@@ -57,6 +59,10 @@ func inputError(err error) error {
 		return &usageError{err}
 	case errors.As(err, &xe):
 		return &usageError{fmt.Errorf("--%w", err)}
+	case errors.As(err, &se):
+		return engineErr("--model", se.Err)
+	case errors.Is(err, serve.ErrOptions):
+		return badInput("%v", err)
 	case errors.As(err, &be) && be.Dir != "":
 		return engineErr("--model", be.Err)
 	case errors.As(err, &be):

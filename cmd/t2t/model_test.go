@@ -65,6 +65,8 @@ func TestModelInitInspect(t *testing.T) {
 		{"model", "inspect", t.TempDir()},
 		{"model", "inspect"},
 		{"serve"},
+		{"serve", "--model", big, "--max-queue", "0"},
+		{"serve", "--model", big, "--max-memory", "12X"},
 	} {
 		if code, _, _ := t2t(t, args...); code != 2 {
 			t.Fatalf("%v: exit %d, want 2", args, code)

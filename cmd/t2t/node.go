@@ -13,6 +13,7 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/daemon"
+	"github.com/t2t-lab/t2t/serve"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -47,6 +48,7 @@ func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
 	fs.StringVar(&c.HTTPAddr, "http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
 	fs.IntVar(&c.Capacity, "capacity", c.Capacity, "rollout role: rollout actors on this node (default: its CPU count)")
 	fs.StringVar(&c.ServeAddr, "serve-addr", "", "coordinator with --policy qwen3: serve the trained model's OpenAI-compatible API here (host:port) so rollout nodes sample from its current weights")
+	serve.RegisterFlags(fs, &c.Serve) // --api-key: rollout nodes send it to --serve-addr
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "rollout role: units each rollout actor runs at once")
 	fs.DurationVar(&c.Lease, "lease", c.Lease, "coordinator: re-issue a unit whose rollout stays silent this long (dead nodes are re-issued as soon as membership reports them)")
 	fs.StringVar(&c.Name, "name", "", "human name of this node (default: the host name)")

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/daemon"
+	"github.com/t2t-lab/t2t/serve"
 )
 
 // TestNodeGossipKey: with --gossip-key, a node with another key cannot
@@ -104,7 +106,10 @@ func TestNodeTLS(t *testing.T) {
 // another node: the rollout node samples through the coordinator's
 // OpenAI-compatible endpoint (--serve-addr), which serves the very model the
 // learner updates, and the run completes with every unit recorded once.
+// The endpoint requires the API key of $T2T_API_KEY (401 without it), and
+// the rollout node, with the same environment, sends it.
 func TestNodeLLMThroughEndpoint(t *testing.T) {
+	t.Setenv(serve.APIKeyEnv, "node-key") // the nodes inherit it
 	redisURL := nodeRedis(t)
 	model := filepath.Join(t.TempDir(), "tiny")
 	if code, _, e := t2t(t, "model", "init", "--out", model); code != 0 {
@@ -116,7 +121,19 @@ func TestNodeLLMThroughEndpoint(t *testing.T) {
 	a := startNode(t, "A", append([]string{"node", "--roles", "coordinator,learner,engineer", "--policy", "qwen3", "--model", model, "--summary", summary,
 		"--max-new-tokens", "8", "--serve-addr", "127.0.0.1:0", "--stages", "2", "--instances", "8", "--instances-per-unit", "2",
 		"--group", "2", "--learner-batch", "2", "--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed", "--run-id", "llm"}, common...)...)
-	a.line("t2t node: serving the policy at ", 60*time.Second)
+	url := strings.TrimPrefix(a.line("t2t node: serving the policy at ", 60*time.Second), "t2t node: serving the policy at ")
+	for key, want := range map[string]int{"": http.StatusUnauthorized, "wrong": http.StatusUnauthorized, "node-key": http.StatusOK} {
+		req, _ := http.NewRequest(http.MethodGet, url+"/models", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("GET %s/models with key %q: %d, want %d", url, key, resp.StatusCode, want)
+		}
+	}
 	gossipA := nodeField(t, a.line("t2t node: joined ", 60*time.Second), "gossip")
 	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--join", gossipA, "--unit-log", unitLog}, common...)...)
 	if code := a.wait(120 * time.Second); code != 0 {

@@ -2,6 +2,7 @@ package textpolicy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,6 +31,8 @@ type ClientOptions struct {
 	// NewClient and sent as "Authorization: Bearer <key>" (never logged). Default
 	// "OPENAI_API_KEY"; an unset or empty variable sends no key.
 	APIKeyEnv string
+	// APIKey is the API key itself; when set, APIKeyEnv is not read.
+	APIKey string
 	// Name is what Name returns. Default "openai:<Model>".
 	Name string
 	// Prompt shapes env.RenderPrompt's text (the user message). Zero value: text answers,
@@ -128,7 +131,7 @@ func NewClient(o ClientOptions) (*Client, error) {
 	if err := o.Reward.Validate(); err != nil {
 		return nil, &OptionError{"Reward", o.Reward, err.Error()}
 	}
-	c := &Client{o: o, key: os.Getenv(o.APIKeyEnv), url: strings.TrimRight(o.BaseURL, "/") + "/chat/completions", client: o.HTTPClient}
+	c := &Client{o: o, key: cmp.Or(o.APIKey, os.Getenv(o.APIKeyEnv)), url: strings.TrimRight(o.BaseURL, "/") + "/chat/completions", client: o.HTTPClient}
 	if c.client == nil {
 		c.client = &http.Client{}
 	}

@@ -223,24 +223,26 @@ func (h *bpeHeap) pop() bpeCand {
 // addedMatcher finds added tokens in text: leftmost match first, the longest token among
 // those starting there (HF's leftmost-longest Aho–Corasick match).
 type addedMatcher struct {
-	byFirst map[byte][]AddedToken // longest first
+	byFirst [256][]AddedToken // by first byte, longest first (an array: split looks up every byte)
+	count   int
 }
 
 func newAddedMatcher(tokens []AddedToken) *addedMatcher {
-	m := &addedMatcher{byFirst: map[byte][]AddedToken{}}
+	m := &addedMatcher{count: len(tokens)}
 	for _, t := range tokens {
 		m.byFirst[t.Content[0]] = append(m.byFirst[t.Content[0]], t)
 	}
-	for _, l := range m.byFirst {
+	for _, l := range &m.byFirst {
 		sort.SliceStable(l, func(i, j int) bool { return len(l[i].Content) > len(l[j].Content) })
 	}
 	return m
 }
 
-// split calls fn for each piece of s in order: a plain segment with id −1, or an added token's
-// match (including whitespace its LStrip/RStrip swallowed) with its id.
-func (m *addedMatcher) split(s string, fn func(seg string, id int32)) {
-	if m == nil || len(m.byFirst) == 0 {
+// split calls fn for each piece of s in order, until fn returns false: a plain segment with
+// id −1, or an added token's match (including whitespace its LStrip/RStrip swallowed) with its
+// id.
+func (m *addedMatcher) split(s string, fn func(seg string, id int32) bool) {
+	if m == nil || m.count == 0 {
 		if s != "" {
 			fn(s, -1)
 		}
@@ -276,10 +278,12 @@ func (m *addedMatcher) split(s string, fn func(seg string, id int32)) {
 					b += n
 				}
 			}
-			if a > start {
-				fn(s[start:a], -1)
+			if a > start && !fn(s[start:a], -1) {
+				return
 			}
-			fn(s[a:b], tok.ID)
+			if !fn(s[a:b], tok.ID) {
+				return
+			}
 			start, i, matched = b, b, true
 			break
 		}

@@ -487,23 +487,47 @@ func (t *Tokenizer) Encode(text string) []int32 { return t.AppendEncode(nil, tex
 
 // AppendEncode appends the token ids of text to dst and returns it.
 func (t *Tokenizer) AppendEncode(dst []int32, text string) []int32 {
-	t.rawMatcher.split(text, func(seg string, id int32) {
+	dst, _ = t.appendEncode(dst, text, -1)
+	return dst
+}
+
+// EncodeLimit is Encode for text that may be far longer than the caller accepts: it stops
+// as soon as text is known to have more than limit tokens, so the work done is bounded by
+// limit rather than by the text's length (bar linear scans: finding added tokens,
+// normalising and decoding runes of each segment). ok reports whether text has at most
+// limit tokens; then ids equal Encode(text). Otherwise ids are a prefix of Encode(text)
+// longer than limit. The count is exact: the pipeline is Encode's, stopped early.
+func (t *Tokenizer) EncodeLimit(text string, limit int) (ids []int32, ok bool) {
+	return t.appendEncode(nil, text, max(limit, 0))
+}
+
+// appendEncode appends the ids of text to dst; limit ≥ 0 stops once more than limit ids have
+// been appended (ok is then false).
+func (t *Tokenizer) appendEncode(dst []int32, text string, limit int) (_ []int32, ok bool) {
+	end := -1 // the most ids dst may hold, −1: no limit
+	if limit >= 0 {
+		end = len(dst) + limit
+	}
+	more := func() bool { return end < 0 || len(dst) <= end }
+	t.rawMatcher.split(text, func(seg string, id int32) bool {
 		if id >= 0 {
 			dst = append(dst, id)
-			return
+			return more()
 		}
 		if t.normalize != nil {
 			seg = t.normalize(seg)
 		}
-		t.normMatcher.split(seg, func(seg string, id int32) {
+		t.normMatcher.split(seg, func(seg string, id int32) bool {
 			if id >= 0 {
 				dst = append(dst, id)
-				return
+			} else {
+				dst = t.encodePlain(dst, seg, end)
 			}
-			dst = t.encodePlain(dst, seg)
+			return more()
 		})
+		return more()
 	})
-	return dst
+	return dst, more()
 }
 
 // PreTokenize returns the words that Encode runs BPE on for text that holds no added token:
@@ -525,68 +549,87 @@ func (t *Tokenizer) PreTokenize(text string) []string {
 	return pieces
 }
 
-// encodePlain pre-tokenises s and appends the BPE ids of each piece.
-func (t *Tokenizer) encodePlain(dst []int32, s string) []int32 {
+// encodePlain pre-tokenises s and appends the BPE ids of each piece, in order, until dst
+// holds more than end ids (end < 0: no limit): each step splits each piece on its own, so the
+// pieces are walked depth-first and the walk stops at the first piece that crosses end.
+func (t *Tokenizer) encodePlain(dst []int32, s string, end int) []int32 {
 	if s == "" {
 		return dst
 	}
-	pieces := []string{s}
-	for _, st := range t.pre {
-		pieces = st.apply(pieces)
+	var walk func(step int, piece string) bool
+	walk = func(step int, piece string) bool {
+		if step == len(t.pre) {
+			dst = t.bpeWord(dst, piece)
+			return end < 0 || len(dst) <= end
+		}
+		return t.pre[step].each(piece, func(q string) bool { return walk(step+1, q) })
 	}
-	for _, p := range pieces {
-		dst = t.bpeWord(dst, p)
-	}
+	walk(0, s)
 	return dst
 }
 
-// apply splits every piece with the step's regex (Isolated: matches and the gaps between them
-// are pieces; Removed: only the gaps) and prepends a space where asked.
+// apply splits every piece with the step (each).
 func (st preStep) apply(pieces []string) []string {
 	out := pieces[:0:0]
 	for _, p := range pieces {
-		if st.addPrefixSpace && !strings.HasPrefix(p, " ") {
-			p = " " + p
-		}
-		if st.re == nil {
-			out = append(out, p)
-			continue
-		}
-		// regexp2 matches runes; off maps rune indices back to byte offsets so that pieces are
-		// slices of p (ill-formed bytes, each one U+FFFD to the regex, are kept as they are).
-		runes := make([]rune, 0, len(p))
-		off := make([]int, 0, len(p)+1)
-		for i := 0; i < len(p); {
-			r, n := utf8.DecodeRuneInString(p[i:])
-			runes = append(runes, r)
-			off = append(off, i)
-			i += n
-		}
-		off = append(off, len(p))
-		emit := func(a, b int, isMatch bool) {
-			if a >= b {
-				return
-			}
-			if st.invert {
-				isMatch = !isMatch
-			}
-			if isMatch && st.removeMatches {
-				return
-			}
-			out = append(out, p[off[a]:off[b]])
-		}
-		last := 0
-		m, err := st.re.FindRunesMatch(runes)
-		for err == nil && m != nil {
-			emit(last, m.Index, false)
-			emit(m.Index, m.Index+m.Length, true)
-			last = m.Index + m.Length
-			m, err = st.re.FindNextMatch(m)
-		}
-		// regexp2 errors only on a match timeout, which is not set: err is always nil here.
-		emit(last, len(runes), false)
+		st.each(p, func(q string) bool {
+			out = append(out, q)
+			return true
+		})
 	}
 	return out
+}
+
+// each calls fn on the pieces the step splits p into, in order, until fn returns false (then
+// each returns false): the regex's matches and the gaps between them (Isolated), or only the
+// gaps (Removed), after prepending a space where asked.
+func (st preStep) each(p string, fn func(piece string) bool) bool {
+	if st.addPrefixSpace && !strings.HasPrefix(p, " ") {
+		p = " " + p
+	}
+	if st.re == nil {
+		return fn(p)
+	}
+	// regexp2 matches runes; at maps rune indices (ascending) back to byte offsets so that
+	// pieces are slices of p (ill-formed bytes, each one U+FFFD to the regex, are kept as they
+	// are).
+	runes := make([]rune, 0, utf8.RuneCountInString(p))
+	for _, r := range p {
+		runes = append(runes, r)
+	}
+	ri, bi := 0, 0
+	at := func(r int) int {
+		for ; ri < r; ri++ {
+			_, n := utf8.DecodeRuneInString(p[bi:])
+			bi += n
+		}
+		return bi
+	}
+	cont := true
+	emit := func(a, b int, isMatch bool) {
+		if !cont || a >= b {
+			return
+		}
+		if st.invert {
+			isMatch = !isMatch
+		}
+		if isMatch && st.removeMatches {
+			return
+		}
+		start := at(a)
+		cont = fn(p[start:at(b)])
+	}
+	last := 0
+	m, err := st.re.FindRunesMatch(runes)
+	for cont && err == nil && m != nil {
+		emit(last, m.Index, false)
+		emit(m.Index, m.Index+m.Length, true)
+		last = m.Index + m.Length
+		m, err = st.re.FindNextMatch(m)
+	}
+	// regexp2 errors only on a match timeout, which is not set: err is always nil here.
+	emit(last, len(runes), false)
+	return cont
 }
 
 // DecodeBytes returns the bytes the ids stand for (added tokens as their content). Ids outside

@@ -507,3 +507,47 @@ func FuzzEncodeDecode(f *testing.F) {
 		}
 	})
 }
+
+// EncodeLimit counts exactly: within the limit it is Encode; over it, it returns a prefix of
+// Encode's ids just past the limit, having stopped there.
+func TestEncodeLimit(t *testing.T) {
+	t.Parallel()
+	tok := tokMustParse(t, tokTinyJSON(t, [][2]string{{"Ġ", "Ġ"}, {"e", "r"}, {"Ġ", "t"}, {"a", "b"}}, false, tokSpecials(), nil))
+	rng := rand.New(rand.NewPCG(tokTestSeed(t), 3))
+	alphabet := []rune("ab \n\t\r  xyzÉé日本語🙂'-_0123456789<>|/e\u0301")
+	pieces := []string{ImStart, ImEnd, ThinkOpen, "<|", "|>", "'s", "'LL"}
+	for range 300 {
+		var sb strings.Builder
+		for n := rng.IntN(60); n > 0; n-- {
+			if rng.IntN(8) == 0 {
+				sb.WriteString(pieces[rng.IntN(len(pieces))])
+			} else {
+				sb.WriteRune(alphabet[rng.IntN(len(alphabet))])
+			}
+		}
+		s := sb.String()
+		full := tok.Encode(s)
+		for _, limit := range []int{0, len(full) - 1, len(full), len(full) + 1, rng.IntN(len(full) + 1)} {
+			ids, ok := tok.EncodeLimit(s, limit)
+			if ok != (len(full) <= max(limit, 0)) {
+				t.Fatalf("EncodeLimit(%q, %d): ok %v, Encode has %d ids", s, limit, ok, len(full))
+			}
+			if ok && !slices.Equal(ids, full) {
+				t.Fatalf("EncodeLimit(%q, %d) = %v, Encode %v", s, limit, ids, full)
+			}
+			if !ok && (len(ids) <= limit || !slices.Equal(ids, full[:len(ids)])) {
+				t.Fatalf("EncodeLimit(%q, %d) = %v over the limit: want a prefix of %v longer than the limit", s, limit, ids, full)
+			}
+		}
+	}
+	// A long text stops just past the limit: every word is at most 8 bytes, so at most 8 ids
+	// follow the one that crossed it.
+	var sb strings.Builder
+	for sb.Len() < 1<<20 {
+		sb.WriteString(" abxyer"[:1+rng.IntN(7)])
+	}
+	ids, ok := tok.EncodeLimit(sb.String(), 1000)
+	if ok || len(ids) > 1000+8 {
+		t.Fatalf("EncodeLimit of 1 MiB, limit 1000: ok %v, %d ids", ok, len(ids))
+	}
+}
