@@ -58,7 +58,7 @@ const (
 	// AttrAttempt: the lease attempt (int, 0 on first issue), on work_unit spans.
 	AttrAttempt = "t2t.attempt"
 	// AttrSplit: the data split (string) of an evaluation unit's work_unit
-	// and eval spans: "val" or "eval_paper".
+	// and eval spans: "val" or "eval:paper" (cluster/store SplitVal, SplitEvalPaper).
 	AttrSplit = "t2t.split"
 	// AttrInstance: the instance ID (string), on instance/sample/verify spans.
 	AttrInstance = "t2t.instance"
