@@ -148,4 +148,7 @@ func (g *GoMLXModel) Memory(batch, seqLen int) qwen3.MemoryEstimate {
 // Close implements Model (the GoMLX model holds no process or file).
 func (g *GoMLXModel) Close() error { return nil }
 
-var _ Model = (*GoMLXModel)(nil)
+var (
+	_ Model           = (*GoMLXModel)(nil)
+	_ AdapterUnloader = (*GoMLXModel)(nil)
+)
