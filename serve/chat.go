@@ -24,9 +24,6 @@ func (s *Server) sampling(p *samplingParams, c *served, promptLens []int, defaul
 	if p.Model == "" {
 		return sc, 0, badRequest("model", "model is required")
 	}
-	if p.Model != c.name {
-		return sc, 0, modelNotFound(p.Model)
-	}
 	sc.Temperature = 1
 	if t := p.Temperature; t != nil {
 		if math.IsNaN(*t) || *t < 0 || *t > 2 {
@@ -171,8 +168,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := s.cur.Load()
-	if req.Model != "" && req.Model != c.name {
-		writeReqError(w, modelNotFound(req.Model))
+	ad, model, rerr := s.resolveModel(c, req.Model)
+	if rerr != nil {
+		writeReqError(w, rerr)
 		return
 	}
 	text, rerr := chatPrompt(&req)
@@ -207,7 +205,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	for i := range rows {
 		rows[i] = prompt
 	}
-	job := &genJob{lm: c.lm, rows: rows, sc: sc, top: top, stops: newStopMatcher(req.Stop), seed: s.requestSeed(req.Seed)}
+	job := &genJob{lm: c.lm, use: s.adapterUse(c.lm, ad), rows: rows, sc: sc, top: top, stops: newStopMatcher(req.Stop), seed: s.requestSeed(req.Seed)}
 	job.sc.StopTokens = c.lm.Stop
 	id, created := s.newID("chatcmpl"), s.opt.Now().Unix()
 	fp := fmt.Sprintf("t2t-r%d", c.revision)
@@ -227,7 +225,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 		return out
 	}
-	log := s.opt.Logger.With("id", id, "model", c.name, "n", n, "prompt_tokens", len(prompt), "max_tokens", sc.MaxNewTokens, "stream", req.Stream)
+	log := s.opt.Logger.With("id", id, "model", model, "n", n, "prompt_tokens", len(prompt), "max_tokens", sc.MaxNewTokens, "stream", req.Stream)
 	release, ok := s.admit(w, r, job, log)
 	if !ok {
 		return
@@ -240,7 +238,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			s.genFailed(w, log, err)
 			return
 		}
-		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: c.name, SystemFingerprint: fp}
+		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: model, SystemFingerprint: fp}
 		for i := range res {
 			g := &res[i]
 			resp.Choices = append(resp.Choices, chatChoice{Index: i, Message: chatRespMessage{Role: "assistant", Content: string(g.text)},
@@ -260,7 +258,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer sse.finish()
 	chunk := func(choices []chatChunkChoice, u *usage) error {
-		return sse.send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: c.name, SystemFingerprint: fp, Choices: choices, Usage: u})
+		return sse.send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, SystemFingerprint: fp, Choices: choices, Usage: u})
 	}
 	empty := ""
 	for i := range n {

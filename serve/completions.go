@@ -84,8 +84,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := s.cur.Load()
-	if req.Model != "" && req.Model != c.name {
-		writeReqError(w, modelNotFound(req.Model))
+	ad, model, rerr := s.resolveModel(c, req.Model)
+	if rerr != nil {
+		writeReqError(w, rerr)
 		return
 	}
 	prompts, texts, rerr := s.completionPrompts(req.Prompt, c)
@@ -116,7 +117,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			rows = append(rows, p)
 		}
 	}
-	job := &genJob{lm: c.lm, rows: rows, sc: sc, top: max(top, 0), stops: newStopMatcher(req.Stop), seed: s.requestSeed(req.Seed)}
+	job := &genJob{lm: c.lm, use: s.adapterUse(c.lm, ad), rows: rows, sc: sc, top: max(top, 0), stops: newStopMatcher(req.Stop), seed: s.requestSeed(req.Seed)}
 	job.sc.StopTokens = c.lm.Stop
 	id, created := s.newID("cmpl"), s.opt.Now().Unix()
 	fp := fmt.Sprintf("t2t-r%d", c.revision)
@@ -151,7 +152,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	for _, p := range rows {
 		promptTokens += len(p)
 	}
-	log := s.opt.Logger.With("id", id, "model", c.name, "rows", len(rows), "max_tokens", sc.MaxNewTokens, "stream", req.Stream)
+	log := s.opt.Logger.With("id", id, "model", model, "rows", len(rows), "max_tokens", sc.MaxNewTokens, "stream", req.Stream)
 	release, ok := s.admit(w, r, job, log)
 	if !ok {
 		return
@@ -165,7 +166,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		u := usage{PromptTokens: promptTokens}
-		resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: c.name, SystemFingerprint: fp, Usage: &u}
+		resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, SystemFingerprint: fp, Usage: &u}
 		for i := range res {
 			g := &res[i]
 			reason := g.finish
@@ -185,7 +186,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	defer sse.finish()
 	chunk := func(ch []completionChoice, u *usage) error {
-		return sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: c.name, SystemFingerprint: fp, Choices: ch, Usage: u})
+		return sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, SystemFingerprint: fp, Choices: ch, Usage: u})
 	}
 	if req.Echo {
 		for i := range rows {

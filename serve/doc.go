@@ -50,6 +50,15 @@
 // finish on the model they started with. Reload(backend, dir) loads a checkpoint directory
 // and swaps it in (on error the current model stays).
 //
+// # LoRA adapters
+//
+// POST /v1/load_lora_adapter and /v1/unload_lora_adapter follow vLLM's runtime adapter API;
+// /v1/models lists each adapter with its directory (root) and base model (parent), and a
+// completion whose model names an adapter samples through it. The model holds one adapter at
+// a time, swapped inside the generation slot (lora.go says what a swap costs); gomlx models
+// only (engine.AdapterUnloader). Adapters stay registered across Swap and attach to the new
+// model on the next request that names them.
+//
 // # Running a server
 //
 // Run is `t2t serve` without its flags: it loads a checkpoint directory on a compute engine

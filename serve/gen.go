@@ -37,10 +37,18 @@ type genJob struct {
 	stops  stopMatcher
 	seed   uint64
 	stream func(row int, g *genRow, final bool) error // nil: no streaming
+	// use readies the model inside the generation slot (attaches the LoRA adapter the request
+	// names); nil: nothing to do.
+	use func() error
 }
 
 // run generates every row. ctx ends the generation early (client gone).
 func (j *genJob) run(ctx context.Context) ([]genRow, error) {
+	if j.use != nil {
+		if err := j.use(); err != nil {
+			return nil, err
+		}
+	}
 	rows := make([]genRow, len(j.rows))
 	var streamErr error
 	rng := rand.New(rand.NewPCG(j.seed, 0xc0de))

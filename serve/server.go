@@ -125,6 +125,7 @@ type served struct {
 //	POST /v1/chat/completions   (messages → Qwen3 chat template; stream, n, stop, logprobs)
 //	POST /v1/completions        (raw prompt text or token ids)
 //	GET  /health
+//	POST /v1/load_lora_adapter, /v1/unload_lora_adapter (vLLM's runtime LoRA API; see lora.go)
 //
 // Swap replaces the model between requests (in-flight requests finish on the model they
 // started with); Reload loads a checkpoint directory and swaps it in. A Server is safe for
@@ -136,6 +137,13 @@ type Server struct {
 	cur  atomic.Pointer[served]
 	seq  atomic.Uint64
 	gate *gate
+
+	adMu     sync.Mutex
+	adapters []*adapter // loaded through /v1/load_lora_adapter, in load order
+
+	activeMu sync.Mutex     // taken inside the generation slot only
+	activeLM *textpolicy.LM // the model activeAd is attached to
+	activeAd *adapter       // the adapter attached to activeLM (nil: none)
 
 	swapMu sync.Mutex // orders swaps (revision numbers)
 	rngMu  sync.Mutex
@@ -167,11 +175,13 @@ func New(lm *textpolicy.LM, opt Options) (*Server, error) {
 	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
+	mux.HandleFunc("POST /v1/load_lora_adapter", s.handleLoadLoRA)
+	mux.HandleFunc("POST /v1/unload_lora_adapter", s.handleUnloadLoRA)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		queued, running := s.gate.stats()
 		writeJSON(w, http.StatusOK, health{Status: "ok", Queued: queued, Running: running})
 	})
-	for _, p := range []string{"/v1/models", "/v1/chat/completions", "/v1/completions", "/health"} {
+	for _, p := range []string{"/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/health"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed",
 				fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
@@ -276,17 +286,23 @@ func (s *Server) modelObject(c *served) modelObject {
 
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 	c := s.cur.Load()
-	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelObject{s.modelObject(c)}})
+	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: append([]modelObject{s.modelObject(c)}, s.adapterObjects(c)...)})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	c := s.cur.Load()
 	id := r.PathValue("id")
-	if id != c.name {
-		writeModelNotFound(w, id)
+	if id == c.name {
+		writeJSON(w, http.StatusOK, s.modelObject(c))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.modelObject(c))
+	for _, o := range s.adapterObjects(c) {
+		if o.ID == id {
+			writeJSON(w, http.StatusOK, o)
+			return
+		}
+	}
+	writeModelNotFound(w, id)
 }
 
 // ---- errors and JSON

@@ -201,6 +201,10 @@ type modelObject struct {
 	MaxModelLen int `json:"max_model_len"`
 	// Revision counts the swaps since the server started (0: the first model).
 	Revision int64 `json:"t2t_revision"`
+	// Root is a LoRA adapter's directory (vLLM's field; empty for the base model).
+	Root string `json:"root,omitempty"`
+	// Parent is the base model of a LoRA adapter (vLLM's field; null for the base model).
+	Parent *string `json:"parent"`
 }
 
 type modelList struct {

@@ -91,6 +91,14 @@ type Model interface {
 	Close() error
 }
 
+// AdapterUnloader is a Model whose LoRA adapters can be detached again (UnloadAdapter: back to
+// the base weights, ready for another LoadAdapter), so that one model serves several adapters
+// in turn. The GoMLX engine implements it; the torch engine does not yet (its worker attaches
+// adapters once).
+type AdapterUnloader interface {
+	UnloadAdapter() error
+}
+
 // Spec says which engine loads a model and how.
 type Spec struct {
 	// Kind is GoMLX (default when empty) or Torch.

@@ -118,6 +118,9 @@ func (g *GoMLXModel) LoRA() (qwen3.LoRAConfig, bool) { return g.m.LoRA() }
 // LoadAdapter implements Model.
 func (g *GoMLXModel) LoadAdapter(dir string) error { return g.m.LoadAdapter(dir) }
 
+// UnloadAdapter implements AdapterUnloader (qwen3.Model.UnloadAdapter).
+func (g *GoMLXModel) UnloadAdapter() error { return g.m.UnloadAdapter() }
+
 // SaveAdapter implements Model.
 func (g *GoMLXModel) SaveAdapter(dir string) error { return g.m.SaveAdapter(dir) }
 
@@ -145,4 +148,7 @@ func (g *GoMLXModel) Memory(batch, seqLen int) qwen3.MemoryEstimate {
 // Close implements Model (the GoMLX model holds no process or file).
 func (g *GoMLXModel) Close() error { return nil }
 
-var _ Model = (*GoMLXModel)(nil)
+var (
+	_ Model           = (*GoMLXModel)(nil)
+	_ AdapterUnloader = (*GoMLXModel)(nil)
+)

@@ -343,3 +343,26 @@ func (m *Model) LoadAdapter(dir string) error {
 	}
 	return m.attachLoRA(cfg, values)
 }
+
+// UnloadAdapter detaches the LoRA adapters (their variables leave the model's context) and
+// makes the base weights trainable again: the model computes as it did before AddLoRA or
+// LoadAdapter, and another adapter may be attached. Compiled graphs are dropped, so the next
+// generation compiles again. A model without adapters is unchanged; one a Trainer was built
+// over refuses (its set of trainable variables is fixed).
+func (m *Model) UnloadAdapter() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lora == nil {
+		return nil
+	}
+	if m.trained {
+		return fmt.Errorf("qwen3: UnloadAdapter: %w: a Trainer was built over the adapters", learner.ErrInvalidConfig)
+	}
+	if err := m.ctx.InAbsPath("/lora").DeleteVariablesInScope(); err != nil {
+		return fmt.Errorf("qwen3: UnloadAdapter: %w", err)
+	}
+	m.lora = nil
+	m.setBaseTrainable(true)
+	m.resetExecs()
+	return nil
+}

@@ -232,6 +232,28 @@ func TestLoRA(t *testing.T) {
 	if !slices.Equal(got[0], trained[0]) {
 		t.Error("LoadAdapter: logits differ from the trained model's")
 	}
+	// UnloadAdapter returns to the base model; the adapter attaches again after it. A model
+	// a Trainer was built over keeps its adapters.
+	if err := m.UnloadAdapter(); !errors.Is(err, learner.ErrInvalidConfig) {
+		t.Errorf("UnloadAdapter on a trained model: %v, want ErrInvalidConfig", err)
+	}
+	for round := range 2 {
+		if err := m2.UnloadAdapter(); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m2.LoRA(); ok {
+			t.Fatal("LoRA() still reports adapters after UnloadAdapter")
+		}
+		if got, _ := m2.Logits(probe); !slices.Equal(got[0], base[0]) {
+			t.Fatalf("round %d: logits after UnloadAdapter differ from the base model's", round)
+		}
+		if err := m2.LoadAdapter(adir); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := m2.Logits(probe); !slices.Equal(got[0], trained[0]) {
+			t.Fatalf("round %d: logits after reloading the adapter differ from the trained model's", round)
+		}
+	}
 	// Save writes merged weights: close to base + adapter.
 	mdir := t.TempDir()
 	if err := m.Save(mdir); err != nil {
