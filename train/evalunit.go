@@ -83,11 +83,9 @@ func (e *unitExecutor) runEval(ctx context.Context, u actors.WorkUnit) (unitRun,
 			return unitRun{}, fmt.Errorf("evaluation unit %s: %w", u.UnitID, err)
 		}
 	}
-	version, release := e.pol.Version(), func() {}
-	if e.acquire != nil {
-		if version, release, err = e.acquire(ctx, u); err != nil {
-			return unitRun{}, fmt.Errorf("evaluation unit %s: policy: %w", u.UnitID, err)
-		}
+	version, release, err := e.hold(ctx, u)
+	if err != nil {
+		return unitRun{}, fmt.Errorf("evaluation unit %s: policy: %w", u.UnitID, err)
 	}
 	_, es := e.traces.start(ctx, telemetry.SpanEval, attribute.String(telemetry.AttrSplit, u.Split),
 		attribute.Int64(telemetry.AttrPolicyVersion, version))

@@ -140,12 +140,9 @@ func (e *unitExecutor) run(ctx context.Context, u actors.WorkUnit) (unitRun, err
 // playChunk plays chunk c of u (the instances part), adds its groups and
 // outcome to out and returns the policy version it played.
 func (e *unitExecutor) playChunk(ctx context.Context, u actors.WorkUnit, c int, part []*env.Instance, out *unitRun) (int64, error) {
-	version, release := e.pol.Version(), func() {}
-	if e.acquire != nil {
-		var err error
-		if version, release, err = e.acquire(ctx, u); err != nil {
-			return 0, fmt.Errorf("unit %s: policy: %w", u.UnitID, err)
-		}
+	version, release, err := e.hold(ctx, u)
+	if err != nil {
+		return 0, fmt.Errorf("unit %s: policy: %w", u.UnitID, err)
 	}
 	_, ss := e.traces.start(ctx, telemetry.SpanSample, attribute.Int64(telemetry.AttrPolicyVersion, version))
 	ro, err := e.pol.Play(part, e.groupSize, 1, actors.ChunkSeed(u.Seed, c))
@@ -168,6 +165,15 @@ func (e *unitExecutor) playChunk(ctx context.Context, u actors.WorkUnit, c int, 
 		return 0, err
 	}
 	return version, nil
+}
+
+// hold returns the policy version to play the next part of u with and the
+// func that lets it go once played: acquire's, or the policy as it is.
+func (e *unitExecutor) hold(ctx context.Context, u actors.WorkUnit) (int64, func(), error) {
+	if e.acquire == nil {
+		return e.pol.Version(), func() {}, nil
+	}
+	return e.acquire(ctx, u)
 }
 
 // appendGroups adds one group per instance of ins, played in ro at policy
