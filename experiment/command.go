@@ -98,6 +98,9 @@ func (f *Flags) Options(fs *flag.FlagSet, args []string, stdout, stderr io.Write
 	if err := f.llm(&o); err != nil {
 		return o, err
 	}
+	if o.LR == 0 {
+		o.LR = train.DefaultLR(o.Policy)
+	}
 	f.Recipe.Scale(&o, stdout)
 	if err := o.Validate(); err != nil {
 		return o, err

@@ -21,7 +21,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Policy, "policy", train.PolicyGridNet, "policy: gridnet (CPU network), qwen3 (a causal LM, --model) or scripted (optimal plans with injected mistakes; learns nothing)")
 	fs.Float64Var(&o.MistakeRate, "mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move")
 	fs.StringVar(&o.Hidden, "hidden", "128,128", "gridnet hidden layer widths")
-	fs.Float64Var(&o.LR, "lr", 1e-3, "learning rate (AdamW)")
+	fs.Float64Var(&o.LR, "lr", 0, "learning rate (AdamW; 0: the policy's default, gridnet 1e-3, qwen3 1e-6)")
 	fs.IntVar(&o.GroupSize, "group", d.GroupSize, "GRPO group size: episodes per instance")
 	fs.IntVar(&o.LearnerBatch, "learner-batch", d.LearnerBatch, "groups per policy update")
 	fs.IntVar(&o.Rollouts, "rollouts", d.Rollouts, "rollout actors per run")

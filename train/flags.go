@@ -58,7 +58,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.WarmStart, "warmstart", "none", "gridnet warm start: none or bc (behaviour cloning from optimal plans)")
 	fs.IntVar(&f.BCSteps, "bc-steps", 60, "warm start: behaviour-cloning steps of 64 instances")
 	fs.StringVar(&f.Hidden, "hidden", "128,128", "gridnet hidden layer widths")
-	fs.Float64Var(&f.LR, "lr", 1e-3, "learning rate (AdamW)")
+	fs.Float64Var(&f.LR, "lr", 0, "learning rate (AdamW; 0: the policy's default, gridnet 1e-3, qwen3 1e-6)")
 	fs.IntVar(&o.GroupSize, "group", d.GroupSize, "GRPO group size: episodes per instance")
 	fs.IntVar(&o.LearnerBatch, "learner-batch", d.LearnerBatch, "groups per policy update")
 	fs.IntVar(&o.InstancesPerUnit, "instances-per-unit", d.InstancesPerUnit, "instances per work unit")

@@ -51,8 +51,9 @@ type PolicySpec struct {
 	// length (0: env.ObsSize(env.ObsRadius)).
 	Hidden  []int
 	ObsSize int
-	// LR is a gridnet's learning rate (AdamW; learner.DefaultGRPOConfig's
-	// is the usual, 0 is refused).
+	// LR is the learning rate (AdamW) of a gridnet or a qwen3 policy; 0
+	// takes the policy's default (learner.DefaultGRPOConfig's 1e-3 for a
+	// gridnet, textpolicy.DefaultOptions' 1e-6 for qwen3).
 	LR float64
 	// Rollout is a gridnet's rollout config (nil:
 	// learner.DefaultRolloutConfig()).
@@ -118,6 +119,16 @@ func NewPolicy(ctx context.Context, spec PolicySpec) (pol Policy, close func() e
 		Reason: fmt.Sprintf("want %s, %s, %s or %s", PolicyGridNet, PolicyQwen3, PolicyScripted, EndpointPolicyName)}
 }
 
+// DefaultLR is the learning rate a policy of kind trains at when none is
+// given: textpolicy's for qwen3 (1e-6, for pretrained LMs), the learner's
+// (1e-3) for the others.
+func DefaultLR(kind string) float64 {
+	if kind == PolicyQwen3 {
+		return textpolicy.DefaultOptions().GRPO.LR
+	}
+	return learner.DefaultGRPOConfig().LR
+}
+
 // newGridPolicy builds a gridnet policy and warm-starts it.
 func newGridPolicy(spec PolicySpec) (*GridPolicy, error) {
 	device := spec.Device
@@ -129,7 +140,9 @@ func newGridPolicy(spec PolicySpec) (*GridPolicy, error) {
 		return nil, causeError("device", err)
 	}
 	gc := learner.DefaultGRPOConfig()
-	gc.LR = spec.LR
+	if spec.LR != 0 {
+		gc.LR = spec.LR
+	}
 	gc.GroupSize = spec.GroupSize
 	if err := gc.Validate(); err != nil {
 		return nil, causeError("", err)
@@ -192,6 +205,12 @@ func newTextPolicy(ctx context.Context, spec PolicySpec) (Policy, func() error, 
 		return nil, nil, EngineError("model", err)
 	}
 	o := spec.Text
+	if o.GRPO.LR == 0 { // no GRPO settings yet: textpolicy's defaults, then the spec's
+		o.GRPO = textpolicy.DefaultOptions().GRPO
+	}
+	if spec.LR != 0 {
+		o.GRPO.LR = spec.LR
+	}
 	o.GRPO.GroupSize = spec.GroupSize
 	tp, err := textpolicy.New(lm, o)
 	if err != nil {

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -66,7 +70,7 @@ func TestNewPolicyErrors(t *testing.T) {
 		{"mistake rate", PolicySpec{Kind: PolicyScripted, MistakeRate: 1.5}, "mistake-rate", "--mistake-rate 1.5: out of range [0,1]", nil},
 		{"unknown kind", PolicySpec{Kind: "lstm"}, "policy", "--policy lstm: want gridnet, qwen3, scripted or qwen3-endpoint", nil},
 		{"device", func() PolicySpec { s := grid; s.Device = "tpu"; return s }(), "device", "", learner.ErrBadDevice},
-		{"lr", func() PolicySpec { s := grid; s.LR = 0; return s }(), "", "", nil},
+		{"lr", func() PolicySpec { s := grid; s.LR = -1; return s }(), "", "", nil},
 		{"widths", func() PolicySpec { s := grid; s.Hidden = []int{0}; return s }(), "", "", nil},
 		{"no model", PolicySpec{Kind: PolicyQwen3, Text: textpolicy.DefaultOptions()}, "policy", "--policy qwen3: needs --model DIR", nil},
 		{"max new tokens", PolicySpec{Kind: PolicyQwen3, ModelDir: t.TempDir()}, "max-new-tokens", "--max-new-tokens 0: out of range [1,32768]", nil},
@@ -131,5 +135,43 @@ func TestEngineErrorSorts(t *testing.T) {
 	}
 	if err := EngineError("model", nil); err != nil {
 		t.Fatalf("nil: %v", err)
+	}
+}
+
+// TestQwen3PolicyLearningRate: --lr reaches a qwen3 policy's optimizer
+// (it once stopped at the gridnet), and no --lr keeps textpolicy's 1e-6.
+func TestQwen3PolicyLearningRate(t *testing.T) {
+	dir := t.TempDir()
+	js, err := textpolicy.TinyTokenizerJSON(textpolicy.DefaultTinyVocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qwen3.Init(dir, qwen3.InitOptions{Preset: qwen3.PresetTiny, Seed: 1, Tokenizer: js,
+		TokenizerConfig: []byte(qwen3.TokenizerConfigJSON), ExactVocab: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want float64
+	}{{nil, 1e-6}, {[]string{"--lr", "3e-4"}, 3e-4}} {
+		var f Flags
+		fs := flag.NewFlagSet("train", flag.ContinueOnError)
+		f.Register(fs)
+		if err := fs.Parse(append([]string{"--policy", "qwen3", "--model", dir, "--max-new-tokens", "8"}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := f.policySpec(smallConfig(), slog.New(slog.DiscardHandler), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, closePol, err := NewPolicy(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := pol.(*textpolicy.Policy).Options().GRPO.LR
+		_ = closePol()
+		if got != c.want {
+			t.Fatalf("%v: the policy trains at lr %g, want %g", c.args, got, c.want)
+		}
 	}
 }
