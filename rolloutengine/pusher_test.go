@@ -491,7 +491,9 @@ func TestPusherSGLang(t *testing.T) {
 	}
 	// 200 with "success": false is a failure too.
 	eng.mu.Lock()
-	eng.fail = func(string, int) (int, string) { return http.StatusOK, `{"success":false,"message":"weights do not match"}` }
+	eng.fail = func(string, int) (int, string) {
+		return http.StatusOK, `{"success":false,"message":"weights do not match"}`
+	}
 	eng.mu.Unlock()
 	c, _ := NewClient(Config{Kind: SGLang, URL: eng.srv.URL}, nil)
 	if _, err := c.UpdateWeights(context.Background(), "/x"); !errors.As(err, &ee) || ee.Message != "weights do not match" {
