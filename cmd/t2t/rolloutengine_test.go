@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/t2t-lab/t2t/cluster/store"
+)
+
+// logRecord is one line of a slog text log: its key=value attributes, quotes removed.
+type logRecord map[string]string
+
+var logAttr = regexp.MustCompile(`([A-Za-z_]+)=("(?:[^"\\]|\\.)*"|\S*)`)
+
+// logRecords returns the records of log whose msg is msg.
+func logRecords(log, msg string) []logRecord {
+	var out []logRecord
+	for _, line := range strings.Split(log, "\n") {
+		r := logRecord{}
+		for _, m := range logAttr.FindAllStringSubmatch(line, -1) {
+			v := m[2]
+			if u, err := strconv.Unquote(v); err == nil {
+				v = u
+			}
+			r[m[1]] = v
+		}
+		if r["msg"] == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (r logRecord) int(t *testing.T, key string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(r[key], 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q in %v", key, r[key], r)
+	}
+	return v
+}
+
+// TestTrainPushesToServe is the two-process proof of the policy push
+// (issue #16): a `t2t serve` process stands in for vLLM, and a `t2t train`
+// process trains LoRA adapters on the same checkpoint, pushing every
+// version to it (--rollout-engine t2t), with a real redis-server. The
+// learner makes and the engine loads several versions through the
+// adapter endpoints, old adapters are unloaded again, every sample the
+// learner labels version N came from adapter t2t-vN at the serve process
+// (the learner's counts per version equal the engine's per adapter), and
+// the samples Redis records carry those labels.
+//
+// The checkpoint is the tiny random model after 30 steps of SFT: it ends
+// its answers at varying lengths, so with --reward-l1 4 the length reward
+// differs within a group and the learner has a signal to update on (no
+// answer of a model this small is valid).
+func TestTrainPushesToServe(t *testing.T) {
+	redisURL := nodeRedis(t)
+	dir := t.TempDir()
+	base, model := filepath.Join(dir, "tiny"), filepath.Join(dir, "sft")
+	if code, _, e := t2t(t, "model", "init", "--out", base); code != 0 {
+		t.Fatalf("model init: %s", e)
+	}
+	if code, _, e := t2t(t, "sft", "--model", base, "--out", model, "--steps", "30", "--batch", "8", "--lr", "3e-3", "--prompt", "compact",
+		"--eval", "1", "--max-tokens", "4", "--report-every", "30"); code != 0 {
+		t.Fatalf("sft: %s", e)
+	}
+	srv := startNode(t, "serve", "serve", "--model", model, "--name", "base", "--addr", "127.0.0.1:0", "-v")
+	line := srv.line("serving base ", time.Minute)
+	url := regexp.MustCompile(`at (http://\S+/v1)`).FindStringSubmatch(line)
+	if url == nil {
+		t.Fatalf("no URL in %q", line)
+	}
+	pushDir := filepath.Join(dir, "push")
+	tr := startNode(t, "train", "train", "--policy", "qwen3", "--model", model, "--prompt", "compact", "--max-new-tokens", "24",
+		"--stages", "2", "--instances", "8", "--instances-per-unit", "2", "--group", "4", "--learner-batch", "2",
+		"--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed", "--rollouts", "2", "--lr", "1e-3",
+		"--reward-l1", "4", "--reward-l2", "64", "--lora-rank", "4",
+		"--rollout-engine", "t2t", "--rollout-url", url[1], "--rollout-dir", pushDir,
+		"--redis", redisURL, "--run-id", "push", "-v")
+	if code := tr.wait(10 * time.Minute); code != 0 {
+		t.Fatalf("train exited with %d", code)
+	}
+	tr.line(fmt.Sprintf("rollout engine t2t at %s: policy version 0 loaded as \"t2t-v0\"", url[1]), time.Second)
+	learnerLog, engineLog := tr.stderr.String(), srv.stderr.String()
+
+	// The versions the learner pushed, each loaded once by the engine.
+	var loaded []int64
+	for _, r := range logRecords(learnerLog, "rollout engine: version loaded") {
+		loaded = append(loaded, r.int(t, "version"))
+	}
+	if len(loaded) < 4 || loaded[0] != 0 || !slices.IsSorted(loaded) {
+		t.Fatalf("the learner loaded versions %v, want 0 and at least 3 more, in order", loaded)
+	}
+	var engineLoaded, engineUnloaded []int64
+	for _, r := range logRecords(engineLog, "adapter loaded") {
+		v, _ := strings.CutPrefix(r["lora_name"], "t2t-v")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		engineLoaded = append(engineLoaded, n)
+		if r["lora_path"] != filepath.Join(pushDir, "v"+v) {
+			t.Fatalf("adapter %s loaded from %s", r["lora_name"], r["lora_path"])
+		}
+	}
+	if !slices.Equal(engineLoaded, loaded) {
+		t.Fatalf("the engine loaded adapters %v, the learner pushed %v", engineLoaded, loaded)
+	}
+	for _, r := range logRecords(engineLog, "adapter unloaded") {
+		v, _ := strings.CutPrefix(r["lora_name"], "t2t-v")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		engineUnloaded = append(engineUnloaded, n)
+	}
+	// What the engine still serves: the newest versions, the others unloaded.
+	resp, err := http.Get(url[1] + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&models)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(models.Data) == 0 || models.Data[0].ID != "base" {
+		t.Fatalf("/v1/models: %+v", models.Data)
+	}
+	var listed []int64
+	for _, m := range models.Data[1:] {
+		n, err := strconv.ParseInt(strings.TrimPrefix(m.ID, "t2t-v"), 10, 64)
+		if err != nil {
+			t.Fatalf("/v1/models lists %q", m.ID)
+		}
+		listed = append(listed, n)
+	}
+	slices.Sort(listed)
+	keep := loaded[len(loaded)-3:]
+	if len(engineUnloaded) == 0 || len(listed) > len(keep)+2 || !slices.Equal(sortedUnion(listed, keep), listed) ||
+		!slices.Equal(sortedUnion(listed, engineUnloaded), loaded) || len(listed)+len(engineUnloaded) != len(loaded) {
+		t.Fatalf("the engine lists adapters %v and unloaded %v of %v: want the newest 3 kept (and at most one more held per rollout), the others unloaded once", listed, engineUnloaded, loaded)
+	}
+
+	// Every sample the learner labels N came from adapter t2t-vN: per
+	// adapter, the learner's sampled instances equal the engine's requests.
+	sampled := map[string]int64{}
+	unitVersion := map[string][]int64{}
+	for _, r := range logRecords(learnerLog, "rollout engine: sampled") {
+		v := r.int(t, "version")
+		if r["model"] != "t2t-v"+strconv.FormatInt(v, 10) {
+			t.Fatalf("version %d sampled as model %q", v, r["model"])
+		}
+		sampled[r["model"]] += r.int(t, "instances")
+		unitVersion[r["unit"]] = append(unitVersion[r["unit"]], v)
+	}
+	served := map[string]int64{}
+	for _, r := range logRecords(engineLog, "chat completion") {
+		served[r["model"]]++
+	}
+	if len(sampled) < 2 || fmt.Sprint(sampled) != fmt.Sprint(served) {
+		t.Fatalf("instances the learner sampled per version %v, requests the engine served per adapter %v", sampled, served)
+	}
+
+	// The samples Redis records carry the version of the adapter.
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: redisURL, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	trainVersions := map[int64]bool{}
+	for stage := range 2 {
+		for _, split := range []string{store.SplitTrain, store.SplitVal, store.SplitEvalPaper} {
+			ex, err := st.Examples(ctx, "push", stage, split, 1000)
+			if err != nil || len(ex) == 0 {
+				t.Fatalf("stage %d %s: examples %d, %v", stage, split, len(ex), err)
+			}
+			for _, e := range ex {
+				if !slices.Contains(unitVersion[e.UnitID], e.PolicyVersion) {
+					t.Fatalf("Redis records unit %s at version %d; the learner sampled it at %v", e.UnitID, e.PolicyVersion, unitVersion[e.UnitID])
+				}
+				if split == store.SplitTrain {
+					trainVersions[e.PolicyVersion] = true
+				}
+			}
+		}
+	}
+	if len(trainVersions) < 2 {
+		t.Fatalf("training samples recorded at versions %v only", trainVersions)
+	}
+}
+
+// sortedUnion is the sorted union of a and b.
+func sortedUnion(a, b []int64) []int64 {
+	u := slices.Concat(a, b)
+	slices.Sort(u)
+	return slices.Compact(u)
+}
