@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/train"
 )
 
 // logRecord is one line of a slog text log: its key=value attributes, quotes removed.
@@ -67,6 +69,135 @@ func (r logRecord) int(t *testing.T, key string) int64 {
 func TestTrainPushesToServe(t *testing.T) {
 	redisURL := nodeRedis(t)
 	dir := t.TempDir()
+	model := pushModel(t, dir)
+	srv, url := startEngine(t, model)
+	pushDir := filepath.Join(dir, "push")
+	tr := startNode(t, "train", append([]string{"train", "--rollouts", "2", "--redis", redisURL, "--run-id", "push", "-v",
+		"--rollout-engine", "t2t", "--rollout-url", url, "--rollout-dir", pushDir}, pushRunFlags(model)...)...)
+	if code := tr.wait(10 * time.Minute); code != 0 {
+		t.Fatalf("train exited with %d", code)
+	}
+	tr.line(fmt.Sprintf("rollout engine t2t at %s: policy version 0 loaded as \"t2t-v0\"", url), time.Second)
+	learnerLog, engineLog := tr.stderr.String(), srv.stderr.String()
+	loaded := checkEngineVersions(t, learnerLog, engineLog, url, pushDir)
+
+	// Every sample the learner labels N came from adapter t2t-vN: per
+	// adapter, the learner's sampled instances equal the engine's requests.
+	sampled := map[string]int64{}
+	unitVersion := map[string][]int64{}
+	for _, r := range logRecords(learnerLog, "rollout engine: sampled") {
+		v := r.int(t, "version")
+		if r["model"] != "t2t-v"+strconv.FormatInt(v, 10) {
+			t.Fatalf("version %d sampled as model %q", v, r["model"])
+		}
+		sampled[r["model"]] += r.int(t, "instances")
+		unitVersion[r["unit"]] = append(unitVersion[r["unit"]], v)
+	}
+	if served := servedPerModel(engineLog); len(sampled) < 2 || fmt.Sprint(sampled) != fmt.Sprint(served) {
+		t.Fatalf("instances the learner sampled per version %v, requests the engine served per adapter %v (versions loaded %v)", sampled, served, loaded)
+	}
+
+	// The samples Redis records carry the version of the adapter.
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: redisURL, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	trainVersions := map[int64]bool{}
+	for stage := range 2 {
+		for _, split := range []string{store.SplitTrain, store.SplitVal, store.SplitEvalPaper} {
+			ex, err := st.Examples(ctx, "push", stage, split, 1000)
+			if err != nil || len(ex) == 0 {
+				t.Fatalf("stage %d %s: examples %d, %v", stage, split, len(ex), err)
+			}
+			for _, e := range ex {
+				if !slices.Contains(unitVersion[e.UnitID], e.PolicyVersion) {
+					t.Fatalf("Redis records unit %s at version %d; the learner sampled it at %v", e.UnitID, e.PolicyVersion, unitVersion[e.UnitID])
+				}
+				if split == store.SplitTrain {
+					trainVersions[e.PolicyVersion] = true
+				}
+			}
+		}
+	}
+	if len(trainVersions) < 2 {
+		t.Fatalf("training samples recorded at versions %v only", trainVersions)
+	}
+}
+
+// TestNodePushesToServe is the push on a cluster, four processes and a
+// real redis-server: a coordinator node trains LoRA adapters and pushes
+// every version to a `t2t serve` process (--rollout-engine t2t), and a
+// rollout node samples through it. Rollout nodes learn of a version from
+// Redis only once the engine serves it, sample it by its adapter's name
+// and label their units with it: per adapter, the engine served exactly
+// the instances the units logged at that version (and the coordinator's
+// evaluation before the first stage), and Redis ends at the engine's
+// newest version.
+func TestNodePushesToServe(t *testing.T) {
+	redisURL := nodeRedis(t)
+	dir := t.TempDir()
+	model := pushModel(t, dir)
+	srv, url := startEngine(t, model)
+	pushDir, unitLog := filepath.Join(dir, "push"), filepath.Join(dir, "units.jsonl")
+	common := []string{"--gossip", "127.0.0.1:0", "--gossip-profile", "local", "--listen", "127.0.0.1:0", "--redis", redisURL}
+	a := startNode(t, "A", slices.Concat([]string{"node", "--roles", "coordinator,learner,engineer", "--run-id", "pushnode", "-v",
+		"--rollout-engine", "t2t", "--rollout-url", url, "--rollout-dir", pushDir}, pushRunFlags(model), common)...)
+	gossipA := nodeField(t, a.line("t2t node: joined ", 2*time.Minute), "gossip")
+	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--join", gossipA, "--unit-log", unitLog}, common...)...)
+	if code := a.wait(10 * time.Minute); code != 0 {
+		t.Fatalf("A exited with %d", code)
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	b.wait(30 * time.Second)
+	learnerLog, engineLog := a.stderr.String(), srv.stderr.String()
+	loaded := checkEngineVersions(t, learnerLog, engineLog, url, pushDir)
+
+	sampled := map[string]int64{}
+	for _, r := range logRecords(learnerLog, "rollout engine: sampled") { // the coordinator's own evaluation
+		if r["unit"] != "" {
+			t.Fatalf("the coordinator sampled a unit: %v", r)
+		}
+		sampled[r["model"]] += r.int(t, "instances")
+	}
+	units := readUnitLog(t, unitLog)
+	trainVersions := map[int64]bool{}
+	for _, u := range units {
+		if !slices.Contains(loaded, u.PolicyVersion) || u.Lag != u.LearnerVersion-u.PolicyVersion || u.Lag < 0 {
+			t.Fatalf("unit %s played version %d (learner %d, lag %d); the engine loaded %v", u.Unit, u.PolicyVersion, u.LearnerVersion, u.Lag, loaded)
+		}
+		var episodes int64
+		for _, bk := range u.Buckets {
+			episodes += bk.Episodes
+		}
+		if u.Split == store.SplitTrain {
+			episodes /= 4 // the group: one request per instance
+			trainVersions[u.PolicyVersion] = true
+		}
+		sampled["t2t-v"+strconv.FormatInt(u.PolicyVersion, 10)] += episodes
+	}
+	if served := servedPerModel(engineLog); len(trainVersions) < 2 || fmt.Sprint(sampled) != fmt.Sprint(served) {
+		t.Fatalf("instances sampled per version %v (training at %v), requests the engine served per adapter %v", sampled, trainVersions, served)
+	}
+	ctx := context.Background()
+	ps, err := train.OpenPolicyStore(ctx, redisURL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	if v, err := ps.Latest(ctx, "pushnode"); err != nil || v != loaded[len(loaded)-1] {
+		t.Fatalf("Redis publishes version %d (%v), the engine's newest is %d", v, err, loaded[len(loaded)-1])
+	}
+}
+
+// pushModel writes the checkpoint of the push tests into dir: the tiny
+// random model after 30 steps of SFT, which ends its answers at varying
+// lengths.
+func pushModel(t *testing.T, dir string) string {
+	t.Helper()
 	base, model := filepath.Join(dir, "tiny"), filepath.Join(dir, "sft")
 	if code, _, e := t2t(t, "model", "init", "--out", base); code != 0 {
 		t.Fatalf("model init: %s", e)
@@ -75,26 +206,47 @@ func TestTrainPushesToServe(t *testing.T) {
 		"--eval", "1", "--max-tokens", "4", "--report-every", "30"); code != 0 {
 		t.Fatalf("sft: %s", e)
 	}
+	return model
+}
+
+// startEngine starts `t2t serve` over model as the rollout engine, named
+// "base", and returns it and its API root.
+func startEngine(t *testing.T, model string) (*nodeProc, string) {
+	t.Helper()
 	srv := startNode(t, "serve", "serve", "--model", model, "--name", "base", "--addr", "127.0.0.1:0", "-v")
 	line := srv.line("serving base ", time.Minute)
 	url := regexp.MustCompile(`at (http://\S+/v1)`).FindStringSubmatch(line)
 	if url == nil {
 		t.Fatalf("no URL in %q", line)
 	}
-	pushDir := filepath.Join(dir, "push")
-	tr := startNode(t, "train", "train", "--policy", "qwen3", "--model", model, "--prompt", "compact", "--max-new-tokens", "24",
-		"--stages", "2", "--instances", "8", "--instances-per-unit", "2", "--group", "4", "--learner-batch", "2",
-		"--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed", "--rollouts", "2", "--lr", "1e-3",
-		"--reward-l1", "4", "--reward-l2", "64", "--lora-rank", "4",
-		"--rollout-engine", "t2t", "--rollout-url", url[1], "--rollout-dir", pushDir,
-		"--redis", redisURL, "--run-id", "push", "-v")
-	if code := tr.wait(10 * time.Minute); code != 0 {
-		t.Fatalf("train exited with %d", code)
-	}
-	tr.line(fmt.Sprintf("rollout engine t2t at %s: policy version 0 loaded as \"t2t-v0\"", url[1]), time.Second)
-	learnerLog, engineLog := tr.stderr.String(), srv.stderr.String()
+	return srv, url[1]
+}
 
-	// The versions the learner pushed, each loaded once by the engine.
+// pushRunFlags are the run flags of the push tests: 2 stages of 4 units of
+// 2 instances, a learner update per unit, LoRA rank 4, and a length reward
+// from the 5th token on, which differs within a group.
+func pushRunFlags(model string) []string {
+	return []string{"--policy", "qwen3", "--model", model, "--prompt", "compact", "--max-new-tokens", "24",
+		"--stages", "2", "--instances", "8", "--instances-per-unit", "2", "--group", "4", "--learner-batch", "2",
+		"--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed", "--lr", "1e-3",
+		"--reward-l1", "4", "--reward-l2", "64", "--lora-rank", "4"}
+}
+
+// servedPerModel counts the chat completions in a t2t serve log per model.
+func servedPerModel(engineLog string) map[string]int64 {
+	served := map[string]int64{}
+	for _, r := range logRecords(engineLog, "chat completion") {
+		served[r["model"]]++
+	}
+	return served
+}
+
+// checkEngineVersions checks the versions a learner pushed against the
+// engine: each loaded once, in order, from its directory under pushDir;
+// the newest 3 still served, every other one unloaded once. It returns the
+// versions loaded.
+func checkEngineVersions(t *testing.T, learnerLog, engineLog, url, pushDir string) []int64 {
+	t.Helper()
 	var loaded []int64
 	for _, r := range logRecords(learnerLog, "rollout engine: version loaded") {
 		loaded = append(loaded, r.int(t, "version"))
@@ -120,7 +272,7 @@ func TestTrainPushesToServe(t *testing.T) {
 		engineUnloaded = append(engineUnloaded, n)
 	}
 	// What the engine still serves: the newest versions, the others unloaded.
-	resp, err := http.Get(url[1] + "/models")
+	resp, err := http.Get(url + "/models")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,54 +303,7 @@ func TestTrainPushesToServe(t *testing.T) {
 		!slices.Equal(sortedUnion(listed, engineUnloaded), loaded) || len(listed)+len(engineUnloaded) != len(loaded) {
 		t.Fatalf("the engine lists adapters %v and unloaded %v of %v: want the newest 3 kept (and at most one more held per rollout), the others unloaded once", listed, engineUnloaded, loaded)
 	}
-
-	// Every sample the learner labels N came from adapter t2t-vN: per
-	// adapter, the learner's sampled instances equal the engine's requests.
-	sampled := map[string]int64{}
-	unitVersion := map[string][]int64{}
-	for _, r := range logRecords(learnerLog, "rollout engine: sampled") {
-		v := r.int(t, "version")
-		if r["model"] != "t2t-v"+strconv.FormatInt(v, 10) {
-			t.Fatalf("version %d sampled as model %q", v, r["model"])
-		}
-		sampled[r["model"]] += r.int(t, "instances")
-		unitVersion[r["unit"]] = append(unitVersion[r["unit"]], v)
-	}
-	served := map[string]int64{}
-	for _, r := range logRecords(engineLog, "chat completion") {
-		served[r["model"]]++
-	}
-	if len(sampled) < 2 || fmt.Sprint(sampled) != fmt.Sprint(served) {
-		t.Fatalf("instances the learner sampled per version %v, requests the engine served per adapter %v", sampled, served)
-	}
-
-	// The samples Redis records carry the version of the adapter.
-	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{URL: redisURL, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	trainVersions := map[int64]bool{}
-	for stage := range 2 {
-		for _, split := range []string{store.SplitTrain, store.SplitVal, store.SplitEvalPaper} {
-			ex, err := st.Examples(ctx, "push", stage, split, 1000)
-			if err != nil || len(ex) == 0 {
-				t.Fatalf("stage %d %s: examples %d, %v", stage, split, len(ex), err)
-			}
-			for _, e := range ex {
-				if !slices.Contains(unitVersion[e.UnitID], e.PolicyVersion) {
-					t.Fatalf("Redis records unit %s at version %d; the learner sampled it at %v", e.UnitID, e.PolicyVersion, unitVersion[e.UnitID])
-				}
-				if split == store.SplitTrain {
-					trainVersions[e.PolicyVersion] = true
-				}
-			}
-		}
-	}
-	if len(trainVersions) < 2 {
-		t.Fatalf("training samples recorded at versions %v only", trainVersions)
-	}
+	return loaded
 }
 
 // sortedUnion is the sorted union of a and b.
