@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -193,6 +194,83 @@ func TestNodePushesToServe(t *testing.T) {
 	}
 }
 
+// TestTrainPushesFullWeights is the SGLang path with real processes: `t2t
+// serve` answers SGLang's /update_weights_from_disk, and `t2t train
+// --rollout-engine sglang` trains all weights and pushes every version as a
+// full checkpoint. Each version the learner loaded is one weight update at
+// the engine, from its directory, in order; every rollout samples the base
+// model's name; per version, the learner's samples fit the engine's requests
+// between two updates; only the newest directory is left.
+func TestTrainPushesFullWeights(t *testing.T) {
+	redisURL := nodeRedis(t)
+	dir := t.TempDir()
+	model := pushModel(t, dir)
+	srv, url := startEngine(t, model)
+	pushDir := filepath.Join(dir, "push")
+	tr := startNode(t, "train", append([]string{"train", "--rollouts", "2", "--redis", redisURL, "--run-id", "full", "-v",
+		"--rollout-engine", "sglang", "--rollout-url", strings.TrimSuffix(url, "/v1"), "--rollout-model", "base", "--rollout-dir", pushDir},
+		fullRunFlags(model)...)...)
+	if code := tr.wait(10 * time.Minute); code != 0 {
+		t.Fatalf("train exited with %d", code)
+	}
+	learnerLog, engineLog := tr.stderr.String(), srv.stderr.String()
+	var loaded []int64
+	for _, r := range logRecords(learnerLog, "rollout engine: version loaded") {
+		loaded = append(loaded, r.int(t, "version"))
+	}
+	if len(loaded) < 3 || loaded[0] != 0 || !slices.IsSorted(loaded) {
+		t.Fatalf("the learner loaded versions %v, want 0 and at least 2 more, in order", loaded)
+	}
+	// The engine's log, in order: weight updates and the requests between them.
+	var updates []int64
+	served := map[int64]int64{} // requests per version the engine held
+	for _, line := range strings.Split(engineLog, "\n") {
+		rs := logRecords(line, "weights updated from disk")
+		if len(rs) == 1 {
+			v, err := strconv.ParseInt(strings.TrimPrefix(filepath.Base(rs[0]["model_path"]), "v"), 10, 64)
+			if err != nil || rs[0]["model_path"] != filepath.Join(pushDir, filepath.Base(rs[0]["model_path"])) || rs[0]["model"] != "base" {
+				t.Fatalf("weights updated from %v", rs[0])
+			}
+			updates = append(updates, v)
+			continue
+		}
+		if rs := logRecords(line, "chat completion"); len(rs) == 1 {
+			if rs[0]["model"] != "base" || len(updates) == 0 {
+				t.Fatalf("a request for %q after updates %v", rs[0]["model"], updates)
+			}
+			served[updates[len(updates)-1]]++
+		}
+	}
+	if !slices.Equal(updates, loaded) {
+		t.Fatalf("the engine updated its weights to %v, the learner loaded %v", updates, loaded)
+	}
+	// A sample labelled N was sent after the engine had N: its requests
+	// are among those the engine served holding N or a later version.
+	sampled := map[int64]int64{}
+	for _, r := range logRecords(learnerLog, "rollout engine: sampled") {
+		if r["model"] != "base" {
+			t.Fatalf("sampled as %q", r["model"])
+		}
+		sampled[r.int(t, "version")] += r.int(t, "instances")
+	}
+	var total, later int64
+	for i := len(loaded) - 1; i >= 0; i-- {
+		v := loaded[i]
+		total += sampled[v]
+		later += served[v]
+		if total > later {
+			t.Fatalf("%d requests labelled %d or later, the engine served %d holding them (sampled %v, served %v)", total, v, later, sampled, served)
+		}
+	}
+	if total != later {
+		t.Fatalf("the learner sampled %d instances, the engine served %d requests", total, later)
+	}
+	es, err := os.ReadDir(pushDir)
+	if err != nil || len(es) != 1 || es[0].Name() != "v"+strconv.FormatInt(loaded[len(loaded)-1], 10) {
+		t.Fatalf("left in %s: %v (%v)", pushDir, es, err)
+	}
+}
+
 // pushModel writes the checkpoint of the push tests into dir: the tiny
 // random model after 30 steps of SFT, which ends its answers at varying
 // lengths.
@@ -226,10 +304,15 @@ func startEngine(t *testing.T, model string) (*nodeProc, string) {
 // 2 instances, a learner update per unit, LoRA rank 4, and a length reward
 // from the 5th token on, which differs within a group.
 func pushRunFlags(model string) []string {
+	return append(fullRunFlags(model), "--lora-rank", "4")
+}
+
+// fullRunFlags are pushRunFlags without LoRA: all weights train.
+func fullRunFlags(model string) []string {
 	return []string{"--policy", "qwen3", "--model", model, "--prompt", "compact", "--max-new-tokens", "24",
 		"--stages", "2", "--instances", "8", "--instances-per-unit", "2", "--group", "4", "--learner-batch", "2",
 		"--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed", "--lr", "1e-3",
-		"--reward-l1", "4", "--reward-l2", "64", "--lora-rank", "4"}
+		"--reward-l1", "4", "--reward-l2", "64"}
 }
 
 // servedPerModel counts the chat completions in a t2t serve log per model.
