@@ -14,7 +14,8 @@ import (
 
 // Engine kinds (Config.Kind, t2t's --rollout-engine).
 const (
-	// T2T is another t2t process's `t2t serve`: vLLM's adapter endpoints.
+	// T2T is another t2t process's `t2t serve`: vLLM's adapter endpoints, and SGLang's
+	// weight update for full checkpoints.
 	T2T = "t2t"
 	// VLLM is vLLM's OpenAI-compatible server started with --enable-lora and
 	// VLLM_ALLOW_RUNTIME_LORA_UPDATING=True.
@@ -66,13 +67,14 @@ type Config struct {
 	// under the same name (a shared disk). Made absolute. Required.
 	Dir string
 	// Model is the name the engine's OpenAI API serves the base model under (SGLang's
-	// --served-model-name, or its --model-path): rollouts of an SGLang engine sample it.
-	// Required for SGLang; unused by T2T and VLLM, whose rollouts name a version's adapter.
+	// --served-model-name, or its --model-path; t2t serve's --name): rollouts sample it when
+	// versions are full checkpoints. Required then; unused with Adapters, where rollouts name
+	// a version's adapter.
 	Model string
 	// Adapters: every version is a PEFT LoRA adapter directory that the engine loads by name
-	// (T2T and VLLM, which require it); false: a full Hugging Face checkpoint that replaces
-	// the engine's weights (SGLang, which requires it; a LoRA learner writes its merged
-	// weights).
+	// (VLLM requires it; T2T takes either); false: a full Hugging Face checkpoint that replaces
+	// the engine's weights through /update_weights_from_disk (SGLang requires it, and t2t serve
+	// answers it too; a LoRA learner writes its merged weights).
 	Adapters bool
 	// Keep is the number of newest loaded adapters kept loaded, with their directories;
 	// older ones are unloaded once no rollout of this process holds them. Default 3: a
@@ -135,10 +137,10 @@ func (c *Config) Validate() error {
 		return bad("Adapters", c.Adapters, "SGLang takes full checkpoints (/update_weights_from_disk): write the merged weights")
 	case c.Kind == VLLM && !c.Adapters:
 		return bad("Adapters", c.Adapters, "vLLM loads LoRA adapters at run time (/v1/load_lora_adapter) but has no API that replaces a model's full weights: train LoRA adapters, or push full checkpoints to SGLang")
-	case c.Kind == T2T && !c.Adapters:
-		return bad("Adapters", c.Adapters, "t2t serve loads LoRA adapters by name (/v1/load_lora_adapter), as vLLM does: train LoRA adapters")
 	case c.Kind == SGLang && strings.TrimSpace(c.Model) == "":
 		return bad("Model", `""`, "required for SGLang: the model name its OpenAI API serves (--served-model-name, else its --model-path)")
+	case c.Kind == T2T && !c.Adapters && strings.TrimSpace(c.Model) == "":
+		return bad("Model", `""`, "required to push full checkpoints to t2t serve: the model name it serves (its --name, else its --model directory's name)")
 	case c.Keep < 1:
 		return bad("Keep", c.Keep, "must be ≥ 1")
 	case c.Backoff < 0 || c.Timeout < 0:

@@ -10,7 +10,8 @@
 //     directory Dir/vN, loaded with POST /v1/load_lora_adapter {"lora_name": "t2t-vN",
 //     "lora_path": "Dir/vN"} and unloaded with POST /v1/unload_lora_adapter {"lora_name"};
 //     rollouts send "model": "t2t-vN".
-//   - t2t serve: the same endpoints (package serve), so one t2t process stands in for vLLM.
+//   - t2t serve: the same endpoints (package serve), so one t2t process stands in for vLLM; and
+//     SGLang's /update_weights_from_disk, for full checkpoints.
 //   - SGLang ≥ 0.4.0 (the endpoint was /update_weights before sgl-project/sglang#2265): version
 //     N is a full Hugging Face checkpoint Dir/vN (a LoRA learner's merged weights), loaded with
 //     POST /update_weights_from_disk {"model_path": "Dir/vN"}, which answers {"success",

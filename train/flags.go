@@ -108,10 +108,10 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 func (f *Flags) registerRollout(fs *flag.FlagSet) {
 	r := &f.Rollout
 	fs.StringVar(&r.Engine, "rollout-engine", "", "--policy qwen3: sample every rollout at this inference engine, t2t (a t2t serve), vllm or sglang, and push each policy version to it\n"+
-		"(t2t and vllm: a LoRA adapter, needs --lora-rank; sglang: a full checkpoint); default: none, rollouts sample in this process (or at t2t node --serve-addr)")
+		"(with --lora-rank: a LoRA adapter, which vllm needs; sglang: a full checkpoint; t2t: either); default: none, rollouts sample in this process (or at t2t node --serve-addr)")
 	fs.StringVar(&r.URL, "rollout-url", "", "--rollout-engine: the engine's URL, http://host:port or http://host:port/v1 (API key from $"+rolloutengine.APIKeyEnv+")")
 	fs.StringVar(&r.Dir, "rollout-dir", "", "--rollout-engine: directory each policy version is written to (DIR/v<N>), read by the engine under the same path")
-	fs.StringVar(&r.Model, "rollout-model", "", "--rollout-engine sglang: the base model's name at the engine (its --served-model-name or --model-path)")
+	fs.StringVar(&r.Model, "rollout-model", "", "--rollout-engine sglang, or t2t without --lora-rank: the model's name at the engine (sglang's --served-model-name or --model-path, t2t serve's --name)")
 }
 
 // registerEngineer binds the --strategy llm settings.

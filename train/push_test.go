@@ -73,7 +73,7 @@ func TestRolloutEngineFlags(t *testing.T) {
 		{"url without engine", []string{"--rollout-url", "http://h/v1"}, "rollout-engine", "needed by --rollout-url"},
 		{"gridnet", append([]string{"--rollout-engine", "vllm"}, eng...), "rollout-engine", "--policy qwen3"},
 		{"vllm without lora", slices.Concat(qwen, []string{"--rollout-engine", "vllm"}, eng), "rollout-engine", "--lora-rank"},
-		{"t2t without lora", slices.Concat(qwen, []string{"--rollout-engine", "t2t"}, eng), "rollout-engine", "--lora-rank"},
+		{"t2t full without model", slices.Concat(qwen, []string{"--rollout-engine", "t2t"}, eng), "rollout-model", "t2t serve"},
 		{"unknown engine", slices.Concat(qwen, []string{"--rollout-engine", "tgi", "--lora-rank", "2"}, eng), "rollout-engine", "want t2t, vllm, sglang"},
 		{"bad url", slices.Concat(qwen, []string{"--rollout-engine", "vllm", "--lora-rank", "2", "--rollout-url", "ftp://h", "--rollout-dir", "d"}), "rollout-url", "http(s)"},
 		{"no dir", slices.Concat(qwen, []string{"--rollout-engine", "vllm", "--lora-rank", "2", "--rollout-url", "http://h"}), "rollout-dir", "required"},
@@ -102,6 +102,7 @@ func TestRolloutEngineFlags(t *testing.T) {
 		{slices.Concat(qwen, []string{"--rollout-engine", "t2t", "--lora-rank", "4", "--reward-l1", "4", "--reward-l2", "64"}, eng), true, "t2t-v"},
 		{slices.Concat(qwen, []string{"--rollout-engine", "sglang", "--rollout-model", "Qwen/Qwen3-4B"}, eng), false, ""},
 		{slices.Concat(qwen, []string{"--rollout-engine", "sglang", "--rollout-model", "q", "--lora-rank", "2"}, eng), false, ""},
+		{slices.Concat(qwen, []string{"--rollout-engine", "t2t", "--rollout-model", "base"}, eng), false, ""},
 	} {
 		f := parseTrainFlags(t, c.args...)
 		s, err := f.Build(ctx, slog.New(slog.DiscardHandler), io.Discard)
