@@ -221,8 +221,9 @@ func (f *Flags) rolloutEngine(logger *slog.Logger) (*rolloutengine.Pusher, error
 	if f.Policy != PolicyQwen3 {
 		return nil, &OptionError{Field: "rollout-engine", Value: r.Engine, Reason: "pushes an LLM policy: needs --policy qwen3"}
 	}
-	cfg := rolloutengine.Config{Kind: r.Engine, URL: r.URL, Dir: r.Dir, Model: r.Model, APIKey: cmp.Or(r.APIKey, os.Getenv(rolloutengine.APIKeyEnv)),
-		Adapters: f.LoRARank > 0 && r.Engine != rolloutengine.SGLang}
+	kind := strings.ToLower(strings.TrimSpace(r.Engine))
+	cfg := rolloutengine.Config{Kind: kind, URL: r.URL, Dir: r.Dir, Model: r.Model, APIKey: cmp.Or(r.APIKey, os.Getenv(rolloutengine.APIKeyEnv)),
+		Adapters: f.LoRARank > 0 && kind != rolloutengine.SGLang}
 	p, err := rolloutengine.New(cfg, logger)
 	var ce *rolloutengine.ConfigError
 	switch {

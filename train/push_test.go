@@ -101,7 +101,7 @@ func TestRolloutEngineFlags(t *testing.T) {
 	}{
 		{slices.Concat(qwen, []string{"--rollout-engine", "t2t", "--lora-rank", "4", "--reward-l1", "4", "--reward-l2", "64"}, eng), true, "t2t-v"},
 		{slices.Concat(qwen, []string{"--rollout-engine", "sglang", "--rollout-model", "Qwen/Qwen3-4B"}, eng), false, ""},
-		{slices.Concat(qwen, []string{"--rollout-engine", "sglang", "--rollout-model", "q", "--lora-rank", "2"}, eng), false, ""},
+		{slices.Concat(qwen, []string{"--rollout-engine", "SGLang", "--rollout-model", "q", "--lora-rank", "2"}, eng), false, ""},
 		{slices.Concat(qwen, []string{"--rollout-engine", "t2t", "--rollout-model", "base"}, eng), false, ""},
 	} {
 		f := parseTrainFlags(t, c.args...)
