@@ -2,13 +2,13 @@
 GO ?= go
 # Packages with concurrency run under the race detector; the pure and
 # compute-bound packages run without it (GoMLX under -race is ~10x slower).
-RACE_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -E '/(actors|cluster|cmd|daemon|engineer|serve|train)(/|$$)')
-PLAIN_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -vE '/(actors|cluster|cmd|daemon|engineer|serve|train)(/|$$)')
+RACE_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -E '/(actors|cluster|cmd|daemon|engineer|rolloutengine|serve|train)(/|$$)')
+PLAIN_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -vE '/(actors|cluster|cmd|daemon|engineer|rolloutengine|serve|train)(/|$$)')
 # Tests in the race packages that are compute-bound through GoMLX (30–45 s plain,
 # over 6 min under -race on 2 cores: the tiny Qwen3 with the atomic tokenizer
 # reads ~200–600-token prompts) run in the plain pass instead; the gridnet
 # node and train tests keep the race detector on those paths.
-RACE_SKIP := ^(TestTrainQwen3Policy|TestNodeLLMThroughEndpoint|TestEngineTorchCommands|TestTrainTorchWorkerKilledResumes|TestTrainEngineerSelfAndBase|TestExperimentSelfAndBaseArms|TestTrainRunWithServedPolicyAsEngineer)$$
+RACE_SKIP := ^(TestTrainQwen3Policy|TestTrainPushesToServe|TestNodePushesToServe|TestTrainPushesFullWeights|TestNodeLLMThroughEndpoint|TestEngineTorchCommands|TestTrainTorchWorkerKilledResumes|TestTrainEngineerSelfAndBase|TestExperimentSelfAndBaseArms|TestTrainRunWithServedPolicyAsEngineer)$$
 # daemon's in-process cluster tests start protoactor remotes in one process, whose grpc logger
 # setup races (protoactor-go: remote.Start resets grpc's global logger unlocked); they run in the
 # plain pass, as the cluster's full protoactor test does.

@@ -48,7 +48,11 @@
 //
 // Swap(lm) serves a new policy version from the next request on; requests already running
 // finish on the model they started with. Reload(backend, dir) loads a checkpoint directory
-// and swaps it in (on error the current model stays).
+// and swaps it in (on error the current model stays). POST /update_weights_from_disk
+// {"model_path": DIR} does the same over HTTP with SGLang's request and answer
+// ({"success", "message"}, 400 keeping the model when DIR does not load or holds another
+// architecture), keeping the model id, so a t2t serve stands in for SGLang as a rollout engine
+// (weights.go; Options.LoadWeights, which Run sets).
 //
 // # LoRA adapters
 //

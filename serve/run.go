@@ -58,6 +58,11 @@ func Run(ctx context.Context, cfg RunConfig, reload <-chan os.Signal, out io.Wri
 	if err != nil {
 		return &LoadError{Dir: cfg.Dir, Err: err}
 	}
+	if cfg.Options.LoadWeights == nil {
+		cfg.Options.LoadWeights = func(ctx context.Context, dir string) (*textpolicy.LM, error) {
+			return textpolicy.OpenLM(ctx, cfg.Engine, dir)
+		}
+	}
 	srv, err := New(lm, cfg.Options)
 	if err != nil {
 		_ = lm.Close()

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"cmp"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger logs requests and swaps. Default: discard.
 	Logger *slog.Logger
+	// LoadWeights, when set, loads a checkpoint directory for POST /update_weights_from_disk
+	// (SGLang's weight update; weights.go), which swaps it in under the same model id. Run sets
+	// it to open directories on its engine. Nil: that route answers 404.
+	LoadWeights func(ctx context.Context, dir string) (*textpolicy.LM, error)
 }
 
 func (o *Options) defaults() {
@@ -146,6 +151,7 @@ type Server struct {
 	activeAd *adapter       // the adapter attached to activeLM (nil: none)
 
 	swapMu sync.Mutex // orders swaps (revision numbers)
+	updMu  sync.Mutex // one /update_weights_from_disk at a time
 	rngMu  sync.Mutex
 	rng    *rand.Rand
 }
@@ -177,11 +183,12 @@ func New(lm *textpolicy.LM, opt Options) (*Server, error) {
 	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
 	mux.HandleFunc("POST /v1/load_lora_adapter", s.handleLoadLoRA)
 	mux.HandleFunc("POST /v1/unload_lora_adapter", s.handleUnloadLoRA)
+	mux.HandleFunc("POST /update_weights_from_disk", s.handleUpdateWeights)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		queued, running := s.gate.stats()
 		writeJSON(w, http.StatusOK, health{Status: "ok", Queued: queued, Running: running})
 	})
-	for _, p := range []string{"/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/health"} {
+	for _, p := range []string{"/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/update_weights_from_disk", "/health"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed",
 				fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
@@ -244,11 +251,17 @@ func (s *Server) Current() (*textpolicy.LM, int64) {
 // Swap serves lm from the next request on (a new policy version); requests already running
 // finish on the previous model. The model id stays the same unless Options.ModelName is empty
 // and lm comes from another directory. It returns the new revision.
-func (s *Server) Swap(lm *textpolicy.LM) int64 {
+func (s *Server) Swap(lm *textpolicy.LM) int64 { return s.swap(lm, "") }
+
+// swap serves lm under name ("": nameFor(lm)) from the next request on.
+func (s *Server) swap(lm *textpolicy.LM, name string) int64 {
 	s.swapMu.Lock()
 	defer s.swapMu.Unlock()
 	old := s.cur.Load()
-	next := &served{lm: lm, name: s.nameFor(lm), revision: old.revision + 1, created: s.opt.Now().Unix()}
+	if name == "" {
+		name = s.nameFor(lm)
+	}
+	next := &served{lm: lm, name: name, revision: old.revision + 1, created: s.opt.Now().Unix()}
 	s.cur.Store(next)
 	s.opt.Logger.Info("model swapped", "model", next.name, "revision", next.revision, "dir", lm.Dir)
 	return next.revision

@@ -23,7 +23,8 @@
 // propose.go (the Proposer), history.go (the engineer's history), stage.go
 // (StageReport, Result, the progress table), remote.go (Cluster and the
 // rollout node's RemoteRunner), policy.go and newpolicy.go (the policies
-// and NewPolicy), policystore.go (RunSpec, PolicyStore).
+// and NewPolicy), policystore.go (RunSpec, PolicyStore), push.go (a rollout
+// engine: Options.RolloutEngine).
 //
 // One unit executor runs every work unit, in a run's own rollouts and on a
 // rollout node (RemoteRunner) alike; every seed it uses comes from the run
@@ -48,6 +49,16 @@
 // plays a unit DefaultChunk instances at a time, taking up a newer version
 // at the next chunk (each group carries the version it was played with);
 // it measures the policy lag (learner version - version used) per unit.
+//
+// Rollout engine (push.go): with Options.RolloutEngine an LLM policy's
+// rollouts, here and on rollout nodes, sample at an inference engine (vLLM,
+// SGLang, a t2t serve). The learner writes each version it makes for the
+// engine (rolloutengine.Pusher), the engine loads the newest in the
+// background, and only a loaded version is published; rollouts sample the
+// newest loaded version by its own model name (an adapter, "t2t-vN"), so a
+// group's version is the one it came from. A failed load is logged and
+// leaves the learner alone; the engine failing to load the first version
+// ends the run (a *rolloutengine.EngineError).
 //
 // Flow (flow.go): dispatch is paced by the learner (Options.MaxLag, the
 // actors' bounded staleness): a unit goes out only while its groups can

@@ -24,7 +24,12 @@ func (r *run) evalStage(ctx context.Context, stage int, rep *StageReport) error 
 	}{{store.SplitVal, r.val}, {store.SplitEvalPaper, r.eval}} {
 		var buckets map[store.Key]store.Counts
 		if stage < 0 {
-			res, err := evalResult(r.pol, r.opt.RunID, stage, split.name, split.name, split.ins, actors.EvalSeed(r.opt.Seed, stage), r.pol.Version(), "")
+			version, play, release, err := r.hold(ctx)
+			if err != nil {
+				return fmt.Errorf("%s before the first stage: %w", split.name, err)
+			}
+			res, err := evalResult(r.pol, play, r.opt.RunID, stage, split.name, split.name, split.ins, actors.EvalSeed(r.opt.Seed, stage), version, "")
+			release()
 			if err != nil {
 				return fmt.Errorf("%s before the first stage: %w", split.name, err)
 			}

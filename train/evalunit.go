@@ -49,10 +49,11 @@ func evalOptions(pol Policy, seed uint64) evaluate.PlayOptions {
 	return evaluate.PlayOptions{Seed: seed, PerInstance: per}
 }
 
-// evalResult plays ins with pol (at version) as the evaluation of stage
-// does and returns the outcome record of unit unitID of split.
-func evalResult(pol Policy, runID string, stage int, split, unitID string, ins []*env.Instance, seed uint64, version int64, configVersion string) (store.UnitResult, error) {
-	eps, err := evaluate.PlayEpisodes(pol, ins, evalOptions(pol, seed))
+// evalResult plays ins with play (pol at version, or that version at a
+// rollout engine) as the evaluation of stage does and returns the outcome
+// record of unit unitID of split.
+func evalResult(pol Policy, play evaluate.Player, runID string, stage int, split, unitID string, ins []*env.Instance, seed uint64, version int64, configVersion string) (store.UnitResult, error) {
+	eps, err := evaluate.PlayEpisodes(play, ins, evalOptions(pol, seed))
 	if err != nil {
 		return store.UnitResult{}, err
 	}
@@ -83,13 +84,13 @@ func (e *unitExecutor) runEval(ctx context.Context, u actors.WorkUnit) (unitRun,
 			return unitRun{}, fmt.Errorf("evaluation unit %s: %w", u.UnitID, err)
 		}
 	}
-	version, release, err := e.hold(ctx, u)
+	version, play, release, err := e.hold(ctx, u)
 	if err != nil {
 		return unitRun{}, fmt.Errorf("evaluation unit %s: policy: %w", u.UnitID, err)
 	}
 	_, es := e.traces.start(ctx, telemetry.SpanEval, attribute.String(telemetry.AttrSplit, u.Split),
 		attribute.Int64(telemetry.AttrPolicyVersion, version))
-	out.result, err = evalResult(e.pol, e.runID, u.Stage, u.Split, u.UnitID, ins, u.Seed, version, u.ConfigVersion)
+	out.result, err = evalResult(e.pol, play, e.runID, u.Stage, u.Split, u.UnitID, ins, u.Seed, version, u.ConfigVersion)
 	release()
 	es.End()
 	if err != nil {

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,7 +19,9 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
+	"github.com/t2t-lab/t2t/rolloutengine"
 )
 
 // DeviceHelp describes the --device flag of the commands with a model.
@@ -33,6 +37,7 @@ type Flags struct {
 	WarmStart, Hidden, Device, ModelDir string
 	Prompt                              string
 	Instances, BCSteps, MaxNewTokens    int
+	LoRARank, RewardL1, RewardL2        int
 	MistakeRate, LR                     float64
 	Verbose, Thinking                   bool
 	Engineer                            EngineerSpec
@@ -41,6 +46,18 @@ type Flags struct {
 	Telemetry                           telemetry.Flags
 	// Redis is --redis and its password (Redis.URL() has it).
 	Redis store.Flags
+	// Rollout is the rollout engine of an LLM policy (--rollout-*).
+	Rollout RolloutFlags
+}
+
+// RolloutFlags are the --rollout-* flags: the inference engine an LLM
+// policy's rollouts sample at, to which the learner pushes every version
+// (rolloutengine).
+type RolloutFlags struct {
+	Engine, URL, Dir, Model string
+	// APIKey is sent to the engine; "" takes $T2T_API_KEY
+	// (rolloutengine.APIKeyEnv). t2t node sets its --api-key here.
+	APIKey string
 }
 
 // Register binds f to fs.
@@ -78,8 +95,23 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.MaxNewTokens, "max-new-tokens", 512, "--policy qwen3: most tokens per answer")
 	fs.BoolVar(&f.Thinking, "thinking", false, "--policy qwen3: let the model think (<think>…</think>) before answering")
 	fs.StringVar(&f.Prompt, "prompt", env.PromptFull, "--policy qwen3: "+env.PromptStyleHelp)
+	fs.IntVar(&f.LoRARank, "lora-rank", 0, "--policy qwen3: train LoRA adapters of this rank (α = 2·rank, all seven projections) with the base weights frozen; 0: all weights")
+	dr := env.DefaultRewardConfig()
+	fs.IntVar(&f.RewardL1, "reward-l1", dr.L1, "--policy qwen3: the length reward R_len is 0 up to this many completion tokens, then falls linearly")
+	fs.IntVar(&f.RewardL2, "reward-l2", dr.L2, "--policy qwen3: … to −1 at this many tokens (the paper's L1 and L2 for a 4096-token budget)")
+	f.registerRollout(fs)
 	f.registerEngineer(fs)
 	f.Engine.Register(fs)
+}
+
+// registerRollout binds the --rollout-* flags.
+func (f *Flags) registerRollout(fs *flag.FlagSet) {
+	r := &f.Rollout
+	fs.StringVar(&r.Engine, "rollout-engine", "", "--policy qwen3: sample every rollout at this inference engine, t2t (a t2t serve), vllm or sglang, and push each policy version to it\n"+
+		"(with --lora-rank: a LoRA adapter, which vllm needs; sglang: a full checkpoint; t2t: either); default: none, rollouts sample in this process (or at t2t node --serve-addr)")
+	fs.StringVar(&r.URL, "rollout-url", "", "--rollout-engine: the engine's URL, http://host:port or http://host:port/v1 (API key from $"+rolloutengine.APIKeyEnv+")")
+	fs.StringVar(&r.Dir, "rollout-dir", "", "--rollout-engine: directory each policy version is written to (DIR/v<N>), read by the engine under the same path")
+	fs.StringVar(&r.Model, "rollout-model", "", "--rollout-engine sglang, or t2t without --lora-rank: the model's name at the engine (sglang's --served-model-name or --model-path, t2t serve's --name)")
 }
 
 // registerEngineer binds the --strategy llm settings.
@@ -110,7 +142,9 @@ type Setup struct {
 	Policy   Policy
 	Strategy engineer.Strategy
 	Logger   *slog.Logger
-	close    func() error
+	// RolloutEngine is the pusher of --rollout-engine (nil: none).
+	RolloutEngine *rolloutengine.Pusher
+	close         func() error
 }
 
 // Close releases the policy's model (a torch worker) and a base engineer's.
@@ -126,6 +160,7 @@ func (s *Setup) Close() error {
 func (f *Flags) Options(s *Setup, out io.Writer) Options {
 	o := f.Opt
 	o.Config, o.Strategy, o.Out, o.Logger = s.Config, s.Strategy, out, s.Logger
+	o.RolloutEngine = s.RolloutEngine
 	return o
 }
 
@@ -152,6 +187,10 @@ func (f *Flags) Build(ctx context.Context, logger *slog.Logger, out io.Writer) (
 	if err != nil {
 		return nil, err
 	}
+	push, err := f.rolloutEngine(logger)
+	if err != nil {
+		return nil, err
+	}
 	pol, closePol, err := NewPolicy(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -161,9 +200,41 @@ func (f *Flags) Build(ctx context.Context, logger *slog.Logger, out io.Writer) (
 		_ = closePol()
 		return nil, err
 	}
-	return &Setup{Config: cfg, Policy: pol, Strategy: strat, Logger: logger, close: func() error {
+	return &Setup{Config: cfg, Policy: pol, Strategy: strat, Logger: logger, RolloutEngine: push, close: func() error {
 		return errors.Join(closeEng(), closePol())
 	}}, nil
+}
+
+// rolloutFlag is the flag of each rolloutengine.Config field.
+var rolloutFlag = map[string]string{"Kind": "rollout-engine", "URL": "rollout-url", "Dir": "rollout-dir", "Model": "rollout-model"}
+
+// rolloutEngine is the pusher of the --rollout-* flags (nil without
+// --rollout-engine). Bad flags are *OptionError.
+func (f *Flags) rolloutEngine(logger *slog.Logger) (*rolloutengine.Pusher, error) {
+	r := f.Rollout
+	if r.Engine == "" {
+		if r.URL != "" || r.Dir != "" || r.Model != "" {
+			return nil, &OptionError{Field: "rollout-engine", Reason: "needed by --rollout-url, --rollout-dir and --rollout-model: want " + strings.Join(rolloutengine.Kinds, ", ")}
+		}
+		return nil, nil
+	}
+	if f.Policy != PolicyQwen3 {
+		return nil, &OptionError{Field: "rollout-engine", Value: r.Engine, Reason: "pushes an LLM policy: needs --policy qwen3"}
+	}
+	kind := strings.ToLower(strings.TrimSpace(r.Engine))
+	cfg := rolloutengine.Config{Kind: kind, URL: r.URL, Dir: r.Dir, Model: r.Model, APIKey: cmp.Or(r.APIKey, os.Getenv(rolloutengine.APIKeyEnv)),
+		Adapters: f.LoRARank > 0 && kind != rolloutengine.SGLang}
+	p, err := rolloutengine.New(cfg, logger)
+	var ce *rolloutengine.ConfigError
+	switch {
+	case err == nil:
+		return p, nil
+	case errors.As(err, &ce) && ce.Field == "Adapters":
+		return nil, &OptionError{Field: "rollout-engine", Value: r.Engine, Reason: "needs --lora-rank R > 0: " + ce.Reason, Err: err}
+	case errors.As(err, &ce) && rolloutFlag[ce.Field] != "":
+		return nil, &OptionError{Field: rolloutFlag[ce.Field], Value: ce.Value, Reason: ce.Reason, Err: err}
+	}
+	return nil, causeError("", err)
 }
 
 // config reads the stage-0 config.
@@ -227,6 +298,22 @@ func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (
 			return spec, &OptionError{Field: "prompt", Value: strconv.Quote(f.Prompt), Reason: "want full or compact"}
 		}
 		spec.Text.MaxNewTokens, spec.Text.Thinking = f.MaxNewTokens, f.Thinking
+		if f.RewardL1 < 0 || f.RewardL2 <= f.RewardL1 {
+			return spec, &OptionError{Field: "reward-l2", Value: f.RewardL2, Reason: fmt.Sprintf("must exceed --reward-l1 (%d), which must be ≥ 0", f.RewardL1)}
+		}
+		spec.Text.Reward = env.DefaultRewardConfig()
+		spec.Text.Reward.L1, spec.Text.Reward.L2 = f.RewardL1, f.RewardL2
+		switch {
+		case f.LoRARank < 0:
+			return spec, &OptionError{Field: "lora-rank", Value: f.LoRARank, Reason: "must be ≥ 0"}
+		case f.LoRARank > 0 && f.Opt.Resume:
+			return spec, &OptionError{Field: "lora-rank", Value: f.LoRARank, Reason: "cannot --resume: a checkpoint holds the merged weights, not the adapters"}
+		case f.LoRARank > 0:
+			spec.LoRA = &qwen3.LoRAConfig{Rank: f.LoRARank, Alpha: float64(2 * f.LoRARank), Targets: slices.Clone(qwen3.LoRATargets)}
+		}
+	}
+	if f.LoRARank != 0 && f.Policy != PolicyQwen3 {
+		return spec, &OptionError{Field: "lora-rank", Value: f.LoRARank, Reason: "trains an LLM policy's adapters: needs --policy qwen3"}
 	}
 	return spec, nil
 }

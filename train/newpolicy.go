@@ -12,6 +12,7 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/torch"
 )
@@ -68,6 +69,10 @@ type PolicySpec struct {
 	// Text are a qwen3 policy's options (start from
 	// textpolicy.DefaultOptions()); GRPO.GroupSize is set to GroupSize.
 	Text textpolicy.Options
+	// LoRA, when set, attaches LoRA adapters to a qwen3 policy's model
+	// (seeded by Seed) and freezes its base weights: updates train the
+	// adapters only. Nil: all weights train.
+	LoRA *qwen3.LoRAConfig
 
 	// Endpoint is an EndpointPolicy's client of the learner node's
 	// OpenAI-compatible endpoint.
@@ -203,6 +208,12 @@ func newTextPolicy(ctx context.Context, spec PolicySpec) (Policy, func() error, 
 	lm, err := textpolicy.OpenLM(ctx, es, spec.ModelDir)
 	if err != nil {
 		return nil, nil, EngineError("model", err)
+	}
+	if spec.LoRA != nil {
+		if err := lm.Model.AddLoRA(*spec.LoRA, spec.Seed); err != nil {
+			_ = lm.Close()
+			return nil, nil, causeError("lora-rank", err)
+		}
 	}
 	o := spec.Text
 	if o.GRPO.LR == 0 { // no GRPO settings yet: textpolicy's defaults, then the spec's

@@ -13,6 +13,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/rolloutengine"
 )
 
 // ErrOptions marks invalid run options.
@@ -147,6 +148,13 @@ type Options struct {
 	// Cluster connects the run to rollouts on other nodes (t2t node); the
 	// zero value keeps the run in this process. See Cluster.
 	Cluster Cluster
+	// RolloutEngine, when set, is the inference engine every rollout of an
+	// LLM policy samples at (vLLM, SGLang or a t2t serve), here and on other
+	// nodes: the learner writes each version it makes for the engine, which
+	// loads it, and only a version the engine serves is published (push.go).
+	// Default: none, rollouts sample the policy in this process (or through
+	// Cluster.Endpoint on other nodes).
+	RolloutEngine *rolloutengine.Pusher
 	// OnState, when set, sees every run state the run records in Redis
 	// (store.RunState: stage, phase, policy and config version; see
 	// state.go). It is called from the actors' goroutines and must not block.

@@ -73,6 +73,13 @@ type RunSpec struct {
 	MaxTokens int                `json:"max_tokens,omitempty"`
 	Thinking  bool               `json:"thinking,omitempty"`
 	Prompt    *env.PromptOptions `json:"prompt,omitempty"`
+	// ModelPrefix, when set, names the model each policy version is served
+	// as at Endpoint (EndpointPolicy.ModelPrefix): a rollout engine's LoRA
+	// adapters, "t2t-v<N>".
+	ModelPrefix string `json:"model_prefix,omitempty"`
+	// Reward is an LLM policy's reward when it is not
+	// env.DefaultRewardConfig() (the rollouts compute it).
+	Reward *env.RewardConfig `json:"reward,omitempty"`
 }
 
 // SpecOf describes a run of pol under opt (after defaults) for rollout
@@ -86,7 +93,7 @@ func SpecOf(opt Options, pol Policy) (RunSpec, error) {
 		cfg, ro := p.Net.Config(), p.Rollout
 		s.GridNet, s.Rollout = &cfg, &ro
 	case *textpolicy.Policy:
-		if err := endpointSpec(&s, opt.Cluster, p); err != nil {
+		if err := endpointSpec(&s, opt.Cluster, opt.RolloutEngine, p); err != nil {
 			return RunSpec{}, err
 		}
 	default:
@@ -117,6 +124,9 @@ func (s RunSpec) NewPolicy(device, apiKey string) (Policy, error) {
 	pol, _, err := NewPolicy(context.Background(), ps)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", s.RunID, err)
+	}
+	if ep, ok := pol.(*EndpointPolicy); ok {
+		ep.ModelPrefix = s.ModelPrefix
 	}
 	return pol, nil
 }
@@ -260,7 +270,7 @@ func (p *PolicyStore) LoadLatest(ctx context.Context, runID string, pol Policy, 
 			pt.version.Store(v)
 			return v, nil
 		case *EndpointPolicy:
-			pt.version.Store(v) // the endpoint serves the learner's weights
+			pt.version.Store(v) // the endpoint serves the learner's weights, or v is loaded at the rollout engine
 			return v, nil
 		case *GridPolicy:
 			w, err := p.Weights(ctx, runID, v)

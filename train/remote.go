@@ -14,6 +14,7 @@ import (
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/cluster/telemetry"
+	"github.com/t2t-lab/t2t/evaluate"
 )
 
 // Cluster connects a run to rollouts on other nodes (t2t node). The zero
@@ -92,6 +93,20 @@ func (c *Cluster) publish(runID string, pol Policy, logger *slog.Logger) {
 	defer cancel()
 	if err := c.Policies.PublishPolicy(ctx, runID, pol); err != nil {
 		logger.Error("train: policy not published", "version", pol.Version(), "error", err)
+	}
+}
+
+// publishVersion publishes version v of run runID, a version without
+// weights in Redis (an LLM's weights are at its endpoint or rollout engine),
+// logging a failure as publish does.
+func (c *Cluster) publishVersion(runID string, v int64, logger *slog.Logger) {
+	if c.Policies == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	if err := c.Policies.Publish(ctx, runID, v, nil); err != nil {
+		logger.Error("train: policy not published", "version", v, "error", err)
 	}
 }
 
@@ -245,7 +260,7 @@ func (rr *RemoteRunner) runFor(ctx context.Context, runID string) (*remoteRun, e
 	}
 	r := &remoteRun{spec: spec, pol: pol}
 	r.exec = unitExecutor{runID: spec.RunID, seed: spec.Seed, groupSize: spec.GroupSize, pol: pol, st: rr.st, metrics: rr.metrics,
-		traces: newStageTraces(rr.tracer, spec.RunID), acquire: func(ctx context.Context, u actors.WorkUnit) (int64, func(), error) {
+		traces: newStageTraces(rr.tracer, spec.RunID), acquire: func(ctx context.Context, u actors.WorkUnit) (int64, evaluate.Player, func(), error) {
 			return rr.acquire(ctx, r, u)
 		}, wire: true}
 	r.have.Store(-1)
@@ -321,16 +336,16 @@ func (rr *RemoteRunner) RunUnit(ctx context.Context, u actors.WorkUnit) (actors.
 // node heard it and the version u was issued at (the store's newest when
 // the learner's is not known here), and holds it for a chunk of u: the
 // returned func releases it.
-func (rr *RemoteRunner) acquire(ctx context.Context, r *remoteRun, u actors.WorkUnit) (int64, func(), error) {
+func (rr *RemoteRunner) acquire(ctx context.Context, r *remoteRun, u actors.WorkUnit) (int64, evaluate.Player, func(), error) {
 	want := rr.learner() // < 0: not known here, ask the store
 	if want >= 0 {
 		want = max(want, u.PolicyVersion)
 	}
 	if err := rr.sync(ctx, r, want); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	r.use.RLock()
-	return r.pol.Version(), r.use.RUnlock, nil
+	return r.pol.Version(), r.pol, r.use.RUnlock, nil
 }
 
 func (rr *RemoteRunner) runUnit(ctx context.Context, u actors.WorkUnit) (actors.UnitDone, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -43,6 +44,10 @@ type run struct {
 	// per stage (flow.go).
 	flow flowTracker
 
+	// push is the rollout engine every rollout samples at (nil: none;
+	// push.go).
+	push *pushRun
+
 	mu         sync.Mutex
 	stageStart time.Time
 	learn      learnAcc
@@ -60,7 +65,7 @@ func (r *run) lost(err error) {
 }
 
 // Update implements actors.Updater.
-func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
+func (r *run) Update(ctx context.Context, groups []actors.Group) (int64, error) {
 	t0, before := time.Now(), r.pol.Version()
 	rgs := make([]learner.ReplayedGroup, 0, len(groups))
 	for i := range groups {
@@ -87,7 +92,7 @@ func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
 		}
 		return r.pol.Version(), err
 	}
-	r.opt.Cluster.publish(r.opt.RunID, r.pol, r.opt.Logger)
+	r.published(ctx, before)
 	d, c := time.Since(t0), countBatch(groups, before)
 	r.opt.Metrics.ObserveLearnerStep(d, span.SpanContext())
 	r.mu.Lock()
@@ -98,6 +103,29 @@ func (r *run) Update(_ context.Context, groups []actors.Group) (int64, error) {
 	}
 	r.opt.Logger.Info("train: update", updateMetrics(c, st, sig, r.pol.Version(), d).attrs()...)
 	return r.pol.Version(), nil
+}
+
+// published publishes the policy after an update from version before: to
+// the rollout engine when the update made a version (Redis learns of it
+// once the engine loaded it), else straight to Redis.
+func (r *run) published(ctx context.Context, before int64) {
+	if r.push == nil {
+		r.opt.Cluster.publish(r.opt.RunID, r.pol, r.opt.Logger)
+		return
+	}
+	if v := r.pol.Version(); v > before {
+		r.push.written(ctx, v, r.gate != nil)
+	}
+}
+
+// hold returns the policy version the run's own evaluation plays, what
+// plays it (the policy, or that version at the rollout engine) and the
+// func that lets it go.
+func (r *run) hold(ctx context.Context) (int64, evaluate.Player, func(), error) {
+	if r.push == nil {
+		return r.pol.Version(), r.pol, func() {}, nil
+	}
+	return r.push.acquire(ctx, actors.WorkUnit{})
 }
 
 // Run trains pol for opt.Stages stages, recording everything in st. With
@@ -147,11 +175,20 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 			return r.res, nil
 		}
 	}
+	if opt.RolloutEngine != nil {
+		if r.push, err = startPush(ctx, opt, pol); err != nil {
+			return nil, err
+		}
+		defer r.push.stop()
+	}
 	if opt.Deterministic {
 		r.gate = newDetGate(ctx, pol, opt.LearnerBatch, cancel)
 	}
 	r.units = localExecutor(opt, pol, st)
 	r.units.traces, r.units.gate, r.units.lost = r.traces, r.gate, r.lost
+	if r.push != nil {
+		r.units.acquire = r.push.acquire
+	}
 	printHeader(opt.Out)
 	if !opt.Resume {
 		r.res.Initial.Stage = -1

@@ -12,6 +12,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -36,10 +37,11 @@ type unitExecutor struct {
 	// chunk > 0 plays a unit chunk instances at a time; 0 plays it whole.
 	chunk int
 	// acquire, when set, returns the policy version to play the next chunk
-	// of u with and a func to call once it is played (a rollout node holds
-	// its policy's weights still meanwhile). Unset, a chunk plays
-	// pol.Version() as it is.
-	acquire func(ctx context.Context, u actors.WorkUnit) (version int64, release func(), err error)
+	// of u with, what plays it (pol, or that version at a rollout engine)
+	// and a func to call once it is played (a rollout node holds its
+	// policy's weights still meanwhile, a rollout engine the version
+	// loaded). Unset, a chunk plays pol as it is, at pol.Version().
+	acquire func(ctx context.Context, u actors.WorkUnit) (version int64, play evaluate.Player, release func(), err error)
 	// gate orders a deterministic run's sampling (nil otherwise).
 	gate *detGate
 	// lost, when set, sees every error of the policy's Play (a lost compute
@@ -140,12 +142,12 @@ func (e *unitExecutor) run(ctx context.Context, u actors.WorkUnit) (unitRun, err
 // playChunk plays chunk c of u (the instances part), adds its groups and
 // outcome to out and returns the policy version it played.
 func (e *unitExecutor) playChunk(ctx context.Context, u actors.WorkUnit, c int, part []*env.Instance, out *unitRun) (int64, error) {
-	version, release, err := e.hold(ctx, u)
+	version, play, release, err := e.hold(ctx, u)
 	if err != nil {
 		return 0, fmt.Errorf("unit %s: policy: %w", u.UnitID, err)
 	}
 	_, ss := e.traces.start(ctx, telemetry.SpanSample, attribute.Int64(telemetry.AttrPolicyVersion, version))
-	ro, err := e.pol.Play(part, e.groupSize, 1, actors.ChunkSeed(u.Seed, c))
+	ro, err := play.Play(part, e.groupSize, 1, actors.ChunkSeed(u.Seed, c))
 	release()
 	ss.SetAttributes(attribute.Int(telemetry.AttrSamples, len(part)*e.groupSize))
 	ss.End()
@@ -167,11 +169,12 @@ func (e *unitExecutor) playChunk(ctx context.Context, u actors.WorkUnit, c int, 
 	return version, nil
 }
 
-// hold returns the policy version to play the next part of u with and the
-// func that lets it go once played: acquire's, or the policy as it is.
-func (e *unitExecutor) hold(ctx context.Context, u actors.WorkUnit) (int64, func(), error) {
+// hold returns the policy version to play the next part of u with, what
+// plays it and the func that lets it go once played: acquire's, or the
+// policy as it is.
+func (e *unitExecutor) hold(ctx context.Context, u actors.WorkUnit) (int64, evaluate.Player, func(), error) {
 	if e.acquire == nil {
-		return e.pol.Version(), func() {}, nil
+		return e.pol.Version(), e.pol, func() {}, nil
 	}
 	return e.acquire(ctx, u)
 }

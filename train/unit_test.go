@@ -9,6 +9,7 @@ import (
 
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/evaluate"
 )
 
 // TestUnitGroupsCarryInstances: in one process a unit's groups carry their
@@ -96,10 +97,10 @@ func TestUnitChunksSeeds(t *testing.T) {
 	var acquired []int64
 	e := localExecutor(Options{RunID: "chunked", Seed: seed, GroupSize: 2}, pol, openStore(t))
 	e.chunk = 4
-	e.acquire = func(context.Context, actors.WorkUnit) (int64, func(), error) {
+	e.acquire = func(context.Context, actors.WorkUnit) (int64, evaluate.Player, func(), error) {
 		v := int64(len(acquired) + 3)
 		acquired = append(acquired, v)
-		return v, func() {}, nil
+		return v, pol, func() {}, nil
 	}
 	chunked, err := e.run(ctx, u)
 	if err != nil {

@@ -97,6 +97,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopTel()
 	cfg.Tracer = tel.Tracer("t2t/node")
+	tf.Rollout.APIKey = cfg.Serve.APIKey // the key every node sends (--api-key), to a rollout engine too
 	run := &daemon.RunSetup{RunID: tf.Opt.RunID, Build: func(logger *slog.Logger, out io.Writer) (*daemon.Training, error) {
 		s, err := tf.Build(ctx, logger, out)
 		if err != nil {

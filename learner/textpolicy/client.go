@@ -154,6 +154,16 @@ func (c *Client) Play(ins []*env.Instance, groupSize int, temperature float64, s
 	return c.PlayContext(context.Background(), ins, groupSize, temperature, seed)
 }
 
+// PlayModel plays as PlayContext does, naming model instead of Options.Model in every request:
+// one client samples each policy version an inference engine serves under its own name (a LoRA
+// adapter, "t2t-v3"), with one length schedule for them all. "" names Options.Model.
+func (c *Client) PlayModel(ctx context.Context, model string, ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
+	if strings.TrimSpace(model) == "" {
+		model = c.o.Model
+	}
+	return c.play(ctx, model, ins, groupSize, temperature, seed)
+}
+
 // clientChoice is one completion as the endpoint returned it.
 type clientChoice struct {
 	text   string
@@ -165,6 +175,11 @@ type clientChoice struct {
 // PlayContext plays groupSize completions per instance (see Client); the first failure
 // cancels the requests still running and is returned.
 func (c *Client) PlayContext(ctx context.Context, ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
+	return c.play(ctx, c.o.Model, ins, groupSize, temperature, seed)
+}
+
+// play is PlayContext with the model id of the requests.
+func (c *Client) play(ctx context.Context, model string, ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	if groupSize < 1 {
 		return nil, &OptionError{"groupSize", groupSize, "must be ≥ 1"}
 	}
@@ -193,7 +208,7 @@ func (c *Client) PlayContext(ctx context.Context, ins []*env.Instance, groupSize
 				return
 			}
 			defer func() { <-sem }()
-			res, err := c.complete(ctx, in, groupSize, temperature, clientSeed(seed, i))
+			res, err := c.complete(ctx, model, in, groupSize, temperature, clientSeed(seed, i))
 			if err != nil {
 				errOnce.Do(func() { firstErr = err; cancel() })
 				return
@@ -275,10 +290,10 @@ type clientResponse struct {
 	} `json:"usage"`
 }
 
-// complete asks for n completions of in's prompt, retrying failed calls.
-func (c *Client) complete(ctx context.Context, in *env.Instance, n int, temperature float64, seed int64) ([]clientChoice, error) {
+// complete asks model for n completions of in's prompt, retrying failed calls.
+func (c *Client) complete(ctx context.Context, model string, in *env.Instance, n int, temperature float64, seed int64) ([]clientChoice, error) {
 	req := clientRequest{
-		Model: c.o.Model, N: n, Temperature: temperature, MaxTokens: c.o.MaxTokens, Seed: seed,
+		Model: model, N: n, Temperature: temperature, MaxTokens: c.o.MaxTokens, Seed: seed,
 		Messages: []clientMessage{{Role: "user", Content: env.RenderPrompt(in, c.o.Prompt)}},
 	}
 	if c.o.TopP > 0 && c.o.TopP < 1 {
@@ -299,7 +314,7 @@ func (c *Client) complete(ctx context.Context, in *env.Instance, n int, temperat
 	for attempt := 1; ; attempt++ {
 		data, status, msg, err := c.post(ctx, body)
 		if err == nil && status/100 == 2 {
-			return c.decode(data, in, n)
+			return c.decode(data, model, in, n)
 		}
 		last = &EndpointError{URL: c.url, StatusCode: status, Message: msg, Attempts: attempt, Err: err}
 		retryable := err != nil || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
@@ -362,8 +377,8 @@ func (c *Client) post(ctx context.Context, body []byte) ([]byte, int, string, er
 	return data, resp.StatusCode, "", nil
 }
 
-// decode reads the n choices of a response.
-func (c *Client) decode(data []byte, in *env.Instance, n int) ([]clientChoice, error) {
+// decode reads the n choices of a response from model.
+func (c *Client) decode(data []byte, model string, in *env.Instance, n int) ([]clientChoice, error) {
 	var r clientResponse
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, &EndpointError{URL: c.url, StatusCode: http.StatusOK, Message: "undecodable response: " + err.Error(), Attempts: 1}
@@ -389,7 +404,7 @@ func (c *Client) decode(data []byte, in *env.Instance, n int) ([]clientChoice, e
 					id, ok := strings.CutPrefix(t.Token, "token_id:")
 					v, err := strconv.ParseInt(id, 10, 32)
 					if !ok || err != nil {
-						return nil, &LogProbsError{Model: c.o.Model, Instance: in.ID, Reason: fmt.Sprintf("token %q is not a token id: the server ignores return_tokens_as_token_ids", t.Token)}
+						return nil, &LogProbsError{Model: model, Instance: in.ID, Reason: fmt.Sprintf("token %q is not a token id: the server ignores return_tokens_as_token_ids", t.Token)}
 					}
 					cc.ids = append(cc.ids, int32(v))
 					cc.lps = append(cc.lps, float32(t.Logprob))
@@ -398,7 +413,7 @@ func (c *Client) decode(data []byte, in *env.Instance, n int) ([]clientChoice, e
 			continue
 		}
 		if c.o.RequireLogProbs {
-			return nil, &LogProbsError{Model: c.o.Model, Instance: in.ID, Reason: "the response has no logprobs.content: training needs the sampled token ids and their log-probs"}
+			return nil, &LogProbsError{Model: model, Instance: in.ID, Reason: "the response has no logprobs.content: training needs the sampled token ids and their log-probs"}
 		}
 		if r.Usage != nil {
 			cc.tokens = (r.Usage.CompletionTokens + n - 1) / n

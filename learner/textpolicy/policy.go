@@ -301,3 +301,10 @@ func (p *Policy) step(kind engine.StepKind, batch *learner.SeqBatch) (learner.Up
 func (p *Policy) Save(dir string) error {
 	return p.lm.Exclusive(func() error { return p.lm.Model.Save(dir, learner.STF32) })
 }
+
+// SaveAdapter writes the model's LoRA adapters as a PEFT adapter directory (adapter_config.json,
+// adapter_model.safetensors), while no generation or step runs: what vLLM's
+// /v1/load_lora_adapter and `t2t serve` load. It fails when the model has no adapters.
+func (p *Policy) SaveAdapter(dir string) error {
+	return p.lm.Exclusive(func() error { return p.lm.Model.SaveAdapter(dir) })
+}

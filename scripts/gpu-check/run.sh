@@ -12,15 +12,24 @@
 # Part 2: torch engine on CUDA, a Qwen3-4B-shaped random model, bf16 autocast over
 #   float32 master weights: a GRPO step (MFU, tokens/s, torch.cuda.max_memory_allocated),
 #   LoRA r16, decode tokens/s at B=32.
-# Part 3: the same on GoMLX's XLA backend, as far as the budget allows.
+# Part 3 (optional, only where `python3 -c "import vllm"` works): vLLM's runtime
+#   LoRA API as t2t's policy push drives it: a vLLM server with --enable-lora on a
+#   tiny HF checkpoint, `t2t train --rollout-engine vllm` against it (version 0
+#   loaded as adapter t2t-v0, rollouts and evaluation sampled through it), then a
+#   load, a chat completion through the adapter with token-id log-probs, and an
+#   unload by hand. Without vLLM it says so and goes on.
+# Part 4: the benchmarks on GoMLX's XLA backend, as far as the budget allows.
 # Results: $OUT/bench_*.json, nvidia-smi memory samples ($OUT/nvsmi_*.csv, peak
-# in $OUT/nvsmi_*.peak). Every part is bounded by `timeout` and a failing part
-# does not stop the others; the whole script is sized to finish in about 8
-# minutes (BUDGET_S, default 470 s: a part that no longer fits is skipped and
-# says so).
+# in $OUT/nvsmi_*.peak), $OUT/vllm_server.log. Every part is bounded by `timeout`
+# and a failing part does not stop the others; the whole script is sized to
+# finish in about 8 minutes (BUDGET_S, default 470 s: a part that no longer fits
+# is skipped and says so). PARTS (default parity,torch,vllm,xla) picks the parts:
+# PARTS=vllm runs the vLLM check alone.
 set -uo pipefail
 T2T=${1:-./t2t}
 BUDGET_S=${BUDGET_S:-470}
+PARTS=${PARTS:-parity,torch,vllm,xla}
+part() { [[ ",$PARTS," == *",$1,"* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$out"
@@ -31,6 +40,7 @@ export GOMLX_NO_AUTO_INSTALL=1 GOPJRT_CUDA_CHECKS=0 XLA_FLAGS="--xla_gpu_cuda_da
 have_xla=0
 if [ -n "$plugin" ] && [ -f "$plugin" ]; then have_xla=1; fi
 
+if part parity; then
 echo "== part 1: parity (tiny model) =="
 if "$T2T" model init --preset tiny --out "$out/tiny" --seed 7; then
 	"$T2T" model logits --model "$out/tiny" --texts "$here/texts.txt" > "$out/logits_cpu.jsonl" \
@@ -53,6 +63,7 @@ fi
 echo "-- the torch worker's Python tests on $(command -v python3) (CUDA, transformers, PEFT)"
 (cd "$here/../../learner/torch/worker" && timeout 120 python3 -m unittest discover -s tests -v) > "$out/worker_tests.txt" 2>&1
 echo "worker tests: exit $? ($(tail -1 "$out/worker_tests.txt"))"
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.csv" || true
 
 # bench NAME TIMEOUT_S ARGS...: runs `t2t bench ARGS --json` into $out/bench_NAME.json while
@@ -81,14 +92,85 @@ bench() {
 	return 0
 }
 
+if part torch; then
 echo "== part 2: torch engine on CUDA (4b-shape, bf16 autocast, float32 master weights) =="
 tpeak=(--peak-tflops 989 --peak-label "H200 SXM dense BF16 tensor-core peak")
 torch=(--engine torch --device cuda --autocast bf16)
 bench torch_grpo_4b 150 grpo --preset 4b-shape "${torch[@]}" --batch 8 --prompt-len 512 --completion-len 512 --micro-batch 2 --steps 2 "${tpeak[@]}"
 bench torch_grpo_4b_lora16 90 grpo --preset 4b-shape "${torch[@]}" --batch 8 --prompt-len 512 --completion-len 512 --micro-batch 4 --lora-rank 16 --steps 2 "${tpeak[@]}"
 bench torch_decode_4b 80 decode --preset 4b-shape "${torch[@]}" --batch 32 --prompt-len 512 --new-tokens 256
+fi
 
-echo "== part 3: benchmarks (4b-shape random model on XLA) =="
+# vllm_check: part 3 (see the header). The server runs on a free port of 127.0.0.1 with the
+# tiny preset widened to head_dim 64 (vLLM's attention kernels take 64, not the tiny 16).
+vllm_check() {
+	local vdir="$out/vllm" port pid up=0 left=$((BUDGET_S - SECONDS))
+	if ! python3 -c "import vllm" >/dev/null 2>&1; then
+		echo "vllm does not import on $(command -v python3): skipped"
+		return 0
+	fi
+	if [ "$left" -lt 200 ]; then
+		echo "vllm: skipped, ${left}s left of the ${BUDGET_S}s budget (PARTS=vllm runs it alone)"
+		return 0
+	fi
+	echo "vllm $(python3 -c 'import vllm; print(vllm.__version__)' 2>/dev/null)"
+	mkdir -p "$vdir"
+	"$T2T" model init --preset tiny --hidden 256 --heads 4 --kv-heads 2 --seed 7 --out "$vdir/model" > /dev/null || { echo "model init failed"; return 0; }
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	VLLM_ALLOW_RUNTIME_LORA_UPDATING=True timeout $((left - 10)) python3 -m vllm.entrypoints.openai.api_server \
+		--model "$vdir/model" --served-model-name base --host 127.0.0.1 --port "$port" --enable-lora --max-lora-rank 8 \
+		--max-loras 2 --max-model-len 4096 --gpu-memory-utilization 0.2 --enforce-eager > "$out/vllm_server.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 240); do
+		if curl -sf "http://127.0.0.1:$port/health" > /dev/null; then up=1; break; fi
+		kill -0 "$pid" 2> /dev/null || break
+		sleep 1
+	done
+	if [ "$up" = 0 ]; then
+		echo "vllm did not come up; the end of its log:"
+		tail -30 "$out/vllm_server.log"
+		kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null
+		return 0
+	fi
+	local api="http://127.0.0.1:$port/v1" rc=0
+	echo "-- t2t train --rollout-engine vllm --rollout-url $api (LoRA rank 4, one stage)"
+	timeout 150 "$T2T" train --policy qwen3 --model "$vdir/model" --prompt compact --max-new-tokens 16 --stages 1 --instances 4 \
+		--instances-per-unit 2 --group 2 --learner-batch 2 --val-per-size 1 --eval-per-size 1 --strategy fixed \
+		--reward-l1 4 --reward-l2 64 --lora-rank 4 --rollout-engine vllm --rollout-url "$api" --rollout-dir "$vdir/push" -v \
+		> "$vdir/train.out" 2> "$vdir/train.err" || rc=$?
+	echo "t2t train: exit $rc"
+	grep -E "^rollout engine|done in" "$vdir/train.out"
+	grep -E 'msg="rollout engine: (version loaded|version unloaded|load failed)|level=ERROR' "$vdir/train.err" | head -20
+	echo "chunks sampled through the engine: $(grep -c 'msg="rollout engine: sampled"' "$vdir/train.err")"
+	local adapter
+	adapter=$(ls -d "$vdir"/push/v* 2> /dev/null | tail -1)
+	if [ -n "$adapter" ]; then
+		echo "-- by hand: load $adapter as gpu-check, sample it with token-id log-probs, unload it"
+		curl -s -w ' [HTTP %{http_code}]\n' -X POST "$api/load_lora_adapter" -H 'Content-Type: application/json' \
+			-d "{\"lora_name\": \"gpu-check\", \"lora_path\": \"$adapter\"}"
+		curl -s "$api/models" | python3 -c 'import json, sys; print("models:", [m["id"] for m in json.load(sys.stdin)["data"]])'
+		curl -s "$api/chat/completions" -H 'Content-Type: application/json' -d '{"model": "gpu-check", "messages": [{"role": "user", "content": "Agent 0: UP"}],
+			"max_tokens": 4, "logprobs": true, "return_tokens_as_token_ids": true, "chat_template_kwargs": {"enable_thinking": false}}' |
+			python3 -c 'import json, sys; r = json.load(sys.stdin); print("completion through gpu-check:", [t["token"] for t in r["choices"][0]["logprobs"]["content"]] if "choices" in r else r)'
+		curl -s -w ' [HTTP %{http_code}]\n' -X POST "$api/unload_lora_adapter" -H 'Content-Type: application/json' -d '{"lora_name": "gpu-check"}'
+		curl -s -w ' [HTTP %{http_code}] (again: want 404, or 400 before vLLM 0.10)\n' -X POST "$api/unload_lora_adapter" \
+			-H 'Content-Type: application/json' -d '{"lora_name": "gpu-check"}'
+		curl -s "$api/models" | python3 -c 'import json, sys; print("models:", [m["id"] for m in json.load(sys.stdin)["data"]])'
+	fi
+	kill "$pid" 2> /dev/null
+	wait "$pid" 2> /dev/null
+	return 0
+}
+if part vllm; then
+	echo "== part 3: vLLM runtime LoRA adapters, driven by t2t's policy push (optional) =="
+	vllm_check
+fi
+
+if ! part xla; then
+	echo "done in ${SECONDS}s"
+	exit 0
+fi
+echo "== part 4: benchmarks (4b-shape random model on XLA) =="
 if [ $have_xla = 0 ]; then
 	echo "no jax CUDA PJRT plugin found: skipped the XLA benchmarks"
 	exit 0
