@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -67,6 +68,13 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Observe makes fn see every Redis command sent from now on, as
+// Options.ObserveCommand does, for a caller whose metrics exist only after
+// the Store opened. Call it before the Store is shared between goroutines.
+func (s *Store) Observe(fn func(ctx context.Context, command string, d time.Duration)) {
+	s.rdb.AddHook(observeHook(fn))
 }
 
 // URL reports the address of the Redis server, password redacted

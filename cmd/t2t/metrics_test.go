@@ -227,6 +227,15 @@ func TestTrainMetricsHTTP(t *testing.T) {
 				end[name+"_count"], end[name+`_bucket{le="+Inf"}`], end[name+"_sum"], want)
 		}
 	}
+	var redisOps float64 // the store's commands, timed per command
+	for k, v := range end {
+		if strings.HasPrefix(k, telemetry.MetricRedisSeconds+"_count{") {
+			redisOps += v
+		}
+	}
+	if redisOps == 0 {
+		t.Errorf("no %s observations: the store's Redis commands are not timed", telemetry.MetricRedisSeconds)
+	}
 	if _, ok := end[daemon.MetricLearnerWait]; !ok || rep.Coordinator.Window == 0 {
 		t.Errorf("no %s, or dispatch not paced (window %d)", daemon.MetricLearnerWait, rep.Coordinator.Window)
 	}

@@ -69,7 +69,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 
 // serveTrainHTTP serves t2t train's /healthz, /readyz (ready while the
 // stages run), /metrics and live page (the run in st), hooking them into
-// opt.
+// opt and into st's Redis commands.
 func serveTrainHTTP(addr, node string, opt *train.Options, st *store.Store, out io.Writer) (func(), error) {
 	runID := opt.RunID
 	if runID == "" {
@@ -79,6 +79,7 @@ func serveTrainHTTP(addr, node string, opt *train.Options, st *store.Store, out 
 	if err != nil {
 		return nil, err
 	}
+	st.Observe(opt.Metrics.ObserveRedis)
 	stop, err := daemon.ListenAndServe(addr, h, out, "t2t train: ")
 	return stop, err
 }
