@@ -13,7 +13,6 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -141,15 +140,7 @@ func TestEngineErrorSorts(t *testing.T) {
 // TestQwen3PolicyLearningRate: --lr reaches a qwen3 policy's optimizer
 // (it once stopped at the gridnet), and no --lr keeps textpolicy's 1e-6.
 func TestQwen3PolicyLearningRate(t *testing.T) {
-	dir := t.TempDir()
-	js, err := textpolicy.TinyTokenizerJSON(textpolicy.DefaultTinyVocab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := qwen3.Init(dir, qwen3.InitOptions{Preset: qwen3.PresetTiny, Seed: 1, Tokenizer: js,
-		TokenizerConfig: []byte(qwen3.TokenizerConfigJSON), ExactVocab: true}, nil); err != nil {
-		t.Fatal(err)
-	}
+	dir := tinyQwen3Dir(t)
 	for _, c := range []struct {
 		args []string
 		want float64
