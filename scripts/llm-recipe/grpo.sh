@@ -1,10 +1,10 @@
 #!/bin/sh
 # GRPO of an SFT checkpoint on 2-agent 3x3..5x5 instances, torch engine, as measured in the
 # README ("An LLM that learns here"): 12 stages at lr 1e-4 (seed 5), then 12 more from the last
-# checkpoint at lr 1e-4 (seed 6), then the held-out evaluation of the start and both ends.
+# checkpoint (seed 6), then 12 more (seed 7), then the held-out evaluation of the start and ends.
 # Resumable: rerun with RESUME=--resume after an interruption (finished phases: see ck1/ck2).
 #   MODEL=DIR  the SFT checkpoint (t2t sft --prompt compact ...)
-#   OUT=DIR    checkpoints go to OUT/ck1 and OUT/ck2
+#   OUT=DIR    checkpoints go to OUT/ck1, OUT/ck2 and OUT/ck3
 #   REDIS=URL  a real Redis that outlives the process (for --resume), e.g. redis://127.0.0.1:6399/0
 #   LR=X       the learning rate of both phases (default 1e-4)
 set -eu
@@ -21,7 +21,8 @@ run() { # $1 model, $2 seed, $3 checkpoint dir, $4 run id
 }
 run "$MODEL" 5 "$OUT/ck1" grpo1
 run "$OUT/ck1/stage-011" 6 "$OUT/ck2" grpo2
+run "$OUT/ck2/stage-011" 7 "$OUT/ck3" grpo3
 # Held-out evaluation (192 instances, greedy), before and after:
-for m in "$MODEL" "$OUT/ck1/stage-011" "$OUT/ck2/stage-011"; do
+for m in "$MODEL" "$OUT/ck1/stage-011" "$OUT/ck2/stage-011" "$OUT/ck3/stage-011"; do
 	$T2T sft --model "$m" --out "$OUT/eval-tmp" --steps 0 --eval 192 --eval-seed 99 --prompt compact --engine torch --threads 1 --autocast bf16 | sed -n 2p
 done
