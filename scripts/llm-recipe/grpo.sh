@@ -2,11 +2,11 @@
 # GRPO of an SFT checkpoint on 2-agent 3x3..5x5 instances, torch engine, as measured in the
 # README ("An LLM that learns here"): 12 stages at lr 1e-4 (seed 5), then 12 more from the last
 # checkpoint (seed 6), then 12 more (seed 7), then the held-out evaluation of the start and ends.
-# Resumable: rerun with RESUME=--resume after an interruption (finished phases: see ck1/ck2).
+# Resumable: rerun with RESUME=--resume after an interruption (a phase with its stage-011 is done).
 #   MODEL=DIR  the SFT checkpoint (t2t sft --prompt compact ...)
 #   OUT=DIR    checkpoints go to OUT/ck1, OUT/ck2 and OUT/ck3
 #   REDIS=URL  a real Redis that outlives the process (for --resume), e.g. redis://127.0.0.1:6399/0
-#   LR=X       the learning rate of both phases (default 1e-4)
+#   LR=X       the learning rate of every phase (default 1e-4)
 set -eu
 : "${MODEL:?set MODEL to the SFT checkpoint}" "${OUT:?set OUT}" "${REDIS:?set REDIS}"
 T2T=${T2T:-t2t}
