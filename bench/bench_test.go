@@ -14,6 +14,7 @@ import (
 	"github.com/t2t-lab/t2t/internal/testutil"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
@@ -22,7 +23,7 @@ import (
 // simulated actors).
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.IgnoreProtoactor()...) }
 
-var tinySetup = Setup{Source: Source{Preset: qwen3.PresetTiny, Seed: 1}, Engine: engine.Spec{Device: learner.DeviceCPU}}
+var tinySetup = Setup{Source: Source{Preset: qwen3.PresetTiny, Seed: 1}, Engine: engine.Spec{Device: gomlxtrain.DeviceCPU}}
 
 // GRPO on an in-memory tiny model: the FLOPs per step are qwen3's per-token count times the
 // step's tokens, a micro-batch of 2 rows of T = 31 pads to [2, 32], and the steps move the
@@ -55,7 +56,7 @@ func TestGRPOFLOPsAndPaddedShape(t *testing.T) {
 // Decode warms up on the same padded shapes and generates every token of every row.
 func TestDecodeWarmupAndTokens(t *testing.T) {
 	ctx := context.Background()
-	m, err := textpolicy.NewRandomModel(ctx, engine.Spec{Device: learner.DeviceCPU}, mustPreset(t), 2)
+	m, err := textpolicy.NewRandomModel(ctx, engine.Spec{Device: gomlxtrain.DeviceCPU}, mustPreset(t), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

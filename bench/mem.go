@@ -5,8 +5,9 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/internal/sysmem"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/torch"
 )
 
@@ -54,7 +55,7 @@ func (s *memSampler) report(m engine.Model) MemoryReport {
 			r.Device = fmt.Sprintf("none (torch on the CPU: the worker's peak RSS is %.3f GiB)", float64(st.PeakRSSBytes)/(1<<30))
 		}
 	case *engine.GoMLXModel:
-		if learner.IsXLA(m.Qwen3().Backend()) {
+		if gomlxtrain.IsXLA(m.Qwen3().Backend()) {
 			r.Device = "not exposed: go-xla v0.1.4 wraps no PJRT_Device_MemoryStats; sample nvidia-smi --query-gpu=memory.used (with ,nopreallocate the pool grows to about the peak)"
 		} else {
 			r.Device = "none (CPU backend: tensors are in the Go heap)"
@@ -64,7 +65,7 @@ func (s *memSampler) report(m engine.Model) MemoryReport {
 }
 
 // PeakRSS is this process's peak resident set (learner.PeakRSS).
-func PeakRSS() int64 { return learner.PeakRSS() }
+func PeakRSS() int64 { return sysmem.PeakRSS() }
 
 // MemAvailable is the memory the machine can give a new process (learner.MemAvailable).
-func MemAvailable() int64 { return learner.MemAvailable() }
+func MemAvailable() int64 { return sysmem.MemAvailable() }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
@@ -69,7 +70,7 @@ func (s Setup) logf(format string, args ...any) {
 
 // checkMemory refuses a CPU run whose estimate exceeds the memory available now.
 func (s Setup) checkMemory(need int64) error {
-	if (s.Engine.Device != learner.DeviceCPU && s.Engine.Device != "") || s.Force {
+	if (s.Engine.Device != gomlxtrain.DeviceCPU && s.Engine.Device != "") || s.Force {
 		return nil
 	}
 	if avail := MemAvailable(); avail > 0 && need > avail {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/report"
 )
 
@@ -44,7 +45,7 @@ type mistakePlayer struct {
 
 func (p *mistakePlayer) Name() string { return "mistakes" }
 
-func (p *mistakePlayer) Play(ins []*env.Instance, groupSize int, _ float64, seed uint64) (*learner.Rollout, error) {
+func (p *mistakePlayer) Play(ins []*env.Instance, groupSize int, _ float64, seed uint64) (*gridnet.Rollout, error) {
 	p.mu.Lock()
 	ids := make([]string, len(ins))
 	for i, in := range ins {
@@ -53,7 +54,7 @@ func (p *mistakePlayer) Play(ins []*env.Instance, groupSize int, _ float64, seed
 	p.calls = append(p.calls, ids)
 	p.mu.Unlock()
 	rng := rand.New(rand.NewPCG(seed, 1))
-	ro := &learner.Rollout{}
+	ro := &gridnet.Rollout{}
 	for _, in := range ins {
 		sol, err := env.Solve(in, env.SolveOptions{})
 		if err != nil {
@@ -254,10 +255,10 @@ type countingPlayer struct {
 
 func (p *countingPlayer) Name() string { return "counting" }
 
-func (p *countingPlayer) Play(ins []*env.Instance, _ int, _ float64, seed uint64) (*learner.Rollout, error) {
+func (p *countingPlayer) Play(ins []*env.Instance, _ int, _ float64, seed uint64) (*gridnet.Rollout, error) {
 	p.calls = append(p.calls, len(ins[0].Agents))
 	p.seeds = append(p.seeds, seed)
-	ro := &learner.Rollout{}
+	ro := &gridnet.Rollout{}
 	for _, in := range ins {
 		if len(in.Agents) != len(ins[0].Agents) {
 			return nil, fmt.Errorf("mixed batch")

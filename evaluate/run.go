@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/t2t-lab/t2t/env"
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/report"
 )
 
@@ -175,7 +175,7 @@ func WriteReport(dir string, e *report.Eval) error {
 	files := [][]byte{[]byte(report.EvalMarkdown(e)), []byte(report.EvalCSV(e)), js, []byte(report.EvalHTML(e)),
 		[]byte(report.EvalSizeSVG(e)), []byte(report.EvalFailureSVG(e))}
 	for i, name := range reportFiles {
-		if err := learner.WriteBytesAtomic(filepath.Join(dir, name), files[i]); err != nil {
+		if err := fsutil.WriteBytesAtomic(filepath.Join(dir, name), files[i]); err != nil {
 			return err
 		}
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
-	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/report"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -113,7 +113,7 @@ func (o *Options) runArm(ctx context.Context, arm Arm, seed uint64, counter stri
 	if err != nil {
 		return report.Run{}, err
 	}
-	return r, learner.WriteBytesAtomic(runPath, append(b, '\n'))
+	return r, fsutil.WriteBytesAtomic(runPath, append(b, '\n'))
 }
 
 // trainOptions are the train options of a run of o with seed; the run id,
@@ -190,7 +190,7 @@ func WriteReport(dir string, exp *report.Experiment) error {
 		{"experiment.html", []byte(report.ExperimentHTML(exp))}, {"experiment.md", []byte(report.ExperimentMarkdown(exp))},
 		{"experiment.csv", []byte(report.ExperimentCSV(exp))}, {"summary.csv", []byte(report.SummaryCSV(exp))}, {"experiment.json", js},
 	} {
-		if err := learner.WriteBytesAtomic(filepath.Join(dir, f.name), f.data); err != nil {
+		if err := fsutil.WriteBytesAtomic(filepath.Join(dir, f.name), f.data); err != nil {
 			return err
 		}
 	}

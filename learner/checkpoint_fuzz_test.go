@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // fuzzSafetensors encodes ts as a safetensors file.
-func fuzzSafetensors(f *testing.F, ts []STTensor) []byte {
+func fuzzSafetensors(f *testing.F, ts []safetensors.Tensor) []byte {
 	var buf bytes.Buffer
-	if err := WriteSafetensors(&buf, ts, map[string]string{"format": "pt"}); err != nil {
+	if err := safetensors.Write(&buf, ts, map[string]string{"format": "pt"}); err != nil {
 		f.Fatal(err)
 	}
 	return buf.Bytes()
@@ -31,9 +33,9 @@ func sha256Hex(b []byte) string {
 // the files' sha256, so that the fuzzer reaches the safetensors behind the
 // checksums.
 func FuzzReadCheckpoint(f *testing.F) {
-	weights := fuzzSafetensors(f, []STTensor{F32Tensor("gridnet/layer0/w", []int{2, 2}, []float32{1, 2, 3, 4})})
-	opt := fuzzSafetensors(f, []STTensor{F32Tensor("adam/m", []int{1}, []float32{0})})
-	man, _ := json.Marshal(Manifest{Format: CheckpointFormat, Model: GridNetKind, ModelConfig: json.RawMessage(`{"obs_size":4}`), Step: 3,
+	weights := fuzzSafetensors(f, []safetensors.Tensor{safetensors.F32Tensor("gridnet/layer0/w", []int{2, 2}, []float32{1, 2, 3, 4})})
+	opt := fuzzSafetensors(f, []safetensors.Tensor{safetensors.F32Tensor("adam/m", []int{1}, []float32{0})})
+	man, _ := json.Marshal(Manifest{Format: CheckpointFormat, Model: "gridnet", ModelConfig: json.RawMessage(`{"obs_size":4}`), Step: 3,
 		Files: map[string]string{CheckpointWeightsFile: "W_SHA", CheckpointOptimizerFile: "O_SHA"}})
 	f.Add(man, weights)
 	f.Add(man, weights[:len(weights)-2])
@@ -58,49 +60,6 @@ func FuzzReadCheckpoint(f *testing.F) {
 		}
 		if ck.Manifest.Format != CheckpointFormat || len(ck.Optimizer) != 1 {
 			t.Fatalf("read %+v", ck.Manifest)
-		}
-	})
-}
-
-// FuzzOpenSafetensorsDir: a sharded model's index never panics
-// OpenSafetensorsDir nor opens a file outside the folder; a refusal wraps
-// ErrSafetensors or is a file error; what it opens finds every tensor the
-// index names.
-func FuzzOpenSafetensorsDir(f *testing.F) {
-	a := fuzzSafetensors(f, []STTensor{F32Tensor("a", []int{1}, []float32{1}), F32Tensor("b", []int{2}, []float32{1, 2})})
-	c := fuzzSafetensors(f, []STTensor{F32Tensor("c", []int{1}, []float32{3})})
-	f.Add([]byte(`{"metadata":{},"weight_map":{"a":"s1.safetensors","b":"s1.safetensors","c":"s2.safetensors"}}`))
-	f.Add([]byte(`{"weight_map":{"a":"s1.safetensors","c":"s1.safetensors"}}`))
-	f.Add([]byte(`{"weight_map":{"a":"../s1.safetensors"}}`))
-	f.Add([]byte(`{"weight_map":{"a":".."}}`))
-	f.Add([]byte(`{"weight_map":{}}`))
-	f.Add([]byte(`[`))
-	f.Fuzz(func(t *testing.T, index []byte) {
-		dir := t.TempDir()
-		for name, b := range map[string][]byte{SafetensorsIndexFile: index, "s1.safetensors": a, "s2.safetensors": c} {
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		set, err := OpenSafetensorsDir(dir)
-		if err != nil {
-			var pe *os.PathError
-			if !errors.Is(err, ErrSafetensors) && !errors.As(err, &pe) {
-				t.Fatalf("error %v", err)
-			}
-			return
-		}
-		defer set.Close()
-		var idx struct {
-			WeightMap map[string]string `json:"weight_map"`
-		}
-		if err := json.Unmarshal(index, &idx); err != nil {
-			t.Fatalf("opened a set from an index that does not parse: %v", err)
-		}
-		for name := range idx.WeightMap {
-			if _, ok := set.where[name]; !ok {
-				t.Fatalf("tensor %q of the index is not in the set", name)
-			}
 		}
 	})
 }

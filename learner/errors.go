@@ -15,8 +15,6 @@ var (
 	ErrInvalidConfig = errors.New("learner: invalid config")
 	// ErrBadBatch: a batch's slices disagree in length or hold out-of-range values.
 	ErrBadBatch = errors.New("learner: bad batch")
-	// ErrSafetensors: a safetensors file or index is malformed.
-	ErrSafetensors = errors.New("learner: malformed safetensors")
 	// ErrCorruptCheckpoint: a checkpoint's files are missing, unreadable or fail their sha256;
 	// the model was not changed.
 	ErrCorruptCheckpoint = errors.New("learner: corrupt checkpoint")

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/internal/fsutil"
 )
 
 // ErrNotLoaded: no version is loaded at the engine yet (Acquire before the first Load).
@@ -145,7 +145,7 @@ func (p *Pusher) Write(v int64, write func(dir string) error) error {
 		return fmt.Errorf("rolloutengine: version %d is not newer than the loaded version %d", v, cur)
 	}
 	t0 := time.Now()
-	if err := learner.ReplaceDir(p.Dir(v), write); err != nil {
+	if err := fsutil.ReplaceDir(p.Dir(v), write); err != nil {
 		return fmt.Errorf("rolloutengine: write version %d to %s: %w", v, p.Dir(v), err)
 	}
 	p.mu.Lock()

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/internal/sysmem"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/serve"
 )
@@ -43,7 +43,7 @@ func BenchmarkGenerateMemoryEstimate(b *testing.B) {
 	for i := range prompts {
 		prompts[i] = []int32{5, 6, 7, 8, 9}
 	}
-	before := learner.PeakRSS()
+	before := sysmem.PeakRSS()
 	for b.Loop() {
 		_, err := lm.GenerateStream(prompts, qwen3.SampleConfig{MaxNewTokens: m, Temperature: 1}, 0, rand.New(rand.NewPCG(1, 2)),
 			func(ev qwen3.TokenEvent) bool { return ev.Step >= 3 })
@@ -51,7 +51,7 @@ func BenchmarkGenerateMemoryEstimate(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	grew := float64(learner.PeakRSS() - before)
+	grew := float64(sysmem.PeakRSS() - before)
 	est := float64(lm.Model.Config().GenerateMemory(n, 5, m))
 	b.ReportMetric(grew/1e6, "peak-MB")
 	b.ReportMetric(est/1e6, "estimate-MB")

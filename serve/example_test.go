@@ -3,14 +3,14 @@ package serve_test
 import (
 	"net/http"
 
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
 )
 
 // Serve a checkpoint directory and swap in a newer one later.
 func Example() {
-	backend, err := learner.NewBackend("cpu")
+	backend, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		panic(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
@@ -46,7 +46,7 @@ func srvCheckpoint(t testing.TB, seed uint64) *textpolicy.LM {
 func srvCheckpointOf(t testing.TB, seed uint64, edit func(*qwen3.Config)) *textpolicy.LM {
 	t.Helper()
 	srvOnce.Do(func() {
-		if srvBackend, srvErr = learner.NewBackend("cpu"); srvErr != nil {
+		if srvBackend, srvErr = gomlxtrain.NewBackend("cpu"); srvErr != nil {
 			return
 		}
 		var js []byte

@@ -17,7 +17,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/internal/sysmem"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
@@ -251,7 +251,7 @@ func TestOOMRequestsAnswered4xx(t *testing.T) {
 			}
 		}
 	}
-	peak := learner.PeakRSS()
+	peak := sysmem.PeakRSS()
 	t.Logf("peak RSS (VmHWM) %.0f MB", float64(peak)/1e6)
 	if peak == 0 {
 		t.Fatal("no /proc/self/status VmHWM on this system")

@@ -16,8 +16,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 	"github.com/t2t-lab/t2t/serve"
 )
 
@@ -38,7 +38,7 @@ func srvAdapter(t *testing.T, base string, seed uint64) string {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, qwen3.AdapterWeightsFile)
-	ts, _, err := learner.ReadSafetensorsFile(file)
+	ts, _, err := safetensors.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +51,10 @@ func srvAdapter(t *testing.T, base string, seed uint64) string {
 		for k := range f {
 			f[k] = float32(rng.NormFloat64() * 0.5)
 		}
-		ts[i] = learner.F32Tensor(x.Name, x.Shape, f)
+		ts[i] = safetensors.F32Tensor(x.Name, x.Shape, f)
 	}
 	var buf bytes.Buffer
-	if err := learner.WriteSafetensors(&buf, ts, map[string]string{"format": "pt"}); err != nil {
+	if err := safetensors.Write(&buf, ts, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeFile(file, buf.Bytes()); err != nil {

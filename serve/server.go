@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/internal/sysmem"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -97,7 +97,7 @@ func (o *Options) defaults() {
 		o.MaxPromptTokens = 32768
 	}
 	if o.MaxMemory == 0 {
-		o.MaxMemory = cmp.Or(learner.MemAvailable()/2, defaultMaxMemory)
+		o.MaxMemory = cmp.Or(sysmem.MemAvailable()/2, defaultMaxMemory)
 	}
 	if o.MaxQueue == 0 {
 		o.MaxQueue = 64

@@ -8,6 +8,7 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/rolloutengine"
 )
@@ -37,7 +38,7 @@ func (p *EndpointPolicy) Name() string { return EndpointPolicyName }
 func (p *EndpointPolicy) Version() int64 { return p.version.Load() }
 
 // Play implements Policy: the version the policy holds, by its model name.
-func (p *EndpointPolicy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
+func (p *EndpointPolicy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
 	model := ""
 	if p.ModelPrefix != "" {
 		model = p.ModelPrefix + strconv.FormatInt(p.version.Load(), 10)
@@ -46,7 +47,7 @@ func (p *EndpointPolicy) Play(ins []*env.Instance, groupSize int, temperature fl
 }
 
 // Update implements Policy: the learner node trains, not a rollout node.
-func (p *EndpointPolicy) Update([]learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+func (p *EndpointPolicy) Update([]gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	return learner.UpdateStats{}, learner.SignalStats{}, textpolicy.ErrNotTrainable
 }
 

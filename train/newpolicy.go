@@ -12,6 +12,8 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/torch"
@@ -58,7 +60,7 @@ type PolicySpec struct {
 	LR float64
 	// Rollout is a gridnet's rollout config (nil:
 	// learner.DefaultRolloutConfig()).
-	Rollout *learner.RolloutConfig
+	Rollout *gridnet.RolloutConfig
 	// WarmStart, when set, warm-starts a gridnet by behaviour cloning.
 	WarmStart *WarmStart
 
@@ -140,7 +142,7 @@ func newGridPolicy(spec PolicySpec) (*GridPolicy, error) {
 	if device == "" {
 		device = "cpu"
 	}
-	be, err := learner.NewBackend(device)
+	be, err := gomlxtrain.NewBackend(device)
 	if err != nil {
 		return nil, causeError("device", err)
 	}
@@ -156,11 +158,11 @@ func newGridPolicy(spec PolicySpec) (*GridPolicy, error) {
 	if obs == 0 {
 		obs = env.ObsSize(env.ObsRadius)
 	}
-	net, err := learner.NewGridNet(be, learner.GridNetConfig{ObsSize: obs, Hidden: spec.Hidden, Seed: spec.Seed}, gc)
+	net, err := gridnet.New(be, gridnet.Config{ObsSize: obs, Hidden: spec.Hidden, Seed: spec.Seed}, gc)
 	if err != nil {
 		return nil, causeError("", err)
 	}
-	gp := &GridPolicy{Net: net, Rollout: learner.DefaultRolloutConfig()}
+	gp := &GridPolicy{Net: net, Rollout: gridnet.DefaultRolloutConfig()}
 	if spec.Rollout != nil {
 		gp.Rollout = *spec.Rollout
 	}
@@ -183,7 +185,7 @@ func warmStart(gp *GridPolicy, w WarmStart, seed uint64) error {
 		if err != nil {
 			return err
 		}
-		if last, err = learner.BCFromOptimal(gp.Net, ins, gp.Rollout); err != nil {
+		if last, err = gridnet.BCFromOptimal(gp.Net, ins, gp.Rollout); err != nil {
 			return err
 		}
 	}
@@ -259,18 +261,18 @@ func LoadGridPolicy(dir, device string) (*GridPolicy, string, error) {
 	if err != nil {
 		return nil, "", causeError("checkpoint", err)
 	}
-	if ck.Manifest.Model != learner.GridNetKind {
+	if ck.Manifest.Model != gridnet.Kind {
 		return nil, "", &OptionError{Field: "checkpoint", Value: dir, Reason: fmt.Sprintf("holds a %q model, not gridnet", ck.Manifest.Model)}
 	}
-	var gc learner.GridNetConfig
+	var gc gridnet.Config
 	if err := json.Unmarshal(ck.Manifest.ModelConfig, &gc); err != nil {
 		return nil, "", &OptionError{Field: "checkpoint", Value: dir, Reason: "model_config: " + err.Error(), Err: err}
 	}
-	be, err := learner.NewBackend(device)
+	be, err := gomlxtrain.NewBackend(device)
 	if err != nil {
 		return nil, "", causeError("device", err)
 	}
-	net, err := learner.NewGridNet(be, gc, learner.DefaultGRPOConfig())
+	net, err := gridnet.New(be, gc, learner.DefaultGRPOConfig())
 	if err != nil {
 		return nil, "", err
 	}
@@ -281,5 +283,5 @@ func LoadGridPolicy(dir, device string) (*GridPolicy, string, error) {
 	if len(sum) > 16 {
 		sum = sum[:16]
 	}
-	return &GridPolicy{Net: net, Rollout: learner.DefaultRolloutConfig()}, "gridnet@" + sum, nil
+	return &GridPolicy{Net: net, Rollout: gridnet.DefaultRolloutConfig()}, "gridnet@" + sum, nil
 }

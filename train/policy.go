@@ -7,6 +7,7 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 )
 
 // Policy is what a run trains: it plays episodes and learns from groups.
@@ -15,17 +16,17 @@ type Policy interface {
 	Name() string
 	// Play plays groupSize episodes per instance; temperature 0 is greedy.
 	// The same seed, weights and instances give the same rollout.
-	Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error)
+	Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error)
 	// Update learns from groups and returns the statistics of the update.
-	Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error)
+	Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error)
 	// Version is the policy version (updates applied).
 	Version() int64
 }
 
 // GridPolicy is the gridnet policy.
 type GridPolicy struct {
-	Net     *learner.GridNet
-	Rollout learner.RolloutConfig
+	Net     *gridnet.Net
+	Rollout gridnet.RolloutConfig
 }
 
 // Name implements Policy.
@@ -35,15 +36,15 @@ func (p *GridPolicy) Name() string { return "gridnet" }
 func (p *GridPolicy) Version() int64 { return p.Net.Version() }
 
 // Play implements Policy.
-func (p *GridPolicy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
+func (p *GridPolicy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
 	rc := p.Rollout
 	rc.GroupSize, rc.Temperature = groupSize, temperature
-	return learner.PlayGridNet(p.Net, ins, rc, rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)))
+	return gridnet.Play(p.Net, ins, rc, rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)))
 }
 
 // Update implements Policy.
-func (p *GridPolicy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
-	b, sig, err := learner.GridBatchFromGroups(groups, p.Rollout, true)
+func (p *GridPolicy) Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+	b, sig, err := gridnet.BatchFromGroups(groups, p.Rollout, true)
 	if err != nil {
 		return learner.UpdateStats{}, sig, err
 	}
@@ -67,7 +68,7 @@ func (p *ScriptedPolicy) Name() string { return "scripted" }
 func (p *ScriptedPolicy) Version() int64 { return p.version.Load() }
 
 // Update implements Policy: it learns nothing and bumps the version.
-func (p *ScriptedPolicy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+func (p *ScriptedPolicy) Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	var sig learner.SignalStats
 	for _, g := range groups {
 		s := learner.ZeroSignal(g.Rewards, len(g.Rewards))
@@ -78,9 +79,9 @@ func (p *ScriptedPolicy) Update(groups []learner.ReplayedGroup) (learner.UpdateS
 }
 
 // Play implements Policy.
-func (p *ScriptedPolicy) Play(ins []*env.Instance, groupSize int, _ float64, seed uint64) (*learner.Rollout, error) {
+func (p *ScriptedPolicy) Play(ins []*env.Instance, groupSize int, _ float64, seed uint64) (*gridnet.Rollout, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x5c1e))
-	ro := &learner.Rollout{}
+	ro := &gridnet.Rollout{}
 	for _, in := range ins {
 		sol, err := env.Solve(in, env.SolveOptions{})
 		if err != nil {

@@ -16,6 +16,8 @@ import (
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gridnet"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -63,8 +65,8 @@ type RunSpec struct {
 	// MistakeRate is the scripted policy's mistake rate.
 	MistakeRate float64 `json:"mistake_rate,omitempty"`
 	// GridNet and Rollout build a gridnet policy (nil for scripted).
-	GridNet *learner.GridNetConfig `json:"gridnet,omitempty"`
-	Rollout *learner.RolloutConfig `json:"rollout,omitempty"`
+	GridNet *gridnet.Config        `json:"gridnet,omitempty"`
+	Rollout *gridnet.RolloutConfig `json:"rollout,omitempty"`
 	// Endpoint, Model, MaxTokens, Thinking and Prompt build an
 	// EndpointPolicy (Policy EndpointPolicyName): the learner node's
 	// OpenAI-compatible endpoint and how to prompt it.
@@ -325,7 +327,7 @@ func DecodeWeights(gp *GridPolicy, version int64, b []byte) error {
 	defer os.RemoveAll(dir)
 	ck := filepath.Join(dir, "ck")
 	if err := learner.WriteCheckpoint(ck, &learner.Checkpoint{
-		Manifest: learner.Manifest{Model: learner.GridNetKind, ModelConfig: cfg, PolicyVersion: version},
+		Manifest: learner.Manifest{Model: gridnet.Kind, ModelConfig: cfg, PolicyVersion: version},
 		Weights:  ts,
 	}); err != nil {
 		return err
@@ -337,26 +339,26 @@ func DecodeWeights(gp *GridPolicy, version int64, b []byte) error {
 }
 
 // parseSafetensors splits a safetensors document into its tensors.
-func parseSafetensors(b []byte) ([]learner.STTensor, error) {
+func parseSafetensors(b []byte) ([]safetensors.Tensor, error) {
 	if len(b) < 8 {
-		return nil, fmt.Errorf("%w: %d bytes", learner.ErrSafetensors, len(b))
+		return nil, fmt.Errorf("%w: %d bytes", safetensors.ErrMalformed, len(b))
 	}
 	n := binary.LittleEndian.Uint64(b[:8])
 	if n > uint64(len(b)-8) {
-		return nil, fmt.Errorf("%w: header of %d bytes in %d", learner.ErrSafetensors, n, len(b))
+		return nil, fmt.Errorf("%w: header of %d bytes in %d", safetensors.ErrMalformed, n, len(b))
 	}
-	h, err := learner.ParseSafetensorsHeader([]byte(strings.TrimRight(string(b[8:8+n]), " ")))
+	h, err := safetensors.ParseHeader([]byte(strings.TrimRight(string(b[8:8+n]), " ")))
 	if err != nil {
 		return nil, err
 	}
 	data := b[8+n:]
 	if int64(len(data)) != h.DataLen {
-		return nil, fmt.Errorf("%w: %d data bytes, header says %d", learner.ErrSafetensors, len(data), h.DataLen)
+		return nil, fmt.Errorf("%w: %d data bytes, header says %d", safetensors.ErrMalformed, len(data), h.DataLen)
 	}
-	out := make([]learner.STTensor, 0, len(h.Tensors))
+	out := make([]safetensors.Tensor, 0, len(h.Tensors))
 	for _, name := range h.Names() {
 		info := h.Tensors[name]
-		out = append(out, learner.STTensor{Name: name, DType: info.DType, Shape: info.Shape,
+		out = append(out, safetensors.Tensor{Name: name, DType: info.DType, Shape: info.Shape,
 			Data: data[info.DataOffsets[0]:info.DataOffsets[1]]})
 	}
 	return out, nil

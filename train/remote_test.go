@@ -15,6 +15,8 @@ import (
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 )
 
 // openPolicyStore opens a PolicyStore on the store's (embedded) Redis.
@@ -67,17 +69,17 @@ func TestPolicyStoreSpecVersionsAndPruning(t *testing.T) {
 // gridTestPolicy is a small gridnet policy.
 func gridTestPolicy(t *testing.T, seed uint64) *GridPolicy {
 	t.Helper()
-	be, err := learner.NewBackend("cpu")
+	be, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
 	gc := learner.DefaultGRPOConfig()
 	gc.GroupSize = 4
-	net, err := learner.NewGridNet(be, learner.GridNetConfig{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{8}, Seed: seed}, gc)
+	net, err := gridnet.New(be, gridnet.Config{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{8}, Seed: seed}, gc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &GridPolicy{Net: net, Rollout: learner.DefaultRolloutConfig()}
+	return &GridPolicy{Net: net, Rollout: gridnet.DefaultRolloutConfig()}
 }
 
 // TestGridWeightsTravelThroughRedis trains a gridnet a little, publishes
@@ -95,7 +97,7 @@ func TestGridWeightsTravelThroughRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := learner.BCFromOptimal(lp.Net, ins, lp.Rollout); err != nil {
+		if _, err := gridnet.BCFromOptimal(lp.Net, ins, lp.Rollout); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -119,7 +121,7 @@ func TestGridWeightsTravelThroughRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp := pol.(*GridPolicy)
-	play := func(p Policy) *learner.Rollout {
+	play := func(p Policy) *gridnet.Rollout {
 		ro, err := p.Play(ins, 4, 1, seed^0x77)
 		if err != nil {
 			t.Fatal(err)
@@ -305,16 +307,16 @@ func BenchmarkPolicyPublishLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ps.Close()
-	be, err := learner.NewBackend("cpu")
+	be, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		b.Fatal(err)
 	}
 	newPol := func() *GridPolicy {
-		net, err := learner.NewGridNet(be, learner.DefaultGridNetConfig(env.ObsSize(env.ObsRadius)), learner.DefaultGRPOConfig())
+		net, err := gridnet.New(be, gridnet.DefaultConfig(env.ObsSize(env.ObsRadius)), learner.DefaultGRPOConfig())
 		if err != nil {
 			b.Fatal(err)
 		}
-		return &GridPolicy{Net: net, Rollout: learner.DefaultRolloutConfig()}
+		return &GridPolicy{Net: net, Rollout: gridnet.DefaultRolloutConfig()}
 	}
 	lp, rp := newPol(), newPol()
 	w, err := EncodeWeights(lp)

@@ -9,7 +9,9 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -76,7 +78,7 @@ type Checkpointer interface {
 
 // SaveCheckpoint implements Checkpointer.
 func (p *GridPolicy) SaveCheckpoint(dir string, dataPosition int64) error {
-	p.Net.SetTrainState(learner.TrainState{DataPosition: dataPosition})
+	p.Net.SetTrainState(gridnet.TrainState{DataPosition: dataPosition})
 	return p.Net.Save(dir)
 }
 
@@ -141,7 +143,7 @@ func (r *run) resume(ctx context.Context) (int, error) {
 	if after < 0 || after >= r.opt.Stages {
 		return 0, fmt.Errorf("%w: run %s's latest checkpoint is after stage %d; the run has %d stages", ErrResume, id, after, r.opt.Stages)
 	}
-	sum, err := learner.FileSHA256(filepath.Join(rec.Path, learner.CheckpointManifestFile))
+	sum, err := fsutil.FileSHA256(filepath.Join(rec.Path, learner.CheckpointManifestFile))
 	if err != nil {
 		return 0, fmt.Errorf("%w: checkpoint after stage %d: %w", ErrResume, after, err)
 	}

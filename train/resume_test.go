@@ -16,6 +16,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // resInstances, resPerUnit, resBatch and resGroup size the deterministic
@@ -75,7 +76,7 @@ func resSameCheckpoint(t *testing.T, a, b string) {
 	if ca.Manifest.PolicyVersion != cb.Manifest.PolicyVersion || ca.Manifest.Step != cb.Manifest.Step {
 		t.Fatalf("manifests differ: %+v and %+v", ca.Manifest, cb.Manifest)
 	}
-	opt := map[string]learner.STTensor{}
+	opt := map[string]safetensors.Tensor{}
 	for _, ts := range ca.Optimizer {
 		opt[ts.Name] = ts
 	}

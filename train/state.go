@@ -10,6 +10,7 @@ import (
 
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -218,7 +219,7 @@ func (t *stateTracker) evaluating(stage int) {
 // putCheckpoint indexes the checkpoint saved in dir, with the SHA-256 of
 // its manifest (which lists the SHA-256 of every file of the checkpoint).
 func (r *run) putCheckpoint(ctx context.Context, dir string, rec store.CheckpointRecord) error {
-	sum, err := learner.FileSHA256(filepath.Join(dir, learner.CheckpointManifestFile))
+	sum, err := fsutil.FileSHA256(filepath.Join(dir, learner.CheckpointManifestFile))
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", dir, err)
 	}

@@ -8,8 +8,8 @@ import (
 	"io"
 
 	"github.com/t2t-lab/t2t/bench"
-	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 )
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -30,7 +30,7 @@ type benchModelFlags struct {
 
 func (f *benchModelFlags) register(fs *flag.FlagSet) {
 	f.src.Register(fs)
-	fs.StringVar(&f.device, "device", learner.DeviceCPU, "compute device: gomlx engine: cpu, or xla:/abs/path/pjrt_plugin.so[,nopreallocate][,tf32] (cgo builds); torch engine: cpu, cuda or cuda:N")
+	fs.StringVar(&f.device, "device", gomlxtrain.DeviceCPU, "compute device: gomlx engine: cpu, or xla:/abs/path/pjrt_plugin.so[,nopreallocate][,tf32] (cgo builds); torch engine: cpu, cuda or cuda:N")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&f.force, "force", false, "run on the CPU even when the memory estimate exceeds the machine's available memory")
 	f.eng = addEngineFlags(fs)

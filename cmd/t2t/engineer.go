@@ -13,8 +13,8 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/engineer"
+	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
-	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -160,7 +160,7 @@ func writeJSONFile(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return learner.WriteBytesAtomic(path, append(b, '\n'))
+	return fsutil.WriteBytesAtomic(path, append(b, '\n'))
 }
 
 // proposeHistory reads the history `engineer propose` starts from: a file

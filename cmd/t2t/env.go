@@ -11,9 +11,9 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/env/movingai"
+	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/internal/progress"
-	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -270,7 +270,7 @@ func envSuite(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		base := *out + "/" + name
-		if err := learner.WriteBytesAtomic(base+".jsonl", data); err != nil {
+		if err := fsutil.WriteBytesAtomic(base+".jsonl", data); err != nil {
 			return err
 		}
 		if err := writeJSONFile(base+".manifest.json", man); err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 )
 
 // TestEvalEndpointDirectSolver evaluates an OpenAI-compatible endpoint as a
@@ -26,7 +26,7 @@ func TestEvalEndpointDirectSolver(t *testing.T) {
 	}
 	answers := map[string]string{}
 	for _, in := range ins {
-		acts, err := learner.OptimalActions(in)
+		acts, err := gridnet.OptimalActions(in)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,8 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/report"
 )
 
@@ -170,11 +172,11 @@ func TestEvalTablesMatchHandCount(t *testing.T) {
 // TestEvalGridnetCheckpoint evaluates a saved gridnet and resumes from its
 // cache with the same weights.
 func TestEvalGridnetCheckpoint(t *testing.T) {
-	be, err := learner.NewBackend("cpu")
+	be, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	net, err := learner.NewGridNet(be, learner.GridNetConfig{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{16}, Seed: 3}, learner.DefaultGRPOConfig())
+	net, err := gridnet.New(be, gridnet.Config{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{16}, Seed: 3}, learner.DefaultGRPOConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

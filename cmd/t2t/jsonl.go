@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
-	"github.com/t2t-lab/t2t/learner"
 )
 
 // openIn opens path for reading; "-" is standard input.
@@ -66,7 +66,7 @@ func writeOut(path string, stdout io.Writer, data []byte) error {
 		_, err := stdout.Write(data)
 		return err
 	}
-	return learner.WriteBytesAtomic(path, data)
+	return fsutil.WriteBytesAtomic(path, data)
 }
 
 // writeJSONL writes values one per line to path as writeOut does.

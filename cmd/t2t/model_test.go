@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -167,7 +167,7 @@ func TestModelLogits(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d lines, want 2", len(lines))
 	}
-	be, err := learner.NewBackend("cpu")
+	be, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}

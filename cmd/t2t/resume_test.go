@@ -16,6 +16,7 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // TestTrainResumeAfterKill: run A is a deterministic `t2t train` run to
@@ -111,7 +112,7 @@ func TestTrainResumeAfterKill(t *testing.T) {
 	}
 	// The optimizer file's tensor order follows variable creation, which
 	// a load changes: compare by name.
-	moments := map[string]learner.STTensor{}
+	moments := map[string]safetensors.Tensor{}
 	for _, ts := range ca.Optimizer {
 		moments[ts.Name] = ts
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // Engine names accepted by Spec.Kind and the commands' --engine flag.
@@ -80,7 +81,7 @@ type Model interface {
 	SaveAdapter(dir string) error
 	// Save writes a Hugging Face directory (config.json, model.safetensors with LoRA merged in,
 	// and the tokenizer files of the directory the model came from), each file atomically.
-	Save(dir string, dtype learner.STDType) error
+	Save(dir string, dtype safetensors.DType) error
 	// Reload replaces the weights with those of a Hugging Face directory of the same
 	// architecture (resuming a run); on error nothing changed. The optimizer's state is kept by
 	// gomlx and reset by torch. Models with LoRA adapters refuse.

@@ -6,7 +6,9 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // GoMLXModel is the gomlx engine: a qwen3.Model on a GoMLX backend and, from the first Step,
@@ -16,7 +18,7 @@ type GoMLXModel struct {
 
 	mu      sync.Mutex // guards cfg, trainer
 	cfg     learner.GRPOConfig
-	trainer *learner.Trainer
+	trainer *gomlxtrain.Trainer
 	steps   int64 // steps of a trainer that SetTrainConfig replaced
 }
 
@@ -72,7 +74,7 @@ func (g *GoMLXModel) SetTrainConfig(cfg learner.GRPOConfig) error {
 	return nil
 }
 
-func (g *GoMLXModel) trainerLocked() (*learner.Trainer, error) {
+func (g *GoMLXModel) trainerLocked() (*gomlxtrain.Trainer, error) {
 	if g.trainer == nil {
 		tr, err := g.m.NewTrainer(g.cfg)
 		if err != nil {
@@ -125,9 +127,9 @@ func (g *GoMLXModel) UnloadAdapter() error { return g.m.UnloadAdapter() }
 func (g *GoMLXModel) SaveAdapter(dir string) error { return g.m.SaveAdapter(dir) }
 
 // Save implements Model.
-func (g *GoMLXModel) Save(dir string, dtype learner.STDType) error {
+func (g *GoMLXModel) Save(dir string, dtype safetensors.DType) error {
 	if dtype == "" {
-		dtype = learner.STF32
+		dtype = safetensors.F32
 	}
 	return g.m.SaveAs(dir, dtype)
 }

@@ -5,13 +5,14 @@ import (
 	"math/rand/v2"
 
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 )
 
 // A tiny random model: print its memory budget, sample two completions, and take one GRPO
 // step that favours the first.
 func Example() {
-	backend, err := learner.NewBackend("cpu")
+	backend, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		panic(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/t2t-lab/t2t/internal/sysmem"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
@@ -105,7 +106,7 @@ func Init(dir string, o InitOptions, planned func(Config)) (Config, error) {
 		if o.Preset == Preset4BShape {
 			return Config{}, &LargeCheckpointError{Preset: o.Preset, Bytes: bytes}
 		}
-		if avail := learner.MemAvailable(); avail > 0 && bytes > avail {
+		if avail := sysmem.MemAvailable(); avail > 0 && bytes > avail {
 			return Config{}, &LargeCheckpointError{Preset: o.Preset, Bytes: bytes, Available: avail}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/t2t-lab/t2t/internal/sysmem"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -75,7 +76,7 @@ func TestInit(t *testing.T) {
 		t.Errorf("4b-shape without Force wrote %s", big)
 	}
 	// Any shape whose weights do not fit in the memory available is refused before it is built.
-	if avail := learner.MemAvailable(); avail > 0 {
+	if avail := sysmem.MemAvailable(); avail > 0 {
 		_, err := Init(big, InitOptions{Preset: PresetTiny, Shape: Shape{Hidden: 100_000}}, nil)
 		if !errors.As(err, &le) || le.Available <= 0 || le.Bytes <= le.Available {
 			t.Errorf("hidden 100000 without Force: %v", err)

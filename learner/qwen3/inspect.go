@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // TensorGroup is a set of checkpoint tensors that differ only in their layer index.
@@ -46,7 +46,7 @@ func Inspect(dir string) (*Inspection, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := learner.OpenSafetensorsDir(dir)
+	set, err := safetensors.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func Inspect(dir string) (*Inspection, error) {
 			werr = &WeightError{Tensor: s.name, Problem: ProblemMissing, Want: s.shape}
 		case !slices.Equal(info.Shape, s.shape):
 			werr = &WeightError{Tensor: s.name, Problem: ProblemShape, Want: s.shape, Got: info.Shape}
-		case !slices.Contains([]learner.STDType{learner.STF32, learner.STBF16, learner.STF16, learner.STF64}, info.DType):
+		case !slices.Contains([]safetensors.DType{safetensors.F32, safetensors.BF16, safetensors.F16, safetensors.F64}, info.DType):
 			werr = &WeightError{Tensor: s.name, Problem: ProblemDType, Want: s.shape, Got: info.Shape, DType: string(info.DType)}
 		}
 		if werr != nil {

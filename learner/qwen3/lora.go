@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // LoRA target module names (PEFT's target_modules for Qwen3).
@@ -230,7 +231,7 @@ func (m *Model) SaveAdapter(dir string) error {
 		TargetModules: slices.Clone(m.lora.cfg.Targets), Bias: "none", InferenceMode: true, InitLoraWeights: true,
 		BaseModelNameOrPa: m.srcDir,
 	}
-	var ts []learner.STTensor
+	var ts []safetensors.Tensor
 	for l := range m.cfg.NumHiddenLayers {
 		for mod := range numModules {
 			ad, ok := m.lora.adapters[loraKey{l, mod}]
@@ -245,7 +246,7 @@ func (m *Model) SaveAdapter(dir string) error {
 				if err != nil {
 					return err
 				}
-				ts = append(ts, learner.F32Tensor(peftName(l, mod, x.which), x.v.Shape().Dimensions, f))
+				ts = append(ts, safetensors.F32Tensor(peftName(l, mod, x.which), x.v.Shape().Dimensions, f))
 			}
 		}
 	}
@@ -263,7 +264,7 @@ func (m *Model) SaveAdapter(dir string) error {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, AdapterWeightsFile), func(w io.Writer) error {
-		return learner.WriteSafetensors(w, ts, map[string]string{"format": "pt"})
+		return safetensors.Write(w, ts, map[string]string{"format": "pt"})
 	})
 }
 
@@ -296,11 +297,11 @@ func (m *Model) LoadAdapter(dir string) error {
 	if err != nil {
 		return err
 	}
-	ts, _, err := learner.ReadSafetensorsFile(filepath.Join(dir, AdapterWeightsFile))
+	ts, _, err := safetensors.ReadFile(filepath.Join(dir, AdapterWeightsFile))
 	if err != nil {
 		return fmt.Errorf("qwen3: %w", err)
 	}
-	byName := map[string]learner.STTensor{}
+	byName := map[string]safetensors.Tensor{}
 	for _, t := range ts {
 		byName[t.Name] = t
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // Module indices into layerModules.
@@ -75,11 +77,11 @@ type Model struct {
 // New builds a model of configuration cfg from Hugging Face-named tensors (as InitRandom
 // returns; F32, BF16, F16 or F64). Missing, unexpected or mis-shaped tensors give a
 // *WeightError.
-func New(backend backends.Backend, cfg Config, ts []learner.STTensor) (*Model, error) {
+func New(backend backends.Backend, cfg Config, ts []safetensors.Tensor) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	byName := map[string]learner.STTensor{}
+	byName := map[string]safetensors.Tensor{}
 	for _, t := range ts {
 		byName[t.Name] = t
 	}
@@ -142,7 +144,7 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 }
 
 func newModel(backend backends.Backend, cfg Config, weights map[string][]float32) (*Model, error) {
-	learner.RegisterFastMatMulGradient()
+	gomlxtrain.RegisterFastMatMulGradient()
 	m := &Model{backend: backend, cfg: cfg, ctx: context.New()}
 	caps := backend.Capabilities()
 	m.dynSlice = caps.Operations[backends.OpTypeDynamicUpdateSlice]
@@ -367,7 +369,7 @@ func lastPositions(x *graph.Node, n int) *graph.Node {
 // LogitsFunc is the model's learner.LogitsFunc: inputs are token ids [B, T] and a validity
 // mask [B, T] (1 = real token, 0 = padding), both int32. Padding may be on either side; the
 // trainer pads NewSeqBatch's batches on the left (SeqBatch.Tail).
-func (m *Model) LogitsFunc() learner.LogitsFunc {
+func (m *Model) LogitsFunc() gomlxtrain.LogitsFunc {
 	return func(_ *context.Context, in []*graph.Node) *graph.Node {
 		return m.forward(in[0], in[1], in[0].Shape().Dimensions[1])
 	}
@@ -376,10 +378,10 @@ func (m *Model) LogitsFunc() learner.LogitsFunc {
 // NewTrainer returns a learner.Trainer over this model's trainable variables (all weights, or
 // only the LoRA adapters once AddLoRA was called), with the same GRPO loss every policy uses.
 // Batches have two inputs, token ids and the validity mask: build them with NewSeqBatch.
-func (m *Model) NewTrainer(cfg learner.GRPOConfig) (*learner.Trainer, error) {
+func (m *Model) NewTrainer(cfg learner.GRPOConfig) (*gomlxtrain.Trainer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	tr, err := learner.NewTrainer(m.backend, m.ctx, cfg, learner.ModelSpec{
+	tr, err := gomlxtrain.NewTrainer(m.backend, m.ctx, cfg, gomlxtrain.ModelSpec{
 		NumInputs: 2, Vocab: m.cfg.VocabSize, Logits: m.LogitsFunc(),
 		TailLogits: func(_ *context.Context, in []*graph.Node, tail int) *graph.Node { return m.forward(in[0], in[1], tail) },
 	})
@@ -476,8 +478,8 @@ func finalize(ts []*tensors.Tensor) {
 
 // weightTensors returns the model's weights as Hugging Face tensors (float32), LoRA adapters
 // merged in (W + α/r·B·A) when attached.
-func (m *Model) weightTensors() ([]learner.STTensor, error) {
-	var out []learner.STTensor
+func (m *Model) weightTensors() ([]safetensors.Tensor, error) {
+	var out []safetensors.Tensor
 	for _, s := range m.cfg.weightSpecs() {
 		v, l, mod := m.varOf(s.name)
 		f, err := varFloats(v)
@@ -491,7 +493,7 @@ func (m *Model) weightTensors() ([]learner.STTensor, error) {
 				}
 			}
 		}
-		out = append(out, learner.F32Tensor(s.name, s.shape, f))
+		out = append(out, safetensors.F32Tensor(s.name, s.shape, f))
 	}
 	return out, nil
 }
@@ -530,10 +532,10 @@ func varFloats(v *context.Variable) ([]float32, error) {
 // load: config.json, model.safetensors (float32; LoRA adapters merged in) and the tokenizer
 // files of the directory the model was loaded from. Each file is written to a temporary name
 // and renamed into place.
-func (m *Model) Save(dir string) error { return m.SaveAs(dir, learner.STF32) }
+func (m *Model) Save(dir string) error { return m.SaveAs(dir, safetensors.F32) }
 
 // SaveAs is Save with the weights stored as dtype (learner.STF32, STBF16 or STF16).
-func (m *Model) SaveAs(dir string, dtype learner.STDType) error {
+func (m *Model) SaveAs(dir string, dtype safetensors.DType) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ts, err := m.weightTensors()

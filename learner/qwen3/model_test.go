@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // qwenCheckpoint writes a tiny random checkpoint (sharp weights) into a temp dir and returns it.
@@ -24,7 +25,7 @@ func qwenCheckpoint(t testing.TB, cfg Config, seed uint64) string {
 	}
 	// Replace the weights with sharper ones in the same layout.
 	ts := qwenSharpWeights(t, cfg, seed)
-	if err := learner.WriteSafetensorsFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -142,11 +143,11 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if err := m.Save(dst); err != nil {
 		t.Fatal(err)
 	}
-	a, _, err := learner.ReadSafetensorsFile(filepath.Join(src, "model.safetensors"))
+	a, _, err := safetensors.ReadFile(filepath.Join(src, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, meta, err := learner.ReadSafetensorsFile(filepath.Join(dst, "model.safetensors"))
+	b, meta, err := safetensors.ReadFile(filepath.Join(dst, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,16 +183,16 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 
 	// bfloat16: saved rounded, loads as float32, logits close.
 	bdir := t.TempDir()
-	if err := m.SaveAs(bdir, learner.STBF16); err != nil {
+	if err := m.SaveAs(bdir, safetensors.BF16); err != nil {
 		t.Fatal(err)
 	}
 	mb, err := Load(backend, bdir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt, _, _ := learner.ReadSafetensorsFile(filepath.Join(bdir, "model.safetensors"))
+	bt, _, _ := safetensors.ReadFile(filepath.Join(bdir, "model.safetensors"))
 	for _, x := range bt {
-		if x.DType != learner.STBF16 {
+		if x.DType != safetensors.BF16 {
 			t.Fatalf("%s saved as %s", x.Name, x.DType)
 		}
 	}
@@ -201,7 +202,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 	orig, _ := varFloats(m.layers[1][modQ])
 	for i := range wq {
-		if wq[i] != learner.BF16ToF32(learner.F32ToBF16(orig[i])) {
+		if wq[i] != safetensors.BF16ToF32(safetensors.F32ToBF16(orig[i])) {
 			t.Fatalf("bf16 load: weight %d is %v, want bf16(%v)", i, wq[i], orig[i])
 		}
 	}
@@ -233,12 +234,12 @@ func TestLoadShardedAndErrors(t *testing.T) {
 	backend := qwenBackend(t)
 	cfg := qwenTiny(t)
 	ts := qwenSharpWeights(t, cfg, seed)
-	write := func(dir string, ts []learner.STTensor) {
+	write := func(dir string, ts []safetensors.Tensor) {
 		t.Helper()
 		if _, err := WriteRandomCheckpoint(dir, cfg, seed, ""); err != nil {
 			t.Fatal(err)
 		}
-		if err := learner.WriteSafetensorsFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
+		if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -250,9 +251,9 @@ func TestLoadShardedAndErrors(t *testing.T) {
 	os.Remove(filepath.Join(sharded, "model.safetensors"))
 	half := len(ts) / 2
 	idx := map[string]any{"metadata": map[string]any{}, "weight_map": map[string]string{}}
-	for i, part := range [][]learner.STTensor{ts[:half], ts[half:]} {
+	for i, part := range [][]safetensors.Tensor{ts[:half], ts[half:]} {
 		name := []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}[i]
-		if err := learner.WriteSafetensorsFile(filepath.Join(sharded, name), part, nil); err != nil {
+		if err := safetensors.WriteFile(filepath.Join(sharded, name), part, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, x := range part {
@@ -260,7 +261,7 @@ func TestLoadShardedAndErrors(t *testing.T) {
 		}
 	}
 	js, _ := json.Marshal(idx)
-	if err := os.WriteFile(filepath.Join(sharded, learner.SafetensorsIndexFile), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(sharded, safetensors.IndexFile), js, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m1, err := Load(backend, single)
@@ -281,38 +282,38 @@ func TestLoadShardedAndErrors(t *testing.T) {
 	q1 := layerName(1, "self_attn.q_proj")
 	cases := []struct {
 		name    string
-		edit    func([]learner.STTensor) []learner.STTensor
+		edit    func([]safetensors.Tensor) []safetensors.Tensor
 		tensor  string
 		problem string
 	}{
-		{"missing", func(ts []learner.STTensor) []learner.STTensor {
-			return slices.DeleteFunc(ts, func(x learner.STTensor) bool { return x.Name == q1 })
+		{"missing", func(ts []safetensors.Tensor) []safetensors.Tensor {
+			return slices.DeleteFunc(ts, func(x safetensors.Tensor) bool { return x.Name == q1 })
 		}, q1, ProblemMissing},
-		{"extra", func(ts []learner.STTensor) []learner.STTensor {
-			return append(ts, learner.F32Tensor("model.layers.9.mlp.up_proj.weight", []int{2}, []float32{1, 2}))
+		{"extra", func(ts []safetensors.Tensor) []safetensors.Tensor {
+			return append(ts, safetensors.F32Tensor("model.layers.9.mlp.up_proj.weight", []int{2}, []float32{1, 2}))
 		}, "model.layers.9.mlp.up_proj.weight", ProblemUnexpected},
-		{"shape", func(ts []learner.STTensor) []learner.STTensor {
+		{"shape", func(ts []safetensors.Tensor) []safetensors.Tensor {
 			for i, x := range ts {
 				if x.Name == q1 {
-					ts[i] = learner.F32Tensor(q1, []int{32, 64}, make([]float32, 32*64))
+					ts[i] = safetensors.F32Tensor(q1, []int{32, 64}, make([]float32, 32*64))
 				}
 			}
 			return ts
 		}, q1, ProblemShape},
-		{"dtype", func(ts []learner.STTensor) []learner.STTensor {
+		{"dtype", func(ts []safetensors.Tensor) []safetensors.Tensor {
 			for i, x := range ts {
 				if x.Name == nameNorm {
-					ts[i] = learner.I64Tensor(nameNorm, []int{64}, make([]int64, 64))
+					ts[i] = safetensors.I64Tensor(nameNorm, []int{64}, make([]int64, 64))
 				}
 			}
 			return ts
 		}, nameNorm, ProblemDType},
-		{"nan", func(ts []learner.STTensor) []learner.STTensor {
+		{"nan", func(ts []safetensors.Tensor) []safetensors.Tensor {
 			for i, x := range ts {
 				if x.Name == nameEmbed {
 					f, _ := x.Float32(nil)
 					f[17] = float32(math.NaN())
-					ts[i] = learner.F32Tensor(x.Name, x.Shape, f)
+					ts[i] = safetensors.F32Tensor(x.Name, x.Shape, f)
 				}
 			}
 			return ts
@@ -330,7 +331,7 @@ func TestLoadShardedAndErrors(t *testing.T) {
 	}
 	// A tied checkpoint may carry lm_head.weight: it is ignored.
 	dir := t.TempDir()
-	write(dir, append(slices.Clone(ts), learner.F32Tensor(nameLMHead, []int{cfg.VocabSize, cfg.HiddenSize}, make([]float32, cfg.VocabSize*cfg.HiddenSize))))
+	write(dir, append(slices.Clone(ts), safetensors.F32Tensor(nameLMHead, []int{cfg.VocabSize, cfg.HiddenSize}, make([]float32, cfg.VocabSize*cfg.HiddenSize))))
 	if _, err := Load(backend, dir); err != nil {
 		t.Errorf("tied checkpoint with lm_head.weight: %v", err)
 	}

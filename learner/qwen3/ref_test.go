@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 var qwenSeed = flag.Uint64("seed", 0, "qwen3 tests: seed for randomised tests (0 = fixed default)")
@@ -23,7 +24,7 @@ func qwenTestSeed(t testing.TB) uint64 {
 
 func qwenBackend(t testing.TB) backends.Backend {
 	t.Helper()
-	b, err := learner.NewBackend("cpu")
+	b, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func qwenTiny(t testing.TB) Config {
 // qwenSharpWeights are random weights larger than transformers' initialisation (projections
 // N(0, 0.25²), norms 1 ± 0.2), so that attention is far from uniform and every part of the
 // model (RoPE, masks, norms) moves the logits visibly.
-func qwenSharpWeights(t testing.TB, cfg Config, seed uint64) []learner.STTensor {
+func qwenSharpWeights(t testing.TB, cfg Config, seed uint64) []safetensors.Tensor {
 	t.Helper()
 	ts, err := InitRandom(cfg, seed)
 	if err != nil {
@@ -58,7 +59,7 @@ func qwenSharpWeights(t testing.TB, cfg Config, seed uint64) []learner.STTensor 
 				f[j] *= 12.5
 			}
 		}
-		ts[i] = learner.F32Tensor(x.Name, x.Shape, f)
+		ts[i] = safetensors.F32Tensor(x.Name, x.Shape, f)
 	}
 	return ts
 }
@@ -70,7 +71,7 @@ type refModel struct {
 	w   map[string][]float64
 }
 
-func newRefModel(t testing.TB, cfg Config, ts []learner.STTensor) *refModel {
+func newRefModel(t testing.TB, cfg Config, ts []safetensors.Tensor) *refModel {
 	t.Helper()
 	r := &refModel{cfg: cfg, w: map[string][]float64{}}
 	for _, x := range ts {

@@ -11,10 +11,12 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // qwenSeqLogProb returns Σ log π(completion) for each sample through the trainer's forward pass.
-func qwenSeqLogProb(t testing.TB, tr *learner.Trainer, samples []Sample) []float64 {
+func qwenSeqLogProb(t testing.TB, tr *gomlxtrain.Trainer, samples []Sample) []float64 {
 	t.Helper()
 	b, err := NewSeqBatch(samples)
 	if err != nil {
@@ -198,7 +200,7 @@ func TestLoRA(t *testing.T) {
 	if ac["peft_type"] != "LORA" || ac["r"] != 4.0 || ac["lora_alpha"] != 8.0 || ac["task_type"] != "CAUSAL_LM" || len(ac["target_modules"].([]any)) != 3 {
 		t.Errorf("adapter_config.json: %v", ac)
 	}
-	ts, _, err := learner.ReadSafetensorsFile(filepath.Join(adir, AdapterWeightsFile))
+	ts, _, err := safetensors.ReadFile(filepath.Join(adir, AdapterWeightsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

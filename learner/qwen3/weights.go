@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
 
@@ -84,13 +86,13 @@ func isNormWeight(name string) bool {
 // InitRandom draws the weights of a model of shape cfg from seed, as transformers initialises
 // Qwen3 (initializer_range 0.02): projections and embeddings N(0, 0.02²), RMSNorm weights 1.
 // The tensors are float32, named and shaped as in a Hugging Face checkpoint, in Save's order.
-func InitRandom(cfg Config, seed uint64) ([]learner.STTensor, error) {
+func InitRandom(cfg Config, seed uint64) ([]safetensors.Tensor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	out := make([]learner.STTensor, 0, len(cfg.weightSpecs()))
+	out := make([]safetensors.Tensor, 0, len(cfg.weightSpecs()))
 	drawRandom(cfg, seed, func(s weightSpec, data []float32) {
-		out = append(out, learner.F32Tensor(s.name, s.shape, data))
+		out = append(out, safetensors.F32Tensor(s.name, s.shape, data))
 	})
 	return out, nil
 }
@@ -140,7 +142,7 @@ func WriteRandomCheckpoint(dir string, cfg Config, seed uint64, tokenizerJSONPat
 	if err != nil {
 		return cfg, err
 	}
-	if err := writeHFDir(dir, cfg, ts, learner.STF32); err != nil {
+	if err := writeHFDir(dir, cfg, ts, safetensors.F32); err != nil {
 		return cfg, err
 	}
 	if tokenizerJSONPath != "" {
@@ -159,25 +161,25 @@ func WriteRandomCheckpoint(dir string, cfg Config, seed uint64, tokenizerJSONPat
 
 // writeHFDir writes config.json and model.safetensors (tensors converted to dtype) into dir,
 // each through a temporary file renamed into place.
-func writeHFDir(dir string, cfg Config, ts []learner.STTensor, dtype learner.STDType) error {
-	torch := map[learner.STDType]string{learner.STF32: "float32", learner.STBF16: "bfloat16", learner.STF16: "float16"}[dtype]
+func writeHFDir(dir string, cfg Config, ts []safetensors.Tensor, dtype safetensors.DType) error {
+	torch := map[safetensors.DType]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}[dtype]
 	if torch == "" {
 		return fmt.Errorf("qwen3: save dtype %s: %w", dtype, learner.ErrInvalidConfig)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if dtype != learner.STF32 {
-		conv := make([]learner.STTensor, len(ts))
+	if dtype != safetensors.F32 {
+		conv := make([]safetensors.Tensor, len(ts))
 		for i, t := range ts {
 			f, err := t.Float32(nil)
 			if err != nil {
 				return err
 			}
-			if dtype == learner.STBF16 {
-				conv[i] = learner.BF16Tensor(t.Name, t.Shape, f)
+			if dtype == safetensors.BF16 {
+				conv[i] = safetensors.BF16Tensor(t.Name, t.Shape, f)
 			} else {
-				conv[i] = learner.F16Tensor(t.Name, t.Shape, f)
+				conv[i] = safetensors.F16Tensor(t.Name, t.Shape, f)
 			}
 		}
 		ts = conv
@@ -193,17 +195,17 @@ func writeHFDir(dir string, cfg Config, ts []learner.STTensor, dtype learner.STD
 		return err
 	}
 	// A stale index would make readers look for shards instead of model.safetensors.
-	if err := os.Remove(filepath.Join(dir, learner.SafetensorsIndexFile)); err != nil && !os.IsNotExist(err) {
+	if err := os.Remove(filepath.Join(dir, safetensors.IndexFile)); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, "model.safetensors"), func(w io.Writer) error {
-		return learner.WriteSafetensors(w, ts, map[string]string{"format": "pt"})
+		return safetensors.Write(w, ts, map[string]string{"format": "pt"})
 	})
 }
 
 // writeFileAtomic is learner.WriteFileAtomic, with the error naming qwen3.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
-	if err := learner.WriteFileAtomic(path, write); err != nil {
+	if err := fsutil.WriteFileAtomic(path, write); err != nil {
 		return fmt.Errorf("qwen3: %w", err)
 	}
 	return nil
@@ -226,7 +228,7 @@ func copyFile(src, dst string) error {
 // shapes and float dtypes and no unexpected tensor is there (a tied checkpoint may carry
 // lm_head.weight, which is ignored, and rotary inv_freq buffers are ignored).
 func readWeights(dir string, cfg Config) (map[string][]float32, error) {
-	set, err := learner.OpenSafetensorsDir(dir)
+	set, err := safetensors.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("qwen3: %w", err)
 	}
@@ -243,7 +245,7 @@ func readWeights(dir string, cfg Config) (map[string][]float32, error) {
 			return nil, &WeightError{Tensor: s.name, Problem: ProblemShape, Want: s.shape, Got: info.Shape}
 		}
 		switch info.DType {
-		case learner.STF32, learner.STBF16, learner.STF16, learner.STF64:
+		case safetensors.F32, safetensors.BF16, safetensors.F16, safetensors.F64:
 		default:
 			return nil, &WeightError{Tensor: s.name, Problem: ProblemDType, Want: s.shape, Got: info.Shape, DType: string(info.DType)}
 		}

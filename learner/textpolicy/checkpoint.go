@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 )
@@ -34,7 +35,7 @@ type checkpointManifest struct {
 // (learner.ReplaceDir: a temporary sibling directory renamed over dir). The optimizer's moments
 // are not saved: a resumed run restarts AdamW's statistics.
 func (p *Policy) SaveCheckpoint(dir string, dataPosition int64) error {
-	return learner.ReplaceDir(dir, func(tmp string) error {
+	return fsutil.ReplaceDir(dir, func(tmp string) error {
 		if err := p.Save(tmp); err != nil { // each file written through a synced temporary
 			return err
 		}
@@ -48,7 +49,7 @@ func (p *Policy) SaveCheckpoint(dir string, dataPosition int64) error {
 			if e.IsDir() {
 				continue
 			}
-			if man.Files[e.Name()], err = learner.FileSHA256(filepath.Join(tmp, e.Name())); err != nil {
+			if man.Files[e.Name()], err = fsutil.FileSHA256(filepath.Join(tmp, e.Name())); err != nil {
 				return err
 			}
 		}
@@ -56,7 +57,7 @@ func (p *Policy) SaveCheckpoint(dir string, dataPosition int64) error {
 		if err != nil {
 			return err
 		}
-		return learner.WriteFileSynced(filepath.Join(tmp, learner.CheckpointManifestFile), append(js, '\n'))
+		return fsutil.WriteFileSynced(filepath.Join(tmp, learner.CheckpointManifestFile), append(js, '\n'))
 	})
 }
 
@@ -80,7 +81,7 @@ func (p *Policy) LoadCheckpoint(dir string) (int64, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		sum, err := learner.FileSHA256(filepath.Join(dir, n))
+		sum, err := fsutil.FileSHA256(filepath.Join(dir, n))
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s: %w", learner.ErrCorruptCheckpoint, dir, err)
 		}

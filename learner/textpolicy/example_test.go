@@ -4,14 +4,15 @@ import (
 	"fmt"
 
 	"github.com/t2t-lab/t2t/env"
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
 // Train a checkpoint directory (for example one written by `t2t model init`) with GRPO on
 // two instances: play a group per instance, then learn from it.
 func Example() {
-	backend, err := learner.NewBackend("cpu")
+	backend, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		panic(err)
 	}
@@ -32,7 +33,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	groups := make([]learner.ReplayedGroup, len(ins))
+	groups := make([]gridnet.ReplayedGroup, len(ins))
 	for e, ep := range ro.Episodes {
 		g := &groups[e/group]
 		g.Instance = ep.Instance

@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 	"github.com/t2t-lab/t2t/learner/torch"
@@ -67,7 +67,7 @@ func OpenModel(ctx context.Context, spec engine.Spec, dir string) (engine.Model,
 	if spec.Kind == engine.Torch {
 		return torch.Load(ctx, spec, dir)
 	}
-	be, err := learner.NewBackend(spec.Device)
+	be, err := gomlxtrain.NewBackend(spec.Device)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func NewRandomModel(ctx context.Context, spec engine.Spec, cfg qwen3.Config, see
 	if spec.Kind == engine.Torch {
 		return torch.NewRandom(ctx, spec, cfg, seed)
 	}
-	be, err := learner.NewBackend(spec.Device)
+	be, err := gomlxtrain.NewBackend(spec.Device)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,9 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // Options configure a Policy. DefaultOptions gives the documented defaults; New fills zero
@@ -164,7 +166,7 @@ func (p *Policy) Prompt(in *env.Instance) []int32 {
 // give the same completions. Rewards use the length schedule's weights as they stand when
 // Play starts; a sampled (temperature > 0) rollout then folds its share of short completions
 // into the schedule (greedy evaluation does not).
-func (p *Policy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
+func (p *Policy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
 	if groupSize < 1 {
 		return nil, &OptionError{"groupSize", groupSize, "must be ≥ 1"}
 	}
@@ -199,7 +201,7 @@ func (p *Policy) Play(ins []*env.Instance, groupSize int, temperature float64, s
 		copy(tokens[lo:hi], gen.Tokens)
 		copy(logps[lo:hi], gen.LogProbs)
 	}
-	ro := &learner.Rollout{Episodes: make([]learner.Episode, 0, n)}
+	ro := &gridnet.Rollout{Episodes: make([]learner.Episode, 0, n)}
 	lengths := make([]int, n)
 	for r := range n {
 		in := ins[r/groupSize]
@@ -235,7 +237,7 @@ func Judge(in *env.Instance, answer string, rep *env.Report) env.Plan {
 // Update implements train.Policy: one GRPO step on the groups (see Policy). Groups whose
 // rewards are all equal carry no signal and are left out; when no group is left no step runs
 // and the version stays.
-func (p *Policy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+func (p *Policy) Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	var sig learner.SignalStats
 	var samples []qwen3.Sample
 	for gi, g := range groups {
@@ -299,7 +301,7 @@ func (p *Policy) step(kind engine.StepKind, batch *learner.SeqBatch) (learner.Up
 // Save writes the model as a Hugging Face directory (config, float32 weights and the tokenizer
 // files of the directory it was loaded from).
 func (p *Policy) Save(dir string) error {
-	return p.lm.Exclusive(func() error { return p.lm.Model.Save(dir, learner.STF32) })
+	return p.lm.Exclusive(func() error { return p.lm.Model.Save(dir, safetensors.F32) })
 }
 
 // SaveAdapter writes the model's LoRA adapters as a PEFT adapter directory (adapter_config.json,

@@ -12,6 +12,8 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
@@ -38,7 +40,7 @@ var (
 func tpLM(t testing.TB, seed uint64) *LM {
 	t.Helper()
 	tpOnce.Do(func() {
-		tpBackend, tpErr = learner.NewBackend("cpu")
+		tpBackend, tpErr = gomlxtrain.NewBackend("cpu")
 		if tpErr != nil {
 			return
 		}
@@ -183,7 +185,7 @@ func TestUpdateGRPOStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups := make([]learner.ReplayedGroup, len(ins))
+	groups := make([]gridnet.ReplayedGroup, len(ins))
 	for i, in := range ins {
 		groups[i].Instance = in
 		for e := i * g; e < (i+1)*g; e++ {

@@ -14,6 +14,7 @@ import (
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // Model is the torch engine: a Qwen3 model held by a worker process. It implements
@@ -454,8 +455,8 @@ func (m *Model) SaveAdapter(dir string) error {
 }
 
 // Save implements engine.Model.
-func (m *Model) Save(dir string, dtype learner.STDType) error {
-	names := map[learner.STDType]string{"": "float32", learner.STF32: "float32", learner.STBF16: "bfloat16", learner.STF16: "float16"}
+func (m *Model) Save(dir string, dtype safetensors.DType) error {
+	names := map[safetensors.DType]string{"": "float32", safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}
 	name, ok := names[dtype]
 	if !ok {
 		return &learner.ConfigError{Field: "dtype", Value: dtype, Reason: "want F32, BF16 or F16"}

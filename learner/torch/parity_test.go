@@ -13,7 +13,9 @@ import (
 
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // requireTorch skips a test that needs torch where no interpreter imports it, and fails it
@@ -61,7 +63,7 @@ func fourLayerConfig(t *testing.T) qwen3.Config {
 // pair loads dir on both engines.
 func pair(t *testing.T, dir string) (*engine.GoMLXModel, *Model) {
 	t.Helper()
-	be, err := learner.NewBackend("cpu")
+	be, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,21 +217,21 @@ func TestParityGRPOAndSFTStep(t *testing.T) {
 	}
 	// The updated weights agree: saved by each engine, loaded by gomlx, same logits.
 	dg, dt := filepath.Join(t.TempDir(), "g"), filepath.Join(t.TempDir(), "t")
-	if err := g.Save(dg, learner.STF32); err != nil {
+	if err := g.Save(dg, safetensors.F32); err != nil {
 		t.Fatal(err)
 	}
-	if err := tm.Save(dt, learner.STF32); err != nil {
+	if err := tm.Save(dt, safetensors.F32); err != nil {
 		t.Fatal(err)
 	}
-	wg, _, err := learner.ReadSafetensorsFile(filepath.Join(dg, "model.safetensors"))
+	wg, _, err := safetensors.ReadFile(filepath.Join(dg, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt, _, err := learner.ReadSafetensorsFile(filepath.Join(dt, "model.safetensors"))
+	wt, _, err := safetensors.ReadFile(filepath.Join(dt, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]learner.STTensor{}
+	byName := map[string]safetensors.Tensor{}
 	for _, x := range wt {
 		byName[x.Name] = x
 	}
@@ -262,14 +264,14 @@ func TestCheckpointsCrossLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	seqs := randomSeqs(rand.New(rand.NewPCG(seed, 4)), cfg.VocabSize, 4, 19)
-	for _, dtype := range []learner.STDType{learner.STF32, learner.STBF16} {
+	for _, dtype := range []safetensors.DType{safetensors.F32, safetensors.BF16} {
 		dir := filepath.Join(t.TempDir(), string(dtype))
 		if err := tm.Save(dir, dtype); err != nil {
 			t.Fatal(err)
 		}
 		g2, t2 := pair(t, dir)
 		compareLogits(t, "torch-saved "+string(dtype)+", both engines", g2, t2, seqs, 1e-4)
-		if dtype == learner.STF32 {
+		if dtype == safetensors.F32 {
 			compareLogits(t, "torch-saved f32 vs the saving model", g2, tm, seqs, 1e-4)
 		}
 	}
@@ -377,7 +379,7 @@ func TestLoRAAdapterCrossLoad(t *testing.T) {
 	seqs := randomSeqs(rand.New(rand.NewPCG(seed, 8)), cfg.VocabSize, 6, 11)
 	compareLogits(t, "torch adapter loaded by gomlx", g, tm, seqs, 1e-4)
 	merged := filepath.Join(t.TempDir(), "merged")
-	if err := tm.Save(merged, learner.STF32); err != nil {
+	if err := tm.Save(merged, safetensors.F32); err != nil {
 		t.Fatal(err)
 	}
 	g2, _ := pair(t, merged)

@@ -1,4 +1,4 @@
-package learner
+package safetensors
 
 import (
 	"bufio"
@@ -20,51 +20,51 @@ import (
 // then the raw little-endian tensor bytes; offsets are relative to the end of the header and
 // must tile the data exactly (no holes, no overlaps).
 
-// STDType is a safetensors dtype name.
-type STDType string
+// DType is a safetensors dtype name.
+type DType string
 
 // Supported safetensors dtypes.
 const (
-	STF64  STDType = "F64"
-	STF32  STDType = "F32"
-	STF16  STDType = "F16"
-	STBF16 STDType = "BF16"
-	STI64  STDType = "I64"
-	STI32  STDType = "I32"
-	STI16  STDType = "I16"
-	STI8   STDType = "I8"
-	STU8   STDType = "U8"
-	STBool STDType = "BOOL"
+	F64  DType = "F64"
+	F32  DType = "F32"
+	F16  DType = "F16"
+	BF16 DType = "BF16"
+	I64  DType = "I64"
+	I32  DType = "I32"
+	I16  DType = "I16"
+	I8   DType = "I8"
+	U8   DType = "U8"
+	Bool DType = "BOOL"
 )
 
 // Size returns the bytes per element, or 0 for an unknown dtype.
-func (d STDType) Size() int {
+func (d DType) Size() int {
 	switch d {
-	case STF64, STI64:
+	case F64, I64:
 		return 8
-	case STF32, STI32:
+	case F32, I32:
 		return 4
-	case STF16, STBF16, STI16:
+	case F16, BF16, I16:
 		return 2
-	case STI8, STU8, STBool:
+	case I8, U8, Bool:
 		return 1
 	}
 	return 0
 }
 
-// maxSafetensorsHeader bounds the JSON header (the reference implementation uses 100 MB).
-const maxSafetensorsHeader = 100 << 20
+// maxHeader bounds the JSON header (the reference implementation uses 100 MB).
+const maxHeader = 100 << 20
 
-// STTensor is one named tensor with its raw little-endian bytes.
-type STTensor struct {
+// Tensor is one named tensor with its raw little-endian bytes.
+type Tensor struct {
 	Name  string
-	DType STDType
+	DType DType
 	Shape []int
 	Data  []byte
 }
 
 // NumElements is the product of Shape (1 for a scalar).
-func (t STTensor) NumElements() int {
+func (t Tensor) NumElements() int {
 	n := 1
 	for _, d := range t.Shape {
 		n *= d
@@ -73,76 +73,76 @@ func (t STTensor) NumElements() int {
 }
 
 // F32Tensor encodes float32 values as an F32 tensor.
-func F32Tensor(name string, shape []int, data []float32) STTensor {
+func F32Tensor(name string, shape []int, data []float32) Tensor {
 	b := make([]byte, 4*len(data))
 	for i, x := range data {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
-	return STTensor{Name: name, DType: STF32, Shape: slices.Clone(shape), Data: b}
+	return Tensor{Name: name, DType: F32, Shape: slices.Clone(shape), Data: b}
 }
 
 // BF16Tensor encodes float32 values as a BF16 tensor (round to nearest even).
-func BF16Tensor(name string, shape []int, data []float32) STTensor {
+func BF16Tensor(name string, shape []int, data []float32) Tensor {
 	b := make([]byte, 2*len(data))
 	for i, x := range data {
 		binary.LittleEndian.PutUint16(b[2*i:], F32ToBF16(x))
 	}
-	return STTensor{Name: name, DType: STBF16, Shape: slices.Clone(shape), Data: b}
+	return Tensor{Name: name, DType: BF16, Shape: slices.Clone(shape), Data: b}
 }
 
 // F16Tensor encodes float32 values as an IEEE half-precision tensor (round to nearest even).
-func F16Tensor(name string, shape []int, data []float32) STTensor {
+func F16Tensor(name string, shape []int, data []float32) Tensor {
 	b := make([]byte, 2*len(data))
 	for i, x := range data {
 		binary.LittleEndian.PutUint16(b[2*i:], F32ToF16(x))
 	}
-	return STTensor{Name: name, DType: STF16, Shape: slices.Clone(shape), Data: b}
+	return Tensor{Name: name, DType: F16, Shape: slices.Clone(shape), Data: b}
 }
 
 // I64Tensor encodes int64 values as an I64 tensor.
-func I64Tensor(name string, shape []int, data []int64) STTensor {
+func I64Tensor(name string, shape []int, data []int64) Tensor {
 	b := make([]byte, 8*len(data))
 	for i, x := range data {
 		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
 	}
-	return STTensor{Name: name, DType: STI64, Shape: slices.Clone(shape), Data: b}
+	return Tensor{Name: name, DType: I64, Shape: slices.Clone(shape), Data: b}
 }
 
 // Float32 decodes an F32, F16, BF16 or F64 tensor into dst (grown as needed) and returns it.
-func (t STTensor) Float32(dst []float32) ([]float32, error) {
+func (t Tensor) Float32(dst []float32) ([]float32, error) {
 	n := t.NumElements()
 	if t.DType.Size() == 0 || len(t.Data) != n*t.DType.Size() {
-		return dst, fmt.Errorf("%w: tensor %q: %d bytes for %d×%s", ErrSafetensors, t.Name, len(t.Data), n, t.DType)
+		return dst, fmt.Errorf("%w: tensor %q: %d bytes for %d×%s", ErrMalformed, t.Name, len(t.Data), n, t.DType)
 	}
-	dst = growF32(dst, n)
+	dst = slices.Grow(dst[:0], n)[:n]
 	switch t.DType {
-	case STF32:
+	case F32:
 		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
 		}
-	case STBF16:
+	case BF16:
 		for i := range dst {
 			dst[i] = BF16ToF32(binary.LittleEndian.Uint16(t.Data[2*i:]))
 		}
-	case STF16:
+	case F16:
 		for i := range dst {
 			dst[i] = F16ToF32(binary.LittleEndian.Uint16(t.Data[2*i:]))
 		}
-	case STF64:
+	case F64:
 		for i := range dst {
 			dst[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(t.Data[8*i:])))
 		}
 	default:
-		return dst, fmt.Errorf("%w: tensor %q: dtype %s is not a float", ErrSafetensors, t.Name, t.DType)
+		return dst, fmt.Errorf("%w: tensor %q: dtype %s is not a float", ErrMalformed, t.Name, t.DType)
 	}
 	return dst, nil
 }
 
 // Int64 decodes an I64, I32, I16, I8, U8 or BOOL tensor into dst and returns it.
-func (t STTensor) Int64(dst []int64) ([]int64, error) {
+func (t Tensor) Int64(dst []int64) ([]int64, error) {
 	n := t.NumElements()
 	if t.DType.Size() == 0 || len(t.Data) != n*t.DType.Size() {
-		return dst, fmt.Errorf("%w: tensor %q: %d bytes for %d×%s", ErrSafetensors, t.Name, len(t.Data), n, t.DType)
+		return dst, fmt.Errorf("%w: tensor %q: %d bytes for %d×%s", ErrMalformed, t.Name, len(t.Data), n, t.DType)
 	}
 	if cap(dst) < n {
 		dst = make([]int64, n)
@@ -150,18 +150,18 @@ func (t STTensor) Int64(dst []int64) ([]int64, error) {
 	dst = dst[:n]
 	for i := range dst {
 		switch t.DType {
-		case STI64:
+		case I64:
 			dst[i] = int64(binary.LittleEndian.Uint64(t.Data[8*i:]))
-		case STI32:
+		case I32:
 			dst[i] = int64(int32(binary.LittleEndian.Uint32(t.Data[4*i:])))
-		case STI16:
+		case I16:
 			dst[i] = int64(int16(binary.LittleEndian.Uint16(t.Data[2*i:])))
-		case STI8:
+		case I8:
 			dst[i] = int64(int8(t.Data[i]))
-		case STU8, STBool:
+		case U8, Bool:
 			dst[i] = int64(t.Data[i])
 		default:
-			return dst, fmt.Errorf("%w: tensor %q: dtype %s is not an integer", ErrSafetensors, t.Name, t.DType)
+			return dst, fmt.Errorf("%w: tensor %q: dtype %s is not an integer", ErrMalformed, t.Name, t.DType)
 		}
 	}
 	return dst, nil
@@ -239,22 +239,22 @@ func F32ToF16(x float32) uint16 {
 	return sign | uint16(half)
 }
 
-// STInfo is a tensor's header entry.
-type STInfo struct {
-	DType       STDType  `json:"dtype"`
+// Info is a tensor's header entry.
+type Info struct {
+	DType       DType    `json:"dtype"`
 	Shape       []int    `json:"shape"`
 	DataOffsets [2]int64 `json:"data_offsets"`
 }
 
-// STHeader is a parsed and validated safetensors header.
-type STHeader struct {
+// Header is a parsed and validated safetensors header.
+type Header struct {
 	Metadata map[string]string
-	Tensors  map[string]STInfo
+	Tensors  map[string]Info
 	DataLen  int64 // bytes of tensor data the offsets tile
 }
 
 // Names returns the tensor names, sorted.
-func (h *STHeader) Names() []string {
+func (h *Header) Names() []string {
 	names := make([]string, 0, len(h.Tensors))
 	for n := range h.Tensors {
 		names = append(names, n)
@@ -263,14 +263,14 @@ func (h *STHeader) Names() []string {
 	return names
 }
 
-// ParseSafetensorsHeader parses and validates the JSON header. Offsets must tile [0, DataLen)
+// ParseHeader parses and validates the JSON header. Offsets must tile [0, DataLen)
 // exactly; every dtype must be known and every entry's byte size must match its shape.
-func ParseSafetensorsHeader(js []byte) (*STHeader, error) {
+func ParseHeader(js []byte) (*Header, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(js, &raw); err != nil {
-		return nil, fmt.Errorf("%w: header JSON: %w", ErrSafetensors, err)
+		return nil, fmt.Errorf("%w: header JSON: %w", ErrMalformed, err)
 	}
-	h := &STHeader{Tensors: make(map[string]STInfo, len(raw))}
+	h := &Header{Tensors: make(map[string]Info, len(raw))}
 	type span struct {
 		begin, end int64
 		name       string
@@ -279,31 +279,31 @@ func ParseSafetensorsHeader(js []byte) (*STHeader, error) {
 	for name, msg := range raw {
 		if name == "__metadata__" {
 			if err := json.Unmarshal(msg, &h.Metadata); err != nil {
-				return nil, fmt.Errorf("%w: __metadata__ must map strings to strings: %w", ErrSafetensors, err)
+				return nil, fmt.Errorf("%w: __metadata__ must map strings to strings: %w", ErrMalformed, err)
 			}
 			continue
 		}
 		if name == "" {
-			return nil, fmt.Errorf("%w: empty tensor name", ErrSafetensors)
+			return nil, fmt.Errorf("%w: empty tensor name", ErrMalformed)
 		}
-		var info STInfo
+		var info Info
 		if err := json.Unmarshal(msg, &info); err != nil {
-			return nil, fmt.Errorf("%w: tensor %q: %w", ErrSafetensors, name, err)
+			return nil, fmt.Errorf("%w: tensor %q: %w", ErrMalformed, name, err)
 		}
 		size := info.DType.Size()
 		if size == 0 {
-			return nil, fmt.Errorf("%w: tensor %q: unsupported dtype %q", ErrSafetensors, name, info.DType)
+			return nil, fmt.Errorf("%w: tensor %q: unsupported dtype %q", ErrMalformed, name, info.DType)
 		}
 		n := int64(1)
 		for _, d := range info.Shape {
 			if d < 0 || (d > 0 && n > math.MaxInt64/int64(size)/int64(d)) {
-				return nil, fmt.Errorf("%w: tensor %q: bad shape %v", ErrSafetensors, name, info.Shape)
+				return nil, fmt.Errorf("%w: tensor %q: bad shape %v", ErrMalformed, name, info.Shape)
 			}
 			n *= int64(d)
 		}
 		b, e := info.DataOffsets[0], info.DataOffsets[1]
 		if b < 0 || e < b || e-b != n*int64(size) {
-			return nil, fmt.Errorf("%w: tensor %q: offsets %v do not hold %d×%s", ErrSafetensors, name, info.DataOffsets, n, info.DType)
+			return nil, fmt.Errorf("%w: tensor %q: offsets %v do not hold %d×%s", ErrMalformed, name, info.DataOffsets, n, info.DType)
 		}
 		h.Tensors[name] = info
 		spans = append(spans, span{b, e, name})
@@ -316,16 +316,16 @@ func ParseSafetensorsHeader(js []byte) (*STHeader, error) {
 	})
 	for _, s := range spans {
 		if s.begin != h.DataLen {
-			return nil, fmt.Errorf("%w: tensor %q starts at %d, want %d (holes or overlaps)", ErrSafetensors, s.name, s.begin, h.DataLen)
+			return nil, fmt.Errorf("%w: tensor %q starts at %d, want %d (holes or overlaps)", ErrMalformed, s.name, s.begin, h.DataLen)
 		}
 		h.DataLen = s.end
 	}
 	return h, nil
 }
 
-// EncodeSafetensorsHeader returns the header bytes (length prefix + space-padded JSON, the data
+// EncodeHeader returns the header bytes (length prefix + space-padded JSON, the data
 // then starts 8-byte aligned) for tensors laid out in the given order.
-func EncodeSafetensorsHeader(tensors []STTensor, metadata map[string]string) ([]byte, error) {
+func EncodeHeader(tensors []Tensor, metadata map[string]string) ([]byte, error) {
 	hdr := make(map[string]any, len(tensors)+1)
 	if len(metadata) > 0 {
 		hdr["__metadata__"] = metadata
@@ -333,24 +333,24 @@ func EncodeSafetensorsHeader(tensors []STTensor, metadata map[string]string) ([]
 	var off int64
 	for _, t := range tensors {
 		if t.Name == "" || t.Name == "__metadata__" {
-			return nil, fmt.Errorf("%w: invalid tensor name %q", ErrSafetensors, t.Name)
+			return nil, fmt.Errorf("%w: invalid tensor name %q", ErrMalformed, t.Name)
 		}
 		if _, dup := hdr[t.Name]; dup {
-			return nil, fmt.Errorf("%w: duplicate tensor name %q", ErrSafetensors, t.Name)
+			return nil, fmt.Errorf("%w: duplicate tensor name %q", ErrMalformed, t.Name)
 		}
 		if t.DType.Size() == 0 || len(t.Data) != t.NumElements()*t.DType.Size() {
-			return nil, fmt.Errorf("%w: tensor %q: %d bytes for shape %v of %s", ErrSafetensors, t.Name, len(t.Data), t.Shape, t.DType)
+			return nil, fmt.Errorf("%w: tensor %q: %d bytes for shape %v of %s", ErrMalformed, t.Name, len(t.Data), t.Shape, t.DType)
 		}
 		shape := t.Shape
 		if shape == nil {
 			shape = []int{}
 		}
-		hdr[t.Name] = STInfo{DType: t.DType, Shape: shape, DataOffsets: [2]int64{off, off + int64(len(t.Data))}}
+		hdr[t.Name] = Info{DType: t.DType, Shape: shape, DataOffsets: [2]int64{off, off + int64(len(t.Data))}}
 		off += int64(len(t.Data))
 	}
 	js, err := json.Marshal(hdr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSafetensors, err)
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	for len(js)%8 != 0 {
 		js = append(js, ' ')
@@ -360,9 +360,9 @@ func EncodeSafetensorsHeader(tensors []STTensor, metadata map[string]string) ([]
 	return append(out, js...), nil
 }
 
-// WriteSafetensors writes tensors (data in the given order) with optional metadata to w.
-func WriteSafetensors(w io.Writer, tensors []STTensor, metadata map[string]string) error {
-	hdr, err := EncodeSafetensorsHeader(tensors, metadata)
+// Write writes tensors (data in the given order) with optional metadata to w.
+func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
+	hdr, err := EncodeHeader(tensors, metadata)
 	if err != nil {
 		return err
 	}
@@ -378,13 +378,13 @@ func WriteSafetensors(w io.Writer, tensors []STTensor, metadata map[string]strin
 	return bw.Flush()
 }
 
-// WriteSafetensorsFile writes a safetensors file at path and fsyncs it.
-func WriteSafetensorsFile(path string, tensors []STTensor, metadata map[string]string) error {
+// WriteFile writes a safetensors file at path and fsyncs it.
+func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := WriteSafetensors(f, tensors, metadata); err != nil {
+	if err := Write(f, tensors, metadata); err != nil {
 		f.Close()
 		return err
 	}
@@ -395,23 +395,23 @@ func WriteSafetensorsFile(path string, tensors []STTensor, metadata map[string]s
 	return f.Close()
 }
 
-// SafetensorsFile is an open safetensors file; tensors are read on demand with ReadAt, so a
+// File is an open safetensors file; tensors are read on demand with ReadAt, so a
 // multi-gigabyte checkpoint is never held in memory at once. Safe for concurrent reads.
-type SafetensorsFile struct {
-	STHeader
+type File struct {
+	Header
 	Path      string
 	f         *os.File
 	dataStart int64
 }
 
-// OpenSafetensors opens and validates the header of the file at path (the data must have
+// Open opens and validates the header of the file at path (the data must have
 // exactly the length the offsets tile).
-func OpenSafetensors(path string) (*SafetensorsFile, error) {
+func Open(path string) (*File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := readSafetensorsHeader(f, path)
+	st, err := readHeader(f, path)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -419,58 +419,58 @@ func OpenSafetensors(path string) (*SafetensorsFile, error) {
 	return st, nil
 }
 
-func readSafetensorsHeader(f *os.File, path string) (*SafetensorsFile, error) {
+func readHeader(f *os.File, path string) (*File, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	var lenBuf [8]byte
 	if _, err := io.ReadFull(f, lenBuf[:]); err != nil {
-		return nil, fmt.Errorf("%w: %s: header length: %w", ErrSafetensors, path, err)
+		return nil, fmt.Errorf("%w: %s: header length: %w", ErrMalformed, path, err)
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
-	if n > maxSafetensorsHeader || int64(n)+8 > fi.Size() {
-		return nil, fmt.Errorf("%w: %s: header length %d (file %d bytes)", ErrSafetensors, path, n, fi.Size())
+	if n > maxHeader || int64(n)+8 > fi.Size() {
+		return nil, fmt.Errorf("%w: %s: header length %d (file %d bytes)", ErrMalformed, path, n, fi.Size())
 	}
 	js := make([]byte, n)
 	if _, err := io.ReadFull(f, js); err != nil {
-		return nil, fmt.Errorf("%w: %s: header: %w", ErrSafetensors, path, err)
+		return nil, fmt.Errorf("%w: %s: header: %w", ErrMalformed, path, err)
 	}
-	h, err := ParseSafetensorsHeader(js)
+	h, err := ParseHeader(js)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	dataStart := 8 + int64(n)
 	if fi.Size()-dataStart != h.DataLen {
-		return nil, fmt.Errorf("%w: %s: %d data bytes, header describes %d", ErrSafetensors, path, fi.Size()-dataStart, h.DataLen)
+		return nil, fmt.Errorf("%w: %s: %d data bytes, header describes %d", ErrMalformed, path, fi.Size()-dataStart, h.DataLen)
 	}
-	return &SafetensorsFile{STHeader: *h, Path: path, f: f, dataStart: dataStart}, nil
+	return &File{Header: *h, Path: path, f: f, dataStart: dataStart}, nil
 }
 
 // Read returns the named tensor with its bytes.
-func (s *SafetensorsFile) Read(name string) (STTensor, error) {
+func (s *File) Read(name string) (Tensor, error) {
 	info, ok := s.Tensors[name]
 	if !ok {
-		return STTensor{}, fmt.Errorf("%w: %s: no tensor %q", ErrSafetensors, s.Path, name)
+		return Tensor{}, fmt.Errorf("%w: %s: no tensor %q", ErrMalformed, s.Path, name)
 	}
 	data := make([]byte, info.DataOffsets[1]-info.DataOffsets[0])
 	if _, err := s.f.ReadAt(data, s.dataStart+info.DataOffsets[0]); err != nil {
-		return STTensor{}, fmt.Errorf("%w: %s: tensor %q: %w", ErrSafetensors, s.Path, name, err)
+		return Tensor{}, fmt.Errorf("%w: %s: tensor %q: %w", ErrMalformed, s.Path, name, err)
 	}
-	return STTensor{Name: name, DType: info.DType, Shape: slices.Clone(info.Shape), Data: data}, nil
+	return Tensor{Name: name, DType: info.DType, Shape: slices.Clone(info.Shape), Data: data}, nil
 }
 
 // Close closes the file.
-func (s *SafetensorsFile) Close() error { return s.f.Close() }
+func (s *File) Close() error { return s.f.Close() }
 
-// ReadSafetensorsFile reads every tensor of the file at path, in name order.
-func ReadSafetensorsFile(path string) ([]STTensor, map[string]string, error) {
-	s, err := OpenSafetensors(path)
+// ReadFile reads every tensor of the file at path, in name order.
+func ReadFile(path string) ([]Tensor, map[string]string, error) {
+	s, err := Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer s.Close()
-	var out []STTensor
+	var out []Tensor
 	for _, n := range s.Names() {
 		t, err := s.Read(n)
 		if err != nil {
@@ -481,28 +481,28 @@ func ReadSafetensorsFile(path string) ([]STTensor, map[string]string, error) {
 	return out, s.Metadata, nil
 }
 
-// SafetensorsIndexFile is the name of a sharded checkpoint's index.
-const SafetensorsIndexFile = "model.safetensors.index.json"
+// IndexFile is the name of a sharded checkpoint's index.
+const IndexFile = "model.safetensors.index.json"
 
-// SafetensorsSet is a model's weights in one file (model.safetensors) or sharded across several
+// Set is a model's weights in one file (model.safetensors) or sharded across several
 // (model.safetensors.index.json: {"metadata": {...}, "weight_map": {tensor: shard file}}).
-type SafetensorsSet struct {
-	shards []*SafetensorsFile
-	where  map[string]*SafetensorsFile
+type Set struct {
+	shards []*File
+	where  map[string]*File
 }
 
-// OpenSafetensorsDir opens the weights of a Hugging Face model directory: the sharded index if
+// OpenDir opens the weights of a Hugging Face model directory: the sharded index if
 // present, else model.safetensors. Every shard is validated, and every tensor must be in the
 // shard the index names, and in no other.
-func OpenSafetensorsDir(dir string) (*SafetensorsSet, error) {
-	idxPath := filepath.Join(dir, SafetensorsIndexFile)
+func OpenDir(dir string) (*Set, error) {
+	idxPath := filepath.Join(dir, IndexFile)
 	js, err := limits.ReadFile(idxPath, limits.Text)
 	if os.IsNotExist(err) {
-		s, err := OpenSafetensors(filepath.Join(dir, "model.safetensors"))
+		s, err := Open(filepath.Join(dir, "model.safetensors"))
 		if err != nil {
 			return nil, err
 		}
-		set := &SafetensorsSet{shards: []*SafetensorsFile{s}, where: map[string]*SafetensorsFile{}}
+		set := &Set{shards: []*File{s}, where: map[string]*File{}}
 		for n := range s.Tensors {
 			set.where[n] = s
 		}
@@ -515,19 +515,19 @@ func OpenSafetensorsDir(dir string) (*SafetensorsSet, error) {
 		WeightMap map[string]string `json:"weight_map"`
 	}
 	if err := json.Unmarshal(js, &idx); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrSafetensors, idxPath, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, idxPath, err)
 	}
 	if len(idx.WeightMap) == 0 {
-		return nil, fmt.Errorf("%w: %s: empty weight_map", ErrSafetensors, idxPath)
+		return nil, fmt.Errorf("%w: %s: empty weight_map", ErrMalformed, idxPath)
 	}
-	set := &SafetensorsSet{where: map[string]*SafetensorsFile{}}
-	byFile := map[string]*SafetensorsFile{}
+	set := &Set{where: map[string]*File{}}
+	byFile := map[string]*File{}
 	files := make([]string, 0)
 	for _, f := range idx.WeightMap {
 		if _, ok := byFile[f]; !ok {
 			if filepath.Base(f) != f || f == "." || f == ".." {
 				set.Close()
-				return nil, fmt.Errorf("%w: %s: shard %q is not a plain file name", ErrSafetensors, idxPath, f)
+				return nil, fmt.Errorf("%w: %s: shard %q is not a plain file name", ErrMalformed, idxPath, f)
 			}
 			byFile[f] = nil
 			files = append(files, f)
@@ -535,7 +535,7 @@ func OpenSafetensorsDir(dir string) (*SafetensorsSet, error) {
 	}
 	sort.Strings(files)
 	for _, f := range files {
-		s, err := OpenSafetensors(filepath.Join(dir, f))
+		s, err := Open(filepath.Join(dir, f))
 		if err != nil {
 			set.Close()
 			return nil, err
@@ -547,7 +547,7 @@ func OpenSafetensorsDir(dir string) (*SafetensorsSet, error) {
 		s := byFile[f]
 		if _, ok := s.Tensors[name]; !ok {
 			set.Close()
-			return nil, fmt.Errorf("%w: %s: tensor %q is not in shard %s", ErrSafetensors, idxPath, name, f)
+			return nil, fmt.Errorf("%w: %s: tensor %q is not in shard %s", ErrMalformed, idxPath, name, f)
 		}
 		set.where[name] = s
 	}
@@ -555,7 +555,7 @@ func OpenSafetensorsDir(dir string) (*SafetensorsSet, error) {
 		for name := range s.Tensors {
 			if set.where[name] != s {
 				set.Close()
-				return nil, fmt.Errorf("%w: %s: tensor %q in %s is not indexed there", ErrSafetensors, idxPath, name, s.Path)
+				return nil, fmt.Errorf("%w: %s: tensor %q in %s is not indexed there", ErrMalformed, idxPath, name, s.Path)
 			}
 		}
 	}
@@ -563,7 +563,7 @@ func OpenSafetensorsDir(dir string) (*SafetensorsSet, error) {
 }
 
 // Names returns every tensor name, sorted.
-func (s *SafetensorsSet) Names() []string {
+func (s *Set) Names() []string {
 	names := make([]string, 0, len(s.where))
 	for n := range s.where {
 		names = append(names, n)
@@ -573,25 +573,25 @@ func (s *SafetensorsSet) Names() []string {
 }
 
 // Info returns the header entry of the named tensor.
-func (s *SafetensorsSet) Info(name string) (STInfo, bool) {
+func (s *Set) Info(name string) (Info, bool) {
 	f, ok := s.where[name]
 	if !ok {
-		return STInfo{}, false
+		return Info{}, false
 	}
 	return f.Tensors[name], true
 }
 
 // Read returns the named tensor.
-func (s *SafetensorsSet) Read(name string) (STTensor, error) {
+func (s *Set) Read(name string) (Tensor, error) {
 	f, ok := s.where[name]
 	if !ok {
-		return STTensor{}, fmt.Errorf("%w: no tensor %q", ErrSafetensors, name)
+		return Tensor{}, fmt.Errorf("%w: no tensor %q", ErrMalformed, name)
 	}
 	return f.Read(name)
 }
 
 // Close closes every shard.
-func (s *SafetensorsSet) Close() error {
+func (s *Set) Close() error {
 	var first error
 	for _, f := range s.shards {
 		if f == nil {

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package learner
+package gomlxtrain
 
 import (
 	"fmt"

@@ -1,4 +1,5 @@
-package learner
+// Package sysmem reads this process's peak memory and the machine's available memory from /proc.
+package sysmem
 
 import (
 	"bufio"

@@ -1,9 +1,10 @@
-package learner
+package gomlxtrain
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -12,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+	"github.com/t2t-lab/t2t/learner"
 )
 
 // LogitsFunc builds a model's logits [B, T, V] (float32) from its inputs, each laid out
@@ -30,48 +32,6 @@ type ModelSpec struct {
 	// tokens and a completion of C cost the head C/(P+C) of the work). Without it, Tail is a
 	// layout only and the full logits are computed.
 	TailLogits func(ctx *context.Context, inputs []*graph.Node, tail int) *graph.Node
-}
-
-// ModelInput is one model input, laid out [Rows, T, Inner...] row-major. Exactly one of F32 and
-// I32 is set. Padding (rows and positions) is filled with zeros.
-type ModelInput struct {
-	F32   []float32
-	I32   []int32
-	Inner []int // trailing dimensions after [Rows, T]; nil for a [Rows, T] input
-}
-
-// SeqBatch is one optimizer step's data: Rows sequences of T positions (gridnet: Rows decisions
-// of T=1). Per-position slices have Rows·T entries, row-major.
-type SeqBatch struct {
-	Rows, T int
-	Inputs  []ModelInput
-	Actions []int32   // chosen action / next token at each position, in [0, Vocab)
-	Mask    []float32 // 1 = train on this position, 0 = prompt/padding; nil = all ones
-	// GRPO only:
-	BehaviourLogProbs []float32 // log-probs recorded at sampling time
-	Advantages        []float32 // Rows (one per sequence) or Rows·T entries
-	RefLogProbs       []float32 // optional reference log-probs (KL penalty when KLCoef > 0)
-	// Tail > 0 declares that rows are left-padded and every trained position (non-zero Mask,
-	// which must then be given) lies in the last Tail positions of its row: the trainer pads
-	// rows on the left and, for a model with ModelSpec.TailLogits, evaluates the loss on that
-	// window only. 0: right padding, logits at every position.
-	Tail int
-}
-
-// UpdateStats reports one optimizer step. Means are over trained (masked) positions.
-type UpdateStats struct {
-	Loss         float64 // the optimised loss: GRPO token-mean, or BC mean cross-entropy (nats)
-	Positions    int     // trained positions (Σ mask)
-	ClipFrac     float64 // GRPO: share of positions where clipping or the IS cap cut the gradient
-	ApproxKL     float64 // GRPO: mean k3 estimate of KL(behaviour ‖ new)
-	MeanRatio    float64 // GRPO: mean π_new/π_behaviour
-	RefKL        float64 // GRPO: mean k3 estimate of KL(new ‖ ref); 0 without reference
-	MeanAbsAdv   float64 // GRPO: mean |advantage|
-	Accuracy     float64 // BC: share of positions whose target is the most likely action
-	Entropy      float64 // mean policy entropy (nats)
-	GradNorm     float64 // global L2 norm of the summed gradient, before clipping
-	MicroBatches int
-	Step         int64 // optimizer steps taken, including this one
 }
 
 // withGradients is implemented by GoMLX's Adam (train.OptimizeWithGradients).
@@ -117,7 +77,7 @@ const accScope = "/grad_accumulators"
 type Trainer struct {
 	backend backends.Backend
 	ctx     *context.Context
-	cfg     GRPOConfig
+	cfg     learner.GRPOConfig
 	spec    ModelSpec
 	params  []*context.Variable // trainable variables, in context order
 	acc     []*context.Variable // one accumulator per param
@@ -133,12 +93,12 @@ type trainerExecKey struct {
 
 // NewTrainer prepares a trainer for the model whose variables are already in ctx (every
 // trainable variable of ctx is trained). cfg must validate.
-func NewTrainer(backend backends.Backend, ctx *context.Context, cfg GRPOConfig, spec ModelSpec) (*Trainer, error) {
+func NewTrainer(backend backends.Backend, ctx *context.Context, cfg learner.GRPOConfig, spec ModelSpec) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if spec.NumInputs < 1 || spec.Vocab < 1 || spec.Logits == nil {
-		return nil, &ConfigError{Field: "ModelSpec", Value: fmt.Sprintf("inputs=%d vocab=%d", spec.NumInputs, spec.Vocab), Reason: "needs ≥1 input, vocab ≥ 1 and a Logits func"}
+		return nil, &learner.ConfigError{Field: "ModelSpec", Value: fmt.Sprintf("inputs=%d vocab=%d", spec.NumInputs, spec.Vocab), Reason: "needs ≥1 input, vocab ≥ 1 and a Logits func"}
 	}
 	RegisterFastMatMulGradient()
 	tr := &Trainer{backend: backend, ctx: ctx, cfg: cfg, spec: spec, execs: map[trainerExecKey]*context.Exec{}}
@@ -148,9 +108,9 @@ func NewTrainer(backend backends.Backend, ctx *context.Context, cfg GRPOConfig, 
 		}
 	}
 	if len(tr.params) == 0 {
-		return nil, &ConfigError{Field: "ModelSpec", Value: "ctx", Reason: "context has no trainable variables"}
+		return nil, &learner.ConfigError{Field: "ModelSpec", Value: "ctx", Reason: "context has no trainable variables"}
 	}
-	err := lrnCatch(func() {
+	err := Catch(func() {
 		accCtx := ctx.Checked(false)
 		for _, p := range tr.params {
 			a := accCtx.InAbsPath(accScope+p.Scope()).VariableWithValue(p.Name(), tensors.FromShape(p.Shape()))
@@ -164,14 +124,14 @@ func NewTrainer(backend backends.Backend, ctx *context.Context, cfg GRPOConfig, 
 	opt := optimizers.Adam().LearningRate(cfg.LR).WeightDecay(cfg.WeightDecay).Done()
 	wg, ok := opt.(withGradients)
 	if !ok {
-		return nil, fmt.Errorf("learner: GoMLX Adam %T lacks UpdateGraphWithGradients: %w", opt, ErrCompute)
+		return nil, fmt.Errorf("learner: GoMLX Adam %T lacks UpdateGraphWithGradients: %w", opt, learner.ErrCompute)
 	}
 	tr.opt = wg
 	return tr, nil
 }
 
 // Config returns the trainer's configuration.
-func (tr *Trainer) Config() GRPOConfig { return tr.cfg }
+func (tr *Trainer) Config() learner.GRPOConfig { return tr.cfg }
 
 // Steps returns the optimizer steps taken (restored by checkpoints through SetSteps).
 func (tr *Trainer) Steps() int64 { return tr.step }
@@ -179,14 +139,14 @@ func (tr *Trainer) Steps() int64 { return tr.step }
 // SetSteps sets the optimizer step counter (after loading a checkpoint).
 func (tr *Trainer) SetSteps(n int64) { tr.step = n }
 
-// lrnCatch runs fn, turning a GoMLX panic into an error wrapping ErrCompute.
-func lrnCatch(fn func()) (err error) {
+// Catch runs fn, turning a GoMLX panic into an error wrapping ErrCompute.
+func Catch(fn func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(error); ok {
-				err = fmt.Errorf("%w: %w", ErrCompute, e)
+				err = fmt.Errorf("%w: %w", learner.ErrCompute, e)
 			} else {
-				err = fmt.Errorf("%w: %v", ErrCompute, r)
+				err = fmt.Errorf("%w: %v", learner.ErrCompute, r)
 			}
 		}
 	}()
@@ -195,15 +155,19 @@ func lrnCatch(fn func()) (err error) {
 }
 
 // GRPOStep runs one GRPO optimizer step on b.
-func (tr *Trainer) GRPOStep(b *SeqBatch) (UpdateStats, error) { return tr.runStep(lossGRPO, b) }
+func (tr *Trainer) GRPOStep(b *learner.SeqBatch) (learner.UpdateStats, error) {
+	return tr.runStep(lossGRPO, b)
+}
 
 // BCStep runs one behaviour-cloning (cross-entropy on Actions) optimizer step on b; only
 // Inputs, Actions and Mask are read.
-func (tr *Trainer) BCStep(b *SeqBatch) (UpdateStats, error) { return tr.runStep(lossBC, b) }
+func (tr *Trainer) BCStep(b *learner.SeqBatch) (learner.UpdateStats, error) {
+	return tr.runStep(lossBC, b)
+}
 
-func (tr *Trainer) checkBatch(kind lossKind, b *SeqBatch) error {
+func (tr *Trainer) checkBatch(kind lossKind, b *learner.SeqBatch) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrBadBatch, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s", learner.ErrBadBatch, fmt.Sprintf(format, args...))
 	}
 	if b == nil || b.Rows < 1 || b.T < 1 {
 		return bad("need Rows ≥ 1 and T ≥ 1")
@@ -264,8 +228,8 @@ func (tr *Trainer) checkBatch(kind lossKind, b *SeqBatch) error {
 	return nil
 }
 
-func (tr *Trainer) runStep(kind lossKind, b *SeqBatch) (UpdateStats, error) {
-	var st UpdateStats
+func (tr *Trainer) runStep(kind lossKind, b *learner.SeqBatch) (learner.UpdateStats, error) {
+	var st learner.UpdateStats
 	if err := tr.checkBatch(kind, b); err != nil {
 		return st, err
 	}
@@ -277,7 +241,7 @@ func (tr *Trainer) runStep(kind lossKind, b *SeqBatch) (UpdateStats, error) {
 		}
 	}
 	if total <= 0 {
-		return st, fmt.Errorf("%w: no trained positions (mask is all zero)", ErrBadBatch)
+		return st, fmt.Errorf("%w: no trained positions (mask is all zero)", learner.ErrBadBatch)
 	}
 	scale := tensors.FromScalar(float32(1 / total))
 	nMicro := (b.Rows + tr.cfg.MicroBatch - 1) / tr.cfg.MicroBatch
@@ -296,7 +260,7 @@ func (tr *Trainer) runStep(kind lossKind, b *SeqBatch) (UpdateStats, error) {
 		args := tr.microArgs(kind, b, r0, r1, true)
 		args = append(args, scale)
 		var outs []*tensors.Tensor
-		err := lrnCatch(func() {
+		err := Catch(func() {
 			var e error
 			outs, e = exec.Exec(args...)
 			if e != nil {
@@ -313,7 +277,7 @@ func (tr *Trainer) runStep(kind lossKind, b *SeqBatch) (UpdateStats, error) {
 		if mode == 0 {
 			st.GradNorm = float64(tensors.ToScalar[float32](outs[numMetrics]))
 		}
-		lrnFinalize(outs)
+		Finalize(outs)
 	}
 	if mode == 1 {
 		apply, err := tr.exec(kind, 2)
@@ -321,7 +285,7 @@ func (tr *Trainer) runStep(kind lossKind, b *SeqBatch) (UpdateStats, error) {
 			return st, err
 		}
 		var outs []*tensors.Tensor
-		err = lrnCatch(func() {
+		err = Catch(func() {
 			var e error
 			outs, e = apply.Exec()
 			if e != nil {
@@ -333,7 +297,7 @@ func (tr *Trainer) runStep(kind lossKind, b *SeqBatch) (UpdateStats, error) {
 			return st, err
 		}
 		st.GradNorm = float64(tensors.ToScalar[float32](outs[0]))
-		lrnFinalize(outs)
+		Finalize(outs)
 	}
 	tr.step++
 	n := sums[mMask]
@@ -358,7 +322,8 @@ func (tr *Trainer) resetAccumulators() {
 	}
 }
 
-func lrnFinalize(ts []*tensors.Tensor) {
+// Finalize frees the device memory of ts now rather than at garbage collection.
+func Finalize(ts []*tensors.Tensor) {
 	for _, t := range ts {
 		_ = t.FinalizeAll()
 	}
@@ -368,7 +333,7 @@ func lrnFinalize(ts []*tensors.Tensor) {
 // Tail batch of a model with TailLogits, positions before the tail window are 0) into dst and
 // returns it: the forward pass only, micro-batched like the updates. Use it for reference-model
 // log-probs or to recompute behaviour log-probs.
-func (tr *Trainer) LogProbs(b *SeqBatch, dst []float32) ([]float32, error) {
+func (tr *Trainer) LogProbs(b *learner.SeqBatch, dst []float32) ([]float32, error) {
 	if err := tr.checkBatch(lossBC, b); err != nil {
 		return dst, err
 	}
@@ -376,14 +341,14 @@ func (tr *Trainer) LogProbs(b *SeqBatch, dst []float32) ([]float32, error) {
 	if err != nil {
 		return dst, err
 	}
-	dst = growF32(dst, b.Rows*b.T)
+	dst = slices.Grow(dst[:0], b.Rows*b.T)[:b.Rows*b.T]
 	_, tw := tr.layout(b)
 	off := tw.off
 	for r0 := 0; r0 < b.Rows; r0 += tr.cfg.MicroBatch {
 		r1 := min(b.Rows, r0+tr.cfg.MicroBatch)
 		args := tr.microArgs(lossBC, b, r0, r1, false)
 		var out *tensors.Tensor
-		err := lrnCatch(func() {
+		err := Catch(func() {
 			outs, e := exec.Exec(args...)
 			if e != nil {
 				panic(e)
@@ -410,8 +375,8 @@ func (tr *Trainer) LogProbs(b *SeqBatch, dst []float32) ([]float32, error) {
 
 // microArgs builds the padded tensors of rows [r0, r1): model inputs, actions, mask, then for
 // GRPO behaviour log-probs, advantages and (if present) reference log-probs.
-func (tr *Trainer) microArgs(kind lossKind, b *SeqBatch, r0, r1 int, withTargets bool) []any {
-	bp := tr.cfg.bucketRows(r1 - r0)
+func (tr *Trainer) microArgs(kind lossKind, b *learner.SeqBatch, r0, r1 int, withTargets bool) []any {
+	bp, _ := tr.cfg.PaddedShape(r1-r0, 0)
 	in, tw := tr.layout(b)
 	args := make([]any, 0, tr.spec.NumInputs+6)
 	for _, mi := range b.Inputs {
@@ -466,8 +431,8 @@ type window struct{ len, off int }
 // at the row's end). Targets share the inputs' window, except for a Tail batch of a model with
 // TailLogits: then only the last tail positions, tail = PadLen(Tail) (8, 16, 32, then a
 // multiple of 32 up to 512, …; at most the bucket).
-func (tr *Trainer) layout(b *SeqBatch) (inputs, targets window) {
-	tp := tr.cfg.bucketLen(b.T)
+func (tr *Trainer) layout(b *learner.SeqBatch) (inputs, targets window) {
+	_, tp := tr.cfg.PaddedShape(0, b.T)
 	if b.Tail == 0 {
 		return window{tp, 0}, window{tp, 0}
 	}
@@ -475,7 +440,7 @@ func (tr *Trainer) layout(b *SeqBatch) (inputs, targets window) {
 	if tr.spec.TailLogits == nil {
 		return inputs, inputs
 	}
-	w := min(PadLen(b.Tail), tp)
+	w := min(learner.PadLen(b.Tail), tp)
 	return inputs, window{w, w - b.T}
 }
 
@@ -525,7 +490,7 @@ func (tr *Trainer) exec(kind lossKind, mode int) (*context.Exec, error) {
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCompute, err)
+		return nil, fmt.Errorf("%w: %w", learner.ErrCompute, err)
 	}
 	// Shapes are bounded by the row and length buckets (and with/without reference log-probs);
 	// GoMLX's default of 32 compiled graphs per executor is too few for all combinations.

@@ -1,4 +1,4 @@
-package learner
+package safetensors
 
 import (
 	"bytes"
@@ -11,14 +11,16 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/t2t-lab/t2t/internal/testseed"
 )
 
 // TestSafetensorsExactBytes pins the on-disk layout: length prefix, space-padded JSON with
 // sorted keys, then the data.
 func TestSafetensorsExactBytes(t *testing.T) {
 	var buf bytes.Buffer
-	ts := []STTensor{F32Tensor("b", []int{2}, []float32{1, -2}), I64Tensor("a", []int{}, []int64{7})}
-	if err := WriteSafetensors(&buf, ts, map[string]string{"format": "pt"}); err != nil {
+	ts := []Tensor{F32Tensor("b", []int{2}, []float32{1, -2}), I64Tensor("a", []int{}, []int64{7})}
+	if err := Write(&buf, ts, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
 	js := `{"__metadata__":{"format":"pt"},"a":{"dtype":"I64","shape":[],"data_offsets":[8,16]},"b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`
@@ -35,30 +37,30 @@ func TestSafetensorsExactBytes(t *testing.T) {
 }
 
 func TestSafetensorsRoundTrip(t *testing.T) {
-	rng := rand.New(rand.NewPCG(lrnSeed(t, 71), 7))
+	rng := rand.New(rand.NewPCG(testseed.Get(t, 71), 7))
 	vals := make([]float32, 24)
 	for i := range vals {
 		vals[i] = float32(rng.NormFloat64())
 	}
-	ts := []STTensor{
+	ts := []Tensor{
 		F32Tensor("model.layers.0.w", []int{4, 6}, vals),
 		BF16Tensor("model.embed", []int{2, 12}, vals),
 		F16Tensor("h", []int{24}, vals),
 		I64Tensor("step", []int{}, []int64{-42}),
-		{Name: "empty", DType: STF32, Shape: []int{0, 3}, Data: nil},
+		{Name: "empty", DType: F32, Shape: []int{0, 3}, Data: nil},
 	}
 	p := filepath.Join(t.TempDir(), "model.safetensors")
-	if err := WriteSafetensorsFile(p, ts, map[string]string{"k": "v"}); err != nil {
+	if err := WriteFile(p, ts, map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
 	}
-	got, meta, err := ReadSafetensorsFile(p)
+	got, meta, err := ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if meta["k"] != "v" || len(got) != len(ts) {
 		t.Fatalf("meta %v, %d tensors", meta, len(got))
 	}
-	byName := map[string]STTensor{}
+	byName := map[string]Tensor{}
 	for _, x := range got {
 		byName[x.Name] = x
 	}
@@ -139,17 +141,17 @@ func TestSafetensorsRejectsMalformed(t *testing.T) {
 	}
 	for name, hdr := range cases {
 		js, _ := json.Marshal(hdr)
-		if _, err := ParseSafetensorsHeader(js); !errors.Is(err, ErrSafetensors) {
+		if _, err := ParseHeader(js); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: got %v", name, err)
 		}
 	}
-	if _, err := ParseSafetensorsHeader([]byte(`{"__metadata__":{"a":1}}`)); !errors.Is(err, ErrSafetensors) {
+	if _, err := ParseHeader([]byte(`{"__metadata__":{"a":1}}`)); !errors.Is(err, ErrMalformed) {
 		t.Errorf("non-string metadata: got %v", err)
 	}
 	// File-level: trailing bytes, short data, absurd header length.
 	dir := t.TempDir()
 	var buf bytes.Buffer
-	if err := WriteSafetensors(&buf, []STTensor{F32Tensor("x", []int{2}, []float32{1, 2})}, nil); err != nil {
+	if err := Write(&buf, []Tensor{F32Tensor("x", []int{2}, []float32{1, 2})}, nil); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()
@@ -163,27 +165,27 @@ func TestSafetensorsRejectsMalformed(t *testing.T) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := OpenSafetensors(p); !errors.Is(err, ErrSafetensors) {
+		if _, err := Open(p); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: got %v", name, err)
 		}
 	}
 	// Writer refuses inconsistent tensors.
-	if err := WriteSafetensors(&buf, []STTensor{{Name: "x", DType: STF32, Shape: []int{3}, Data: make([]byte, 8)}}, nil); !errors.Is(err, ErrSafetensors) {
+	if err := Write(&buf, []Tensor{{Name: "x", DType: F32, Shape: []int{3}, Data: make([]byte, 8)}}, nil); !errors.Is(err, ErrMalformed) {
 		t.Errorf("writer size check: got %v", err)
 	}
-	if err := WriteSafetensors(&buf, []STTensor{F32Tensor("x", nil, []float32{1}), F32Tensor("x", nil, []float32{1})}, nil); !errors.Is(err, ErrSafetensors) {
+	if err := Write(&buf, []Tensor{F32Tensor("x", nil, []float32{1}), F32Tensor("x", nil, []float32{1})}, nil); !errors.Is(err, ErrMalformed) {
 		t.Errorf("writer duplicate check: got %v", err)
 	}
 }
 
 func TestSafetensorsShardedDir(t *testing.T) {
 	dir := t.TempDir()
-	a := []STTensor{F32Tensor("layer.0", []int{2}, []float32{1, 2}), F32Tensor("layer.1", []int{1}, []float32{3})}
-	b := []STTensor{BF16Tensor("head", []int{2}, []float32{4, 5})}
-	if err := WriteSafetensorsFile(filepath.Join(dir, "model-00001-of-00002.safetensors"), a, nil); err != nil {
+	a := []Tensor{F32Tensor("layer.0", []int{2}, []float32{1, 2}), F32Tensor("layer.1", []int{1}, []float32{3})}
+	b := []Tensor{BF16Tensor("head", []int{2}, []float32{4, 5})}
+	if err := WriteFile(filepath.Join(dir, "model-00001-of-00002.safetensors"), a, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteSafetensorsFile(filepath.Join(dir, "model-00002-of-00002.safetensors"), b, nil); err != nil {
+	if err := WriteFile(filepath.Join(dir, "model-00002-of-00002.safetensors"), b, nil); err != nil {
 		t.Fatal(err)
 	}
 	index := map[string]any{"metadata": map[string]any{"total_size": 16}, "weight_map": map[string]string{
@@ -191,10 +193,10 @@ func TestSafetensorsShardedDir(t *testing.T) {
 		"head": "model-00002-of-00002.safetensors",
 	}}
 	js, _ := json.Marshal(index)
-	if err := os.WriteFile(filepath.Join(dir, SafetensorsIndexFile), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, IndexFile), js, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	set, err := OpenSafetensorsDir(dir)
+	set, err := OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +210,7 @@ func TestSafetensorsShardedDir(t *testing.T) {
 	if f, _ := h.Float32(nil); !slices.Equal(f, []float32{4, 5}) {
 		t.Fatalf("head=%v", f)
 	}
-	if info, ok := set.Info("layer.0"); !ok || info.DType != STF32 || !slices.Equal(info.Shape, []int{2}) {
+	if info, ok := set.Info("layer.0"); !ok || info.DType != F32 || !slices.Equal(info.Shape, []int{2}) {
 		t.Fatalf("info %+v", info)
 	}
 	set.Close()
@@ -216,18 +218,18 @@ func TestSafetensorsShardedDir(t *testing.T) {
 	// An index pointing a tensor at the wrong shard is rejected.
 	index["weight_map"].(map[string]string)["head"] = "model-00001-of-00002.safetensors"
 	js, _ = json.Marshal(index)
-	if err := os.WriteFile(filepath.Join(dir, SafetensorsIndexFile), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, IndexFile), js, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenSafetensorsDir(dir); !errors.Is(err, ErrSafetensors) {
+	if _, err := OpenDir(dir); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("wrong shard: got %v", err)
 	}
 	// Without an index, model.safetensors is read.
 	single := t.TempDir()
-	if err := WriteSafetensorsFile(filepath.Join(single, "model.safetensors"), a, nil); err != nil {
+	if err := WriteFile(filepath.Join(single, "model.safetensors"), a, nil); err != nil {
 		t.Fatal(err)
 	}
-	set, err = OpenSafetensorsDir(single)
+	set, err = OpenDir(single)
 	if err != nil || len(set.Names()) != 2 {
 		t.Fatalf("single file: %v", err)
 	}
@@ -239,27 +241,27 @@ func FuzzParseSafetensorsHeader(f *testing.F) {
 	f.Add([]byte(`{"a":{"dtype":"BF16","shape":[],"data_offsets":[0,2]},"b":{"dtype":"I64","shape":[1,1],"data_offsets":[2,10]}}`))
 	f.Add([]byte(`{"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}}`))
 	f.Fuzz(func(t *testing.T, js []byte) {
-		h, err := ParseSafetensorsHeader(js)
+		h, err := ParseHeader(js)
 		if err != nil {
-			if !errors.Is(err, ErrSafetensors) {
+			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
 		}
 		// A valid header re-encodes to the same tensor table.
-		var ts []STTensor
+		var ts []Tensor
 		for _, n := range h.Names() {
 			info := h.Tensors[n]
-			ts = append(ts, STTensor{Name: n, DType: info.DType, Shape: info.Shape, Data: make([]byte, info.DataOffsets[1]-info.DataOffsets[0])})
+			ts = append(ts, Tensor{Name: n, DType: info.DType, Shape: info.Shape, Data: make([]byte, info.DataOffsets[1]-info.DataOffsets[0])})
 		}
 		if h.DataLen > 1<<20 {
 			return
 		}
-		enc, err := EncodeSafetensorsHeader(ts, h.Metadata)
+		enc, err := EncodeHeader(ts, h.Metadata)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		h2, err := ParseSafetensorsHeader(enc[8:])
+		h2, err := ParseHeader(enc[8:])
 		if err != nil || len(h2.Tensors) != len(h.Tensors) || h2.DataLen != h.DataLen {
 			t.Fatalf("re-parse: %v", err)
 		}

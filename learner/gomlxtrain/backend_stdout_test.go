@@ -1,4 +1,4 @@
-package learner
+package gomlxtrain
 
 import (
 	"io"

@@ -1,4 +1,4 @@
-package learner
+package gridnet
 
 import (
 	"math/rand/v2"
@@ -30,7 +30,7 @@ func TestPlayGridNetMixedAgentCounts(t *testing.T) {
 	if !cfg.Sequential {
 		t.Skip("the default rollout is not sequential")
 	}
-	ro, err := PlayGridNet(gridrollNet(t, 5), []*env.Instance{two, three}, cfg, rand.New(rand.NewPCG(5, 1)))
+	ro, err := Play(gridrollNet(t, 5), []*env.Instance{two, three}, cfg, rand.New(rand.NewPCG(5, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
-package learner
+package gomlxtrain
 
 import (
-	"flag"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -12,20 +11,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/t2t-lab/t2t/internal/testseed"
 )
-
-var learnerSeed = flag.Uint64("seed", 0, "learner tests: seed for randomised tests (0 = fixed default)")
-
-// lrnSeed returns the seed for a randomised test, logs it, and honours -seed.
-func lrnSeed(t testing.TB, def uint64) uint64 {
-	t.Helper()
-	s := def
-	if *learnerSeed != 0 {
-		s = *learnerSeed
-	}
-	t.Logf("seed=%d (replay with -seed=%d)", s, s)
-	return s
-}
 
 var (
 	lrnBackendOnce sync.Once
@@ -78,7 +65,7 @@ var mmCases = []mmCase{
 // shapes and axes configurations.
 func TestFastMatMulGradient(t *testing.T) {
 	backend := lrnBackend(t)
-	rng := rand.New(rand.NewPCG(lrnSeed(t, 11), 1))
+	rng := rand.New(rand.NewPCG(testseed.Get(t, 11), 1))
 	before := mmFallbacks.Load()
 	for _, c := range mmCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -122,7 +109,7 @@ func TestFastMatMulGradient(t *testing.T) {
 // TestFastDotGradient checks the Dot (rank ≤ 2) VJP against a float64 hand computation.
 func TestFastDotGradient(t *testing.T) {
 	backend := lrnBackend(t)
-	rng := rand.New(rand.NewPCG(lrnSeed(t, 12), 1))
+	rng := rand.New(rand.NewPCG(testseed.Get(t, 12), 1))
 	const m, k, n = 4, 6, 3
 	a, b, v := lrnRandTensor(rng, m, k), lrnRandTensor(rng, k, n), lrnRandTensor(rng, m, n)
 	out := graph.MustNewExec(backend, func(a, b, v *graph.Node) []*graph.Node {

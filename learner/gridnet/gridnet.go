@@ -1,4 +1,4 @@
-package learner
+package gridnet
 
 import (
 	"encoding/json"
@@ -14,14 +14,16 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 )
 
 // NumMoves is the size of gridnet's action space: WAIT, UP, DOWN, LEFT, RIGHT = ids 0..4 (the
 // order of env.Move).
 const NumMoves = 5
 
-// GridNetKind is the model kind written in gridnet checkpoints.
-const GridNetKind = "gridnet"
+// Kind is the model kind written in gridnet checkpoints.
+const Kind = "gridnet"
 
 // illegalLogit is added to the logits of illegal moves: exp of it underflows to exactly 0.
 const illegalLogit = -1e9
@@ -29,40 +31,40 @@ const illegalLogit = -1e9
 // gridActMaxBatch is the largest batch one inference call runs; larger calls are chunked.
 const gridActMaxBatch = 1024
 
-// GridNetConfig configures gridnet: an MLP shared by all agents, from one agent's observation
+// Config configures gridnet: an MLP shared by all agents, from one agent's observation
 // vector to NumMoves logits.
-type GridNetConfig struct {
+type Config struct {
 	ObsSize int    // length of an observation vector (env.Sim.Observe); must be ≥ 1
 	Hidden  []int  // hidden layer widths, ReLU; default {128, 128}; each ≥ 1, at most 8 layers
 	Seed    uint64 // weight initialisation seed
 }
 
-// DefaultGridNetConfig returns the defaults for observations of length obsSize.
-func DefaultGridNetConfig(obsSize int) GridNetConfig {
-	return GridNetConfig{ObsSize: obsSize, Hidden: []int{128, 128}, Seed: 1}
+// DefaultConfig returns the defaults for observations of length obsSize.
+func DefaultConfig(obsSize int) Config {
+	return Config{ObsSize: obsSize, Hidden: []int{128, 128}, Seed: 1}
 }
 
 // Validate returns a *ConfigError naming the first bad field.
-func (c GridNetConfig) Validate() error {
+func (c Config) Validate() error {
 	if c.ObsSize < 1 {
-		return &ConfigError{Field: "GridNetConfig.ObsSize", Value: c.ObsSize, Reason: "must be ≥ 1"}
+		return &learner.ConfigError{Field: "Config.ObsSize", Value: c.ObsSize, Reason: "must be ≥ 1"}
 	}
 	if len(c.Hidden) > 8 {
-		return &ConfigError{Field: "GridNetConfig.Hidden", Value: c.Hidden, Reason: "at most 8 layers"}
+		return &learner.ConfigError{Field: "Config.Hidden", Value: c.Hidden, Reason: "at most 8 layers"}
 	}
 	for _, h := range c.Hidden {
 		if h < 1 {
-			return &ConfigError{Field: "GridNetConfig.Hidden", Value: c.Hidden, Reason: "widths must be ≥ 1"}
+			return &learner.ConfigError{Field: "Config.Hidden", Value: c.Hidden, Reason: "widths must be ≥ 1"}
 		}
 	}
 	return nil
 }
 
-// GridBatch is one GRPO update for gridnet. Each decision (one agent at one joint step) is one
+// Batch is one GRPO update for gridnet. Each decision (one agent at one joint step) is one
 // position: the trainer sees N rows of T=1, so the token-mean of the loss is a mean over
 // decisions. Callers give every decision the advantage of its episode (GroupAdvantages) or of
 // its agent in that episode (AgentGroupAdvantages).
-type GridBatch struct {
+type Batch struct {
 	N           int
 	Obs         []float32 // N·ObsSize
 	Legal       []bool    // optional N·NumMoves legal-move mask (true = legal), as given to Act
@@ -79,26 +81,26 @@ type TrainState struct {
 	RNGState      []byte // e.g. from (*rand.PCG).MarshalBinary
 }
 
-// GridNet is the step-wise CPU policy. Methods are safe for concurrent use (they serialise on
+// Net is the step-wise CPU policy. Methods are safe for concurrent use (they serialise on
 // one mutex).
-type GridNet struct {
+type Net struct {
 	mu      sync.Mutex
 	backend backends.Backend
-	cfg     GridNetConfig
+	cfg     Config
 	ctx     *context.Context
 	ws, bs  []*context.Variable
-	trainer *Trainer
+	trainer *gomlxtrain.Trainer
 	act     *context.Exec
 	version int64
 	state   TrainState
 	logits  []float32 // scratch for Act
 }
 
-var _ StepPolicy = (*GridNet)(nil)
+var _ StepPolicy = (*Net)(nil)
 
-// NewGridNet builds a gridnet with weights drawn from cfg.Seed (He-uniform hidden layers, a
+// New builds a gridnet with weights drawn from cfg.Seed (He-uniform hidden layers, a
 // near-zero output layer so the initial policy is close to uniform) and a trainer with train.
-func NewGridNet(backend backends.Backend, cfg GridNetConfig, train GRPOConfig) (*GridNet, error) {
+func New(backend backends.Backend, cfg Config, train learner.GRPOConfig) (*Net, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -106,11 +108,11 @@ func NewGridNet(backend backends.Backend, cfg GridNetConfig, train GRPOConfig) (
 		return nil, err
 	}
 	cfg.Hidden = slices.Clone(cfg.Hidden)
-	g := &GridNet{backend: backend, cfg: cfg, ctx: context.New()}
+	g := &Net{backend: backend, cfg: cfg, ctx: context.New()}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6772696e6574))
 	in := cfg.ObsSize
 	widths := append(slices.Clone(cfg.Hidden), NumMoves)
-	err := lrnCatch(func() {
+	err := gomlxtrain.Catch(func() {
 		for i, out := range widths {
 			limit := math.Sqrt(6 / float64(in))
 			if i == len(widths)-1 {
@@ -120,7 +122,7 @@ func NewGridNet(backend backends.Backend, cfg GridNetConfig, train GRPOConfig) (
 			for j := range w {
 				w[j] = float32((2*rng.Float64() - 1) * limit)
 			}
-			scope := g.ctx.In(GridNetKind).In(fmt.Sprintf("layer%d", i))
+			scope := g.ctx.In(Kind).In(fmt.Sprintf("layer%d", i))
 			// [out, in] as a PyTorch Linear: both DotGeneral operands contract their last axis,
 			// the layout the pure-Go backend multiplies without repacking.
 			g.ws = append(g.ws, scope.VariableWithValue("w", tensors.FromFlatDataAndDimensions(w, out, in)))
@@ -131,7 +133,7 @@ func NewGridNet(backend backends.Backend, cfg GridNetConfig, train GRPOConfig) (
 	if err != nil {
 		return nil, err
 	}
-	g.trainer, err = NewTrainer(backend, g.ctx, train, ModelSpec{NumInputs: 2, Vocab: NumMoves, Logits: g.trainLogits})
+	g.trainer, err = gomlxtrain.NewTrainer(backend, g.ctx, train, gomlxtrain.ModelSpec{NumInputs: 2, Vocab: NumMoves, Logits: g.trainLogits})
 	if err != nil {
 		return nil, err
 	}
@@ -139,13 +141,13 @@ func NewGridNet(backend backends.Backend, cfg GridNetConfig, train GRPOConfig) (
 		return g.forward(obs)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCompute, err)
+		return nil, fmt.Errorf("%w: %w", learner.ErrCompute, err)
 	}
 	return g, nil
 }
 
 // forward maps observations [..., ObsSize] to logits [..., NumMoves].
-func (g *GridNet) forward(obs *graph.Node) *graph.Node {
+func (g *Net) forward(obs *graph.Node) *graph.Node {
 	dims := obs.Shape().Dimensions
 	lead := dims[:len(dims)-1]
 	x := graph.Reshape(obs, -1, g.cfg.ObsSize)
@@ -163,30 +165,30 @@ func (g *GridNet) forward(obs *graph.Node) *graph.Node {
 
 // trainLogits is the trainer's LogitsFunc: inputs are obs [B,T,ObsSize] and the legal-move bias
 // [B,T,NumMoves] (0 legal, illegalLogit illegal).
-func (g *GridNet) trainLogits(_ *context.Context, in []*graph.Node) *graph.Node {
+func (g *Net) trainLogits(_ *context.Context, in []*graph.Node) *graph.Node {
 	return graph.Add(g.forward(in[0]), in[1])
 }
 
 // Config returns the model configuration.
-func (g *GridNet) Config() GridNetConfig {
+func (g *Net) Config() Config {
 	c := g.cfg
 	c.Hidden = slices.Clone(c.Hidden)
 	return c
 }
 
 // ObsSize is the observation length the net takes.
-func (g *GridNet) ObsSize() int { return g.cfg.ObsSize }
+func (g *Net) ObsSize() int { return g.cfg.ObsSize }
 
 // Version is the policy version: the number of optimizer steps behind the current weights
 // (restored by Load).
-func (g *GridNet) Version() int64 {
+func (g *Net) Version() int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.version
 }
 
 // SetTrainState records the caller's state to be saved with the next checkpoint.
-func (g *GridNet) SetTrainState(s TrainState) {
+func (g *Net) SetTrainState(s TrainState) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s.RNGState = slices.Clone(s.RNGState)
@@ -194,7 +196,7 @@ func (g *GridNet) SetTrainState(s TrainState) {
 }
 
 // TrainState returns the caller's state (as restored by Load).
-func (g *GridNet) TrainState() TrainState {
+func (g *Net) TrainState() TrainState {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.state
@@ -203,19 +205,19 @@ func (g *GridNet) TrainState() TrainState {
 }
 
 // computeLogits runs the network on n observations, writing n·NumMoves logits into g.logits.
-func (g *GridNet) computeLogits(obs []float32, n int) error {
+func (g *Net) computeLogits(obs []float32, n int) error {
 	if n < 1 || len(obs) != n*g.cfg.ObsSize {
-		return fmt.Errorf("%w: %d observation values for n=%d × ObsSize=%d", ErrBadBatch, len(obs), n, g.cfg.ObsSize)
+		return fmt.Errorf("%w: %d observation values for n=%d × ObsSize=%d", learner.ErrBadBatch, len(obs), n, g.cfg.ObsSize)
 	}
-	g.logits = growF32(g.logits, n*NumMoves)
+	g.logits = slices.Grow(g.logits[:0], n*NumMoves)[:n*NumMoves]
 	for c0 := 0; c0 < n; c0 += gridActMaxBatch {
 		c1 := min(n, c0+gridActMaxBatch)
-		bp := PadRows(c1 - c0)
+		bp := learner.PadRows(c1 - c0)
 		x := tensors.FromShape(shapes.Make(dtypes.Float32, bp, g.cfg.ObsSize))
 		tensors.MustMutableFlatData(x, func(flat []float32) {
 			copy(flat, obs[c0*g.cfg.ObsSize:c1*g.cfg.ObsSize])
 		})
-		err := lrnCatch(func() {
+		err := gomlxtrain.Catch(func() {
 			outs, err := g.act.Exec(x)
 			if err != nil {
 				panic(err)
@@ -223,7 +225,7 @@ func (g *GridNet) computeLogits(obs []float32, n int) error {
 			tensors.MustConstFlatData(outs[0], func(flat []float32) {
 				copy(g.logits[c0*NumMoves:c1*NumMoves], flat)
 			})
-			lrnFinalize(outs)
+			gomlxtrain.Finalize(outs)
 		})
 		if err != nil {
 			return err
@@ -240,12 +242,12 @@ func (g *GridNet) computeLogits(obs []float32, n int) error {
 // rng, and logprobs are those of that tempered distribution (what GRPO's ratio needs: train
 // with τ = 1 to stay on-policy). temperature = 0 is greedy (ties → lowest id; rng unused) and
 // logprobs are at τ = 1.
-func (g *GridNet) Act(obs []float32, n int, legal []bool, temperature float64, rng *rand.Rand, actions []int32, logprobs []float32) error {
+func (g *Net) Act(obs []float32, n int, legal []bool, temperature float64, rng *rand.Rand, actions []int32, logprobs []float32) error {
 	if temperature < 0 || math.IsNaN(temperature) || (temperature > 0 && rng == nil) {
-		return fmt.Errorf("%w: temperature %v needs ≥ 0 (and an rng when > 0)", ErrBadBatch, temperature)
+		return fmt.Errorf("%w: temperature %v needs ≥ 0 (and an rng when > 0)", learner.ErrBadBatch, temperature)
 	}
 	if len(actions) < n || len(logprobs) < n || (legal != nil && len(legal) != n*NumMoves) {
-		return fmt.Errorf("%w: Act n=%d: actions %d, logprobs %d, legal %d", ErrBadBatch, n, len(actions), len(logprobs), len(legal))
+		return fmt.Errorf("%w: Act n=%d: actions %d, logprobs %d, legal %d", learner.ErrBadBatch, n, len(actions), len(logprobs), len(legal))
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -268,7 +270,7 @@ func (g *GridNet) Act(obs []float32, n int, legal []bool, temperature float64, r
 			}
 		}
 		if !anyLegal {
-			return fmt.Errorf("%w: row %d has no legal move", ErrBadBatch, i)
+			return fmt.Errorf("%w: row %d has no legal move", learner.ErrBadBatch, i)
 		}
 		if temperature > 0 {
 			for a := range NumMoves {
@@ -303,9 +305,9 @@ func (g *GridNet) Act(obs []float32, n int, legal []bool, temperature float64, r
 }
 
 // LogProbs writes log π(actions[i] | obs i) at temperature 1 (legal mask applied) into dst.
-func (g *GridNet) LogProbs(obs []float32, n int, legal []bool, actions []int32, dst []float32) error {
+func (g *Net) LogProbs(obs []float32, n int, legal []bool, actions []int32, dst []float32) error {
 	if len(actions) != n || len(dst) < n || (legal != nil && len(legal) != n*NumMoves) {
-		return fmt.Errorf("%w: LogProbs n=%d: actions %d, dst %d, legal %d", ErrBadBatch, n, len(actions), len(dst), len(legal))
+		return fmt.Errorf("%w: LogProbs n=%d: actions %d, dst %d, legal %d", learner.ErrBadBatch, n, len(actions), len(dst), len(legal))
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -315,7 +317,7 @@ func (g *GridNet) LogProbs(obs []float32, n int, legal []bool, actions []int32, 
 	for i := range n {
 		a := actions[i]
 		if a < 0 || a >= NumMoves || (legal != nil && !legal[i*NumMoves+int(a)]) {
-			return fmt.Errorf("%w: row %d: action %d is not a legal move", ErrBadBatch, i, a)
+			return fmt.Errorf("%w: row %d: action %d is not a legal move", learner.ErrBadBatch, i, a)
 		}
 		m := math.Inf(-1)
 		for k := range NumMoves {
@@ -335,9 +337,9 @@ func (g *GridNet) LogProbs(obs []float32, n int, legal []bool, actions []int32, 
 }
 
 // seqBatch converts decisions into the trainer's layout (T = 1).
-func (g *GridNet) seqBatch(n int, obs []float32, legal []bool, actions []int32) (*SeqBatch, error) {
+func (g *Net) seqBatch(n int, obs []float32, legal []bool, actions []int32) (*learner.SeqBatch, error) {
 	if n < 1 || len(obs) != n*g.cfg.ObsSize || len(actions) != n || (legal != nil && len(legal) != n*NumMoves) {
-		return nil, fmt.Errorf("%w: n=%d: obs %d (want %d), actions %d, legal %d", ErrBadBatch, n, len(obs), n*g.cfg.ObsSize, len(actions), len(legal))
+		return nil, fmt.Errorf("%w: n=%d: obs %d (want %d), actions %d, legal %d", learner.ErrBadBatch, n, len(obs), n*g.cfg.ObsSize, len(actions), len(legal))
 	}
 	bias := make([]float32, n*NumMoves)
 	for i, ok := range legal {
@@ -347,12 +349,12 @@ func (g *GridNet) seqBatch(n int, obs []float32, legal []bool, actions []int32) 
 	}
 	for i, a := range actions {
 		if a >= 0 && a < NumMoves && legal != nil && !legal[i*NumMoves+int(a)] {
-			return nil, fmt.Errorf("%w: decision %d took illegal move %d", ErrBadBatch, i, a)
+			return nil, fmt.Errorf("%w: decision %d took illegal move %d", learner.ErrBadBatch, i, a)
 		}
 	}
-	return &SeqBatch{
+	return &learner.SeqBatch{
 		Rows: n, T: 1,
-		Inputs: []ModelInput{
+		Inputs: []learner.ModelInput{
 			{F32: obs, Inner: []int{g.cfg.ObsSize}},
 			{F32: bias, Inner: []int{NumMoves}},
 		},
@@ -361,16 +363,16 @@ func (g *GridNet) seqBatch(n int, obs []float32, legal []bool, actions []int32) 
 }
 
 // Update runs one GRPO optimizer step on b and bumps the policy version.
-func (g *GridNet) Update(b *GridBatch) (UpdateStats, error) {
+func (g *Net) Update(b *Batch) (learner.UpdateStats, error) {
 	if b == nil {
-		return UpdateStats{}, fmt.Errorf("%w: nil batch", ErrBadBatch)
+		return learner.UpdateStats{}, fmt.Errorf("%w: nil batch", learner.ErrBadBatch)
 	}
 	sb, err := g.seqBatch(b.N, b.Obs, b.Legal, b.Actions)
 	if err != nil {
-		return UpdateStats{}, err
+		return learner.UpdateStats{}, err
 	}
 	if len(b.LogProbs) != b.N || len(b.Advantages) != b.N || (b.RefLogProbs != nil && len(b.RefLogProbs) != b.N) {
-		return UpdateStats{}, fmt.Errorf("%w: n=%d: logprobs %d, advantages %d, ref %d", ErrBadBatch, b.N, len(b.LogProbs), len(b.Advantages), len(b.RefLogProbs))
+		return learner.UpdateStats{}, fmt.Errorf("%w: n=%d: logprobs %d, advantages %d, ref %d", learner.ErrBadBatch, b.N, len(b.LogProbs), len(b.Advantages), len(b.RefLogProbs))
 	}
 	sb.BehaviourLogProbs, sb.Advantages, sb.RefLogProbs = b.LogProbs, b.Advantages, b.RefLogProbs
 	g.mu.Lock()
@@ -384,10 +386,10 @@ func (g *GridNet) Update(b *GridBatch) (UpdateStats, error) {
 
 // BCUpdate runs one behaviour-cloning step (mean cross-entropy of actions, e.g. moves of
 // optimal plans) on n decisions and bumps the policy version.
-func (g *GridNet) BCUpdate(obs []float32, n int, legal []bool, actions []int32) (UpdateStats, error) {
+func (g *Net) BCUpdate(obs []float32, n int, legal []bool, actions []int32) (learner.UpdateStats, error) {
 	sb, err := g.seqBatch(n, obs, legal, actions)
 	if err != nil {
-		return UpdateStats{}, err
+		return learner.UpdateStats{}, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -399,10 +401,10 @@ func (g *GridNet) BCUpdate(obs []float32, n int, legal []bool, actions []int32) 
 }
 
 // Save writes a checkpoint (weights, optimizer state, counters, TrainState) to dir atomically.
-func (g *GridNet) Save(dir string) error {
+func (g *Net) Save(dir string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	weights, opt, err := ctxSnapshot(g.ctx)
+	weights, opt, err := gomlxtrain.Snapshot(g.ctx)
 	if err != nil {
 		return err
 	}
@@ -410,9 +412,9 @@ func (g *GridNet) Save(dir string) error {
 	if err != nil {
 		return err
 	}
-	ck := &Checkpoint{
-		Manifest: Manifest{
-			Model: GridNetKind, ModelConfig: cfgJSON,
+	ck := &learner.Checkpoint{
+		Manifest: learner.Manifest{
+			Model: Kind, ModelConfig: cfgJSON,
 			Step: g.trainer.Steps(), PolicyVersion: g.version,
 			ConfigVersion: g.state.ConfigVersion, DataPosition: g.state.DataPosition,
 			RNGState: slices.Clone(g.state.RNGState),
@@ -420,30 +422,30 @@ func (g *GridNet) Save(dir string) error {
 		Weights:   weights,
 		Optimizer: opt,
 	}
-	return WriteCheckpoint(dir, ck)
+	return learner.WriteCheckpoint(dir, ck)
 }
 
 // Load restores a checkpoint written by Save. Checksums, the model kind, the architecture and
 // every tensor's shape are verified before anything changes: on error (ErrCorruptCheckpoint,
 // ErrCheckpointMismatch) the model is left as it was.
-func (g *GridNet) Load(dir string) error {
-	ck, err := ReadCheckpoint(dir)
+func (g *Net) Load(dir string) error {
+	ck, err := learner.ReadCheckpoint(dir)
 	if err != nil {
 		return err
 	}
-	if ck.Manifest.Model != GridNetKind {
-		return fmt.Errorf("%w: checkpoint holds a %q model, not %s", ErrCheckpointMismatch, ck.Manifest.Model, GridNetKind)
+	if ck.Manifest.Model != Kind {
+		return fmt.Errorf("%w: checkpoint holds a %q model, not %s", learner.ErrCheckpointMismatch, ck.Manifest.Model, Kind)
 	}
-	var cfg GridNetConfig
+	var cfg Config
 	if err := json.Unmarshal(ck.Manifest.ModelConfig, &cfg); err != nil {
-		return fmt.Errorf("%w: model_config: %w", ErrCorruptCheckpoint, err)
+		return fmt.Errorf("%w: model_config: %w", learner.ErrCorruptCheckpoint, err)
 	}
 	if cfg.ObsSize != g.cfg.ObsSize || !slices.Equal(cfg.Hidden, g.cfg.Hidden) {
-		return fmt.Errorf("%w: checkpoint gridnet obs=%d hidden=%v, model obs=%d hidden=%v", ErrCheckpointMismatch, cfg.ObsSize, cfg.Hidden, g.cfg.ObsSize, g.cfg.Hidden)
+		return fmt.Errorf("%w: checkpoint gridnet obs=%d hidden=%v, model obs=%d hidden=%v", learner.ErrCheckpointMismatch, cfg.ObsSize, cfg.Hidden, g.cfg.ObsSize, g.cfg.Hidden)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := ctxRestore(g.ctx, ck); err != nil {
+	if err := gomlxtrain.RestoreContext(g.ctx, ck); err != nil {
 		return err
 	}
 	g.trainer.SetSteps(ck.Manifest.Step)

@@ -1,4 +1,4 @@
-package learner
+package gomlxtrain
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
+	"github.com/t2t-lab/t2t/learner"
 )
 
 // Backend device strings accepted by NewBackend.
@@ -66,11 +67,11 @@ func NewBackend(device string) (backends.Backend, error) {
 	case strings.HasPrefix(device, DeviceXLAPrefix):
 		plugin := strings.TrimPrefix(device, DeviceXLAPrefix)
 		if !filepath.IsAbs(plugin) {
-			return nil, fmt.Errorf("learner: device %q: %w: the PJRT plugin path must be absolute", device, ErrBadDevice)
+			return nil, fmt.Errorf("learner: device %q: %w: the PJRT plugin path must be absolute", device, learner.ErrBadDevice)
 		}
 		return newXLABackend(plugin)
 	default:
-		return nil, fmt.Errorf("learner: device %q: %w: want \"cpu\" or \"xla:/abs/path/plugin.so\"", device, ErrBadDevice)
+		return nil, fmt.Errorf("learner: device %q: %w: want \"cpu\" or \"xla:/abs/path/plugin.so\"", device, learner.ErrBadDevice)
 	}
 }
 

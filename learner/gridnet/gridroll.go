@@ -1,4 +1,4 @@
-package learner
+package gridnet
 
 import (
 	"fmt"
@@ -6,9 +6,10 @@ import (
 	"slices"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
 )
 
-// RolloutConfig says how GridNet plays episodes.
+// RolloutConfig says how Net plays episodes.
 type RolloutConfig struct {
 	// GroupSize is the number of episodes per instance (the GRPO group);
 	// evaluation uses 1. Default 8.
@@ -47,30 +48,20 @@ func DefaultRolloutConfig() RolloutConfig {
 func (c RolloutConfig) Validate() error {
 	switch {
 	case c.GroupSize < 1 || c.GroupSize > 1024:
-		return &ConfigError{Field: "GroupSize", Value: c.GroupSize, Reason: "must be in [1,1024]"}
+		return &learner.ConfigError{Field: "GroupSize", Value: c.GroupSize, Reason: "must be in [1,1024]"}
 	case c.Temperature < 0 || c.Temperature > 100:
-		return &ConfigError{Field: "Temperature", Value: c.Temperature, Reason: "must be in [0,100]"}
+		return &learner.ConfigError{Field: "Temperature", Value: c.Temperature, Reason: "must be in [0,100]"}
 	case c.StepsPerSide < 1 || c.StepsPerSide > 64:
-		return &ConfigError{Field: "StepsPerSide", Value: c.StepsPerSide, Reason: "must be in [1,64]"}
+		return &learner.ConfigError{Field: "StepsPerSide", Value: c.StepsPerSide, Reason: "must be in [1,64]"}
 	}
 	return c.Reward.Validate()
 }
 
-// Episode is one played episode.
-type Episode struct {
-	Instance *env.Instance
-	Plan     env.Plan
-	Report   env.Report
-	Reward   float64
-	// Decisions [Lo, Hi) of the Rollout belong to this episode.
-	Lo, Hi int
-}
-
 // Rollout holds the episodes of a batch of instances (GroupSize episodes
 // per instance, instance-major) and every decision taken, in the layout
-// GridBatch wants.
+// Batch wants.
 type Rollout struct {
-	Episodes []Episode
+	Episodes []learner.Episode
 	Obs      []float32 // decisions × ObsSize
 	Legal    []bool    // decisions × NumMoves, nil when not masked
 	Actions  []int32
@@ -82,16 +73,16 @@ type Rollout struct {
 // Decisions is the number of decisions taken.
 func (r *Rollout) Decisions() int { return len(r.Actions) }
 
-// PlayGridNet plays cfg.GroupSize episodes of g on each instance, all in
+// Play plays cfg.GroupSize episodes of g on each instance, all in
 // lockstep so every step is one batched Act call. rng drives sampling; the
 // same rng state, weights and instances give the same rollout.
-func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*Rollout, error) {
+func Play(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*Rollout, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	obsSize := g.ObsSize()
 	if want := env.ObsSize(env.ObsRadius); obsSize != want {
-		return nil, fmt.Errorf("%w: gridnet observation size %d, env gives %d", ErrCheckpointMismatch, obsSize, want)
+		return nil, fmt.Errorf("%w: gridnet observation size %d, env gives %d", learner.ErrCheckpointMismatch, obsSize, want)
 	}
 	type live struct {
 		sim   *env.Sim
@@ -106,7 +97,7 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 		}
 		steps := cfg.StepsPerSide * max(in.Width, in.Height)
 		for range cfg.GroupSize {
-			ro.Episodes = append(ro.Episodes, Episode{Instance: in})
+			ro.Episodes = append(ro.Episodes, learner.Episode{Instance: in})
 			lives = append(lives, &live{sim: env.NewSim(in, steps), ep: len(ro.Episodes) - 1})
 		}
 	}
@@ -170,8 +161,8 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 				// the episodes with more agents have ended.
 				continue
 			}
-			actions = growI32(actions, n)
-			logps = growF32(logps, n)
+			actions = slices.Grow(actions[:0], n)[:n]
+			logps = slices.Grow(logps[:0], n)[:n]
 			var lg []bool
 			if cfg.MaskIllegal {
 				lg = legal
@@ -221,20 +212,20 @@ func PlayGridNet(g *GridNet, ins []*env.Instance, cfg RolloutConfig, rng *rand.R
 	return ro, nil
 }
 
-// GridBatchFromRollouts turns rollouts into one GRPO batch: each episode's
+// BatchFromRollouts turns rollouts into one GRPO batch: each episode's
 // group-relative advantage (GroupAdvantages over its instance's group) is
 // given to every decision of the episode. It also returns the zero-signal
 // statistics of the groups.
-func GridBatchFromRollouts(rs []*Rollout, groupSize int, scaleByStd bool) (*GridBatch, SignalStats) {
-	b := &GridBatch{}
+func BatchFromRollouts(rs []*Rollout, groupSize int, scaleByStd bool) (*Batch, learner.SignalStats) {
+	b := &Batch{}
 	var rewards []float32
 	for _, r := range rs {
 		for _, ep := range r.Episodes {
 			rewards = append(rewards, float32(ep.Reward))
 		}
 	}
-	adv := GroupAdvantages(rewards, groupSize, scaleByStd, nil)
-	sig := ZeroSignal(rewards, groupSize)
+	adv := learner.GroupAdvantages(rewards, groupSize, scaleByStd, nil)
+	sig := learner.ZeroSignal(rewards, groupSize)
 	e := 0
 	for _, r := range rs {
 		for _, ep := range r.Episodes {
@@ -274,32 +265,25 @@ func appendObs(sim *env.Sim, a int, obs []float32) []float32 {
 	return obs
 }
 
-func growI32(s []int32, n int) []int32 {
-	if cap(s) < n {
-		return make([]int32, n)
-	}
-	return s[:n]
-}
-
-// ReplayGridEpisode replays an episode's actions (step-major, agent-minor,
-// as PlayGridNet took them) on in and appends the observations and, when
+// ReplayEpisode replays an episode's actions (step-major, agent-minor,
+// as Play took them) on in and appends the observations and, when
 // cfg.MaskIllegal, the legal masks that the policy saw. The learner uses it
 // to rebuild a batch from a group that travelled as action ids only.
-func ReplayGridEpisode(in *env.Instance, cfg RolloutConfig, actions []int32, obs []float32, legal []bool) ([]float32, []bool, error) {
+func ReplayEpisode(in *env.Instance, cfg RolloutConfig, actions []int32, obs []float32, legal []bool) ([]float32, []bool, error) {
 	k := len(in.Agents)
 	if k == 0 || len(actions)%k != 0 {
-		return obs, legal, fmt.Errorf("%w: %d actions for %d agents", ErrBadBatch, len(actions), k)
+		return obs, legal, fmt.Errorf("%w: %d actions for %d agents", learner.ErrBadBatch, len(actions), k)
 	}
 	sim := env.NewSim(in, cfg.StepsPerSide*max(in.Width, in.Height))
 	var moves [env.MaxAgents]env.Move
 	for t := 0; t < len(actions)/k; t++ {
 		if sim.Done() {
-			return obs, legal, fmt.Errorf("%w: episode ended at step %d but %d actions remain", ErrBadBatch, t, len(actions)-t*k)
+			return obs, legal, fmt.Errorf("%w: episode ended at step %d but %d actions remain", learner.ErrBadBatch, t, len(actions)-t*k)
 		}
 		for a := 0; a < k; a++ {
 			act := actions[t*k+a]
 			if act < 0 || act >= NumMoves {
-				return obs, legal, fmt.Errorf("%w: action %d out of range", ErrBadBatch, act)
+				return obs, legal, fmt.Errorf("%w: action %d out of range", learner.ErrBadBatch, act)
 			}
 			// Without Sequential every agent decided before any declared,
 			// so observe them all first.
@@ -335,30 +319,30 @@ type ReplayedGroup struct {
 	Rewards  []float32
 }
 
-// GridBatchFromGroups rebuilds a GRPO batch from groups by replaying each
+// BatchFromGroups rebuilds a GRPO batch from groups by replaying each
 // episode. Groups may differ in size; advantages are computed within each.
-func GridBatchFromGroups(groups []ReplayedGroup, cfg RolloutConfig, scaleByStd bool) (*GridBatch, SignalStats, error) {
-	b := &GridBatch{}
-	var sig SignalStats
+func BatchFromGroups(groups []ReplayedGroup, cfg RolloutConfig, scaleByStd bool) (*Batch, learner.SignalStats, error) {
+	b := &Batch{}
+	var sig learner.SignalStats
 	for _, g := range groups {
 		n := len(g.Rewards)
 		if n == 0 || len(g.Actions) != n || len(g.LogProbs) != n {
-			return nil, sig, fmt.Errorf("%w: group of %d rewards, %d action lists, %d log-prob lists", ErrBadBatch, n, len(g.Actions), len(g.LogProbs))
+			return nil, sig, fmt.Errorf("%w: group of %d rewards, %d action lists, %d log-prob lists", learner.ErrBadBatch, n, len(g.Actions), len(g.LogProbs))
 		}
-		adv := GroupAdvantages(g.Rewards, n, scaleByStd, nil)
-		s := ZeroSignal(g.Rewards, n)
+		adv := learner.GroupAdvantages(g.Rewards, n, scaleByStd, nil)
+		s := learner.ZeroSignal(g.Rewards, n)
 		sig.Groups += s.Groups
 		sig.ZeroSignal += s.ZeroSignal
 		for e := range n {
 			if len(g.LogProbs[e]) != len(g.Actions[e]) {
-				return nil, sig, fmt.Errorf("%w: %d log-probs for %d actions", ErrBadBatch, len(g.LogProbs[e]), len(g.Actions[e]))
+				return nil, sig, fmt.Errorf("%w: %d log-probs for %d actions", learner.ErrBadBatch, len(g.LogProbs[e]), len(g.Actions[e]))
 			}
 			var err error
 			var legal []bool
 			if cfg.MaskIllegal {
 				legal = b.Legal
 			}
-			b.Obs, legal, err = ReplayGridEpisode(g.Instance, cfg, g.Actions[e], b.Obs, legal)
+			b.Obs, legal, err = ReplayEpisode(g.Instance, cfg, g.Actions[e], b.Obs, legal)
 			if err != nil {
 				return nil, sig, err
 			}
@@ -377,7 +361,7 @@ func GridBatchFromGroups(groups []ReplayedGroup, cfg RolloutConfig, scaleByStd b
 }
 
 // OptimalActions returns an instance's optimal (sum-of-costs) joint plan as
-// action ids in PlayGridNet's order (step-major, agent-minor); agents that
+// action ids in Play's order (step-major, agent-minor); agents that
 // have arrived wait.
 func OptimalActions(in *env.Instance) ([]int32, error) {
 	sol, err := env.Solve(in, env.SolveOptions{})
@@ -407,7 +391,7 @@ func OptimalActions(in *env.Instance) ([]int32, error) {
 
 // BCFromOptimal runs one behaviour-cloning step of g on the optimal plans of
 // ins (instances whose plan does not fit cfg's step bound are skipped).
-func BCFromOptimal(g *GridNet, ins []*env.Instance, cfg RolloutConfig) (UpdateStats, error) {
+func BCFromOptimal(g *Net, ins []*env.Instance, cfg RolloutConfig) (learner.UpdateStats, error) {
 	var (
 		obs   []float32
 		legal []bool
@@ -416,7 +400,7 @@ func BCFromOptimal(g *GridNet, ins []*env.Instance, cfg RolloutConfig) (UpdateSt
 	for _, in := range ins {
 		a, err := OptimalActions(in)
 		if err != nil {
-			return UpdateStats{}, err
+			return learner.UpdateStats{}, err
 		}
 		if len(a)/len(in.Agents) > cfg.StepsPerSide*max(in.Width, in.Height) {
 			continue
@@ -425,9 +409,9 @@ func BCFromOptimal(g *GridNet, ins []*env.Instance, cfg RolloutConfig) (UpdateSt
 		if cfg.MaskIllegal {
 			lg = legal
 		}
-		obs, lg, err = ReplayGridEpisode(in, cfg, a, obs, lg)
+		obs, lg, err = ReplayEpisode(in, cfg, a, obs, lg)
 		if err != nil {
-			return UpdateStats{}, err
+			return learner.UpdateStats{}, err
 		}
 		if cfg.MaskIllegal {
 			legal = lg
@@ -435,7 +419,7 @@ func BCFromOptimal(g *GridNet, ins []*env.Instance, cfg RolloutConfig) (UpdateSt
 		acts = append(acts, a...)
 	}
 	if len(acts) == 0 {
-		return UpdateStats{}, fmt.Errorf("%w: no optimal plan fits the step bound", ErrBadBatch)
+		return learner.UpdateStats{}, fmt.Errorf("%w: no optimal plan fits the step bound", learner.ErrBadBatch)
 	}
 	return g.BCUpdate(obs, len(acts), legal, acts)
 }

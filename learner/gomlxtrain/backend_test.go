@@ -1,4 +1,4 @@
-package learner
+package gomlxtrain
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/t2t-lab/t2t/learner"
 )
 
 func TestNewBackend(t *testing.T) {
@@ -20,7 +21,7 @@ func TestNewBackend(t *testing.T) {
 		b.Finalize()
 	}
 	for _, dev := range []string{"gpu", "xla:relative/plugin.so", "go"} {
-		if _, err := NewBackend(dev); !errors.Is(err, ErrBadDevice) {
+		if _, err := NewBackend(dev); !errors.Is(err, learner.ErrBadDevice) {
 			t.Errorf("%q: got %v, want ErrBadDevice", dev, err)
 		}
 	}
@@ -28,14 +29,14 @@ func TestNewBackend(t *testing.T) {
 	switch {
 	case err == nil:
 		t.Fatal("a missing plugin must fail")
-	case xlaAvailable && errors.Is(err, ErrNoXLA):
+	case xlaAvailable && errors.Is(err, learner.ErrNoXLA):
 		t.Fatalf("cgo build reports no XLA: %v", err)
-	case !xlaAvailable && !errors.Is(err, ErrNoXLA):
+	case !xlaAvailable && !errors.Is(err, learner.ErrNoXLA):
 		t.Fatalf("non-cgo build: got %v, want ErrNoXLA", err)
 	}
 	// Options after the path are parsed, not taken for part of it.
 	_, err2 := NewBackend("xla:/nonexistent/t2t/pjrt_plugin.so," + OptNoPreallocate + ",tf32")
-	if err2 == nil || errors.Is(err2, ErrBadDevice) || (!xlaAvailable && !errors.Is(err2, ErrNoXLA)) {
+	if err2 == nil || errors.Is(err2, learner.ErrBadDevice) || (!xlaAvailable && !errors.Is(err2, learner.ErrNoXLA)) {
 		t.Fatalf("missing plugin with options: %v", err2)
 	}
 	t.Logf("xla compiled in: %v; missing plugin: %v; with options: %v", xlaAvailable, err, err2)

@@ -1,11 +1,12 @@
 //go:build !cgo
 
-package learner
+package gomlxtrain
 
 import (
 	"fmt"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/t2t-lab/t2t/learner"
 )
 
 // xlaAvailable reports whether this build can create XLA backends.
@@ -13,5 +14,5 @@ const xlaAvailable = false
 
 // newXLABackend always fails: the XLA backend needs cgo.
 func newXLABackend(plugin string) (backends.Backend, error) {
-	return nil, fmt.Errorf("learner: XLA plugin %q: %w", plugin, ErrNoXLA)
+	return nil, fmt.Errorf("learner: XLA plugin %q: %w", plugin, learner.ErrNoXLA)
 }

@@ -1,4 +1,4 @@
-package learner
+package gridnet
 
 import (
 	"errors"
@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/t2t-lab/t2t/internal/testseed"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // Synthetic step task: an observation is a one-hot "target move" in its first NumMoves slots
@@ -21,10 +24,10 @@ const (
 	gridEpLen    = 4
 )
 
-func newGridTestNet(t testing.TB, seed uint64, train GRPOConfig) *GridNet {
+func newGridTestNet(t testing.TB, seed uint64, train learner.GRPOConfig) *Net {
 	t.Helper()
-	cfg := GridNetConfig{ObsSize: gridObs, Hidden: []int{32, 32}, Seed: seed}
-	g, err := NewGridNet(lrnBackend(t), cfg, train)
+	cfg := Config{ObsSize: gridObs, Hidden: []int{32, 32}, Seed: seed}
+	g, err := New(testBackend(t), cfg, train)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +55,10 @@ func gridTask(rng *rand.Rand, n int) (obs []float32, legal []bool, target []int3
 
 // gridRollout plays groups×GroupSize episodes of gridEpLen decisions (the episodes of a group
 // share their observations) and returns the GRPO batch and the mean reward.
-func gridRollout(t testing.TB, g *GridNet, rng *rand.Rand, groups, groupSize int) (*GridBatch, float64) {
+func gridRollout(t testing.TB, g *Net, rng *rand.Rand, groups, groupSize int) (*Batch, float64) {
 	t.Helper()
 	perGroup := gridEpLen
-	var b GridBatch
+	var b Batch
 	rewards := make([]float32, 0, groups*groupSize)
 	for range groups {
 		obs, legal, target := gridTask(rng, perGroup)
@@ -78,7 +81,7 @@ func gridRollout(t testing.TB, g *GridNet, rng *rand.Rand, groups, groupSize int
 			b.LogProbs = append(b.LogProbs, lps...)
 		}
 	}
-	adv := GroupAdvantages(rewards, groupSize, true, nil)
+	adv := learner.GroupAdvantages(rewards, groupSize, true, nil)
 	for _, a := range adv {
 		for range gridEpLen {
 			b.Advantages = append(b.Advantages, a)
@@ -93,8 +96,8 @@ func gridRollout(t testing.TB, g *GridNet, rng *rand.Rand, groups, groupSize int
 }
 
 func TestGridNetActRespectsLegalAndGreedy(t *testing.T) {
-	rng := rand.New(rand.NewPCG(lrnSeed(t, 51), 5))
-	g := newGridTestNet(t, 3, DefaultGRPOConfig())
+	rng := rand.New(rand.NewPCG(testseed.Get(t, 51), 5))
+	g := newGridTestNet(t, 3, learner.DefaultGRPOConfig())
 	const n = 1100 // more than one inference chunk (1024 + a 128 bucket)
 	obs, legal, _ := gridTask(rng, n)
 	acts, lps := make([]int32, n), make([]float32, n)
@@ -139,10 +142,10 @@ func TestGridNetActRespectsLegalAndGreedy(t *testing.T) {
 	for i := range NumMoves {
 		legal[i] = false
 	}
-	if err := g.Act(obs, n, legal, 1, rng, acts, lps); !errors.Is(err, ErrBadBatch) {
+	if err := g.Act(obs, n, legal, 1, rng, acts, lps); !errors.Is(err, learner.ErrBadBatch) {
 		t.Fatalf("no legal move: got %v", err)
 	}
-	if err := g.Act(obs, n, nil, 1, rng, acts[:1], lps); !errors.Is(err, ErrBadBatch) {
+	if err := g.Act(obs, n, nil, 1, rng, acts[:1], lps); !errors.Is(err, learner.ErrBadBatch) {
 		t.Fatalf("short dst: got %v", err)
 	}
 }
@@ -150,8 +153,8 @@ func TestGridNetActRespectsLegalAndGreedy(t *testing.T) {
 // TestGridNetSamplingFrequencies checks sampled frequencies against the model's probabilities
 // (and the temperature's effect) on one observation repeated.
 func TestGridNetSamplingFrequencies(t *testing.T) {
-	rng := rand.New(rand.NewPCG(lrnSeed(t, 52), 5))
-	g := newGridTestNet(t, 4, DefaultGRPOConfig())
+	rng := rand.New(rand.NewPCG(testseed.Get(t, 52), 5))
+	g := newGridTestNet(t, 4, learner.DefaultGRPOConfig())
 	obs, _, _ := gridTask(rng, 1)
 	// Sharpen the policy so temperature matters: a few BC steps towards move 3.
 	for range 30 {
@@ -202,11 +205,11 @@ func TestGridNetSamplingFrequencies(t *testing.T) {
 }
 
 func TestGridNetBCLearns(t *testing.T) {
-	rng := rand.New(rand.NewPCG(lrnSeed(t, 53), 5))
-	train := DefaultGRPOConfig()
+	rng := rand.New(rand.NewPCG(testseed.Get(t, 53), 5))
+	train := learner.DefaultGRPOConfig()
 	train.LR = 3e-3
 	g := newGridTestNet(t, 5, train)
-	var st UpdateStats
+	var st learner.UpdateStats
 	for it := range 150 {
 		obs, legal, target := gridTask(rng, 128)
 		var err error
@@ -224,8 +227,8 @@ func TestGridNetBCLearns(t *testing.T) {
 }
 
 func TestGridNetGRPOLearns(t *testing.T) {
-	rng := rand.New(rand.NewPCG(lrnSeed(t, 54), 5))
-	train := DefaultGRPOConfig()
+	rng := rand.New(rand.NewPCG(testseed.Get(t, 54), 5))
+	train := learner.DefaultGRPOConfig()
 	train.LR = 1e-2
 	train.MicroBatch = 128 // 256 decisions: two micro-batches
 	g := newGridTestNet(t, 6, train)
@@ -250,7 +253,7 @@ func TestGridNetGRPOLearns(t *testing.T) {
 	}
 }
 
-func gridWeights(t testing.TB, g *GridNet) []float32 {
+func gridWeights(t testing.TB, g *Net) []float32 {
 	t.Helper()
 	var out []float32
 	for _, v := range append(slices.Clone(g.ws), g.bs...) {
@@ -262,11 +265,11 @@ func gridWeights(t testing.TB, g *GridNet) []float32 {
 // TestGridNetCheckpointResumeIsExact: N steps, save, load into a fresh model, M more steps
 // gives bit-identical weights to N+M uninterrupted steps with the same seed.
 func TestGridNetCheckpointResumeIsExact(t *testing.T) {
-	seed := lrnSeed(t, 61)
+	seed := testseed.Get(t, 61)
 	const N, M = 3, 3
-	train := DefaultGRPOConfig()
+	train := learner.DefaultGRPOConfig()
 	train.MicroBatch = 64 // 128 decisions per step: accumulation path
-	run := func(g *GridNet, pcg *rand.PCG, steps int) {
+	run := func(g *Net, pcg *rand.PCG, steps int) {
 		rng := rand.New(pcg)
 		for range steps {
 			b, _ := gridRollout(t, g, rng, 4, train.GroupSize)
@@ -319,8 +322,8 @@ func TestGridNetCheckpointResumeIsExact(t *testing.T) {
 }
 
 func TestGridNetLoadRejectsCorruptAndMismatch(t *testing.T) {
-	rng := rand.New(rand.NewPCG(lrnSeed(t, 62), 5))
-	train := DefaultGRPOConfig()
+	rng := rand.New(rand.NewPCG(testseed.Get(t, 62), 5))
+	train := learner.DefaultGRPOConfig()
 	src := newGridTestNet(t, 8, train)
 	b, _ := gridRollout(t, src, rng, 2, train.GroupSize)
 	if _, err := src.Update(b); err != nil {
@@ -342,49 +345,49 @@ func TestGridNetLoadRejectsCorruptAndMismatch(t *testing.T) {
 	// Flip one byte of the weights: sha256 mismatch.
 	corrupt := filepath.Join(t.TempDir(), "corrupt")
 	lrnCopyDir(t, dir, corrupt)
-	p := filepath.Join(corrupt, CheckpointWeightsFile)
+	p := filepath.Join(corrupt, learner.CheckpointWeightsFile)
 	data, _ := os.ReadFile(p)
 	data[len(data)-3] ^= 0x40
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := dst.Load(corrupt); !errors.Is(err, ErrCorruptCheckpoint) {
+	if err := dst.Load(corrupt); !errors.Is(err, learner.ErrCorruptCheckpoint) {
 		t.Fatalf("flipped byte: got %v", err)
 	}
 	unchanged("flipped byte")
 	// Truncated optimizer file.
 	lrnCopyDir(t, dir, corrupt)
-	if err := os.Truncate(filepath.Join(corrupt, CheckpointOptimizerFile), 100); err != nil {
+	if err := os.Truncate(filepath.Join(corrupt, learner.CheckpointOptimizerFile), 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := dst.Load(corrupt); !errors.Is(err, ErrCorruptCheckpoint) {
+	if err := dst.Load(corrupt); !errors.Is(err, learner.ErrCorruptCheckpoint) {
 		t.Fatalf("truncated: got %v", err)
 	}
 	unchanged("truncated")
-	if err := dst.Load(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, ErrCorruptCheckpoint) {
+	if err := dst.Load(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, learner.ErrCorruptCheckpoint) {
 		t.Fatalf("missing: got %v", err)
 	}
 
 	// Architecture mismatch: a different hidden size.
-	other, err := NewGridNet(lrnBackend(t), GridNetConfig{ObsSize: gridObs, Hidden: []int{16}, Seed: 1}, train)
+	other, err := New(testBackend(t), Config{ObsSize: gridObs, Hidden: []int{16}, Seed: 1}, train)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Load(dir); !errors.Is(err, ErrCheckpointMismatch) {
+	if err := other.Load(dir); !errors.Is(err, learner.ErrCheckpointMismatch) {
 		t.Fatalf("hidden mismatch: got %v", err)
 	}
 	// Manifest claiming the right architecture over tensors of the wrong shape (a consistent,
 	// checksummed checkpoint): shapes are checked before any variable changes.
-	ck, err := ReadCheckpoint(dir)
+	ck, err := learner.ReadCheckpoint(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ck.Weights[len(ck.Weights)-1] = F32Tensor(ck.Weights[len(ck.Weights)-1].Name, []int{3}, []float32{1, 2, 3})
+	ck.Weights[len(ck.Weights)-1] = safetensors.F32Tensor(ck.Weights[len(ck.Weights)-1].Name, []int{3}, []float32{1, 2, 3})
 	bad := filepath.Join(t.TempDir(), "badshape")
-	if err := WriteCheckpoint(bad, ck); err != nil {
+	if err := learner.WriteCheckpoint(bad, ck); err != nil {
 		t.Fatal(err)
 	}
-	if err := dst.Load(bad); !errors.Is(err, ErrCheckpointMismatch) {
+	if err := dst.Load(bad); !errors.Is(err, learner.ErrCheckpointMismatch) {
 		t.Fatalf("bad shape: got %v", err)
 	}
 	unchanged("bad shape")
@@ -465,8 +468,8 @@ func BenchmarkGridNetUpdate(b *testing.B) {
 }
 
 // newGridBenchNet is the default-size gridnet (2×128 hidden) on a larger observation.
-func newGridBenchNet(b *testing.B) *GridNet {
-	g, err := NewGridNet(lrnBackend(b), GridNetConfig{ObsSize: gridObs, Hidden: []int{128, 128}, Seed: 1}, DefaultGRPOConfig())
+func newGridBenchNet(b *testing.B) *Net {
+	g, err := New(testBackend(b), Config{ObsSize: gridObs, Hidden: []int{128, 128}, Seed: 1}, learner.DefaultGRPOConfig())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,10 +1,13 @@
-package learner
+package gridnet
 
 import (
 	"math/rand/v2"
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/testseed"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 )
 
 func gridrollInstances(t *testing.T, seed uint64, n, agents int, sizes ...int) []*env.Instance {
@@ -20,13 +23,13 @@ func gridrollInstances(t *testing.T, seed uint64, n, agents int, sizes ...int) [
 	return ins
 }
 
-func gridrollNet(t *testing.T, seed uint64) *GridNet {
+func gridrollNet(t *testing.T, seed uint64) *Net {
 	t.Helper()
-	be, err := NewBackend("cpu")
+	be, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGridNet(be, GridNetConfig{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{64, 64}, Seed: seed}, DefaultGRPOConfig())
+	g, err := New(be, Config{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{64, 64}, Seed: seed}, learner.DefaultGRPOConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,23 +41,19 @@ func gridrollNet(t *testing.T, seed uint64) *GridNet {
 // advantages must equal the batch built from the rollout directly, and each
 // episode's plan must verify as the rollout reported.
 func TestPlayGridNetReplayMatches(t *testing.T) {
-	seed := *learnerSeed
-	if seed == 0 {
-		seed = 3
-	}
-	t.Logf("seed %d", seed)
+	seed := testseed.Get(t, 3)
 	ins := gridrollInstances(t, seed, 6, 2, 3, 4, 5)
 	g := gridrollNet(t, seed)
 	cfg := DefaultRolloutConfig()
 	cfg.GroupSize = 4
-	ro, err := PlayGridNet(g, ins, cfg, rand.New(rand.NewPCG(seed, 1)))
+	ro, err := Play(g, ins, cfg, rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ro.Episodes) != len(ins)*cfg.GroupSize {
 		t.Fatalf("%d episodes, want %d", len(ro.Episodes), len(ins)*cfg.GroupSize)
 	}
-	direct, _ := GridBatchFromRollouts([]*Rollout{ro}, cfg.GroupSize, true)
+	direct, _ := BatchFromRollouts([]*Rollout{ro}, cfg.GroupSize, true)
 	var groups []ReplayedGroup
 	for i := range ins {
 		rg := ReplayedGroup{Instance: ins[i]}
@@ -74,7 +73,7 @@ func TestPlayGridNetReplayMatches(t *testing.T) {
 		}
 		groups = append(groups, rg)
 	}
-	replayed, _, err := GridBatchFromGroups(groups, cfg, true)
+	replayed, _, err := BatchFromGroups(groups, cfg, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +103,10 @@ func TestPlayGridNetReplayMatches(t *testing.T) {
 func TestReplayRejectsBadActions(t *testing.T) {
 	ins := gridrollInstances(t, 1, 1, 2, 4)
 	cfg := DefaultRolloutConfig()
-	if _, _, err := ReplayGridEpisode(ins[0], cfg, []int32{0}, nil, nil); err == nil {
+	if _, _, err := ReplayEpisode(ins[0], cfg, []int32{0}, nil, nil); err == nil {
 		t.Fatal("odd action count for 2 agents accepted")
 	}
-	if _, _, err := ReplayGridEpisode(ins[0], cfg, []int32{0, 9}, nil, nil); err == nil {
+	if _, _, err := ReplayEpisode(ins[0], cfg, []int32{0, 9}, nil, nil); err == nil {
 		t.Fatal("action id 9 accepted")
 	}
 }

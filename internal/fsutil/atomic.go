@@ -1,4 +1,5 @@
-package learner
+// Package fsutil writes files and directories atomically and hashes them.
+package fsutil
 
 import (
 	"fmt"
