@@ -15,7 +15,7 @@ import (
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -23,7 +23,7 @@ import (
 // simulated actors).
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.IgnoreProtoactor()...) }
 
-var tinySetup = Setup{Source: Source{Preset: qwen3.PresetTiny, Seed: 1}, Engine: engine.Spec{Device: gomlxtrain.DeviceCPU}}
+var tinySetup = Setup{Source: Source{Preset: hfmodel.PresetTiny, Seed: 1}, Engine: engine.Spec{Device: gomlxtrain.DeviceCPU}}
 
 // GRPO on an in-memory tiny model: the FLOPs per step are qwen3's per-token count times the
 // step's tokens, a micro-batch of 2 rows of T = 31 pads to [2, 32], and the steps move the
@@ -38,7 +38,7 @@ func TestGRPOFLOPsAndPaddedShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := qwen3.Preset(qwen3.PresetTiny)
+	cfg, _ := hfmodel.Preset(hfmodel.PresetTiny)
 	switch {
 	case len(logged) != 1 || !strings.HasPrefix(logged[0], "tiny, 0.1069M parameters; memory estimate per micro-batch of 2 × 32 tokens: "):
 		t.Errorf("log %q", logged)
@@ -72,9 +72,9 @@ func TestDecodeWarmupAndTokens(t *testing.T) {
 	}
 }
 
-func mustPreset(t *testing.T) qwen3.Config {
+func mustPreset(t *testing.T) hfmodel.Config {
 	t.Helper()
-	c, err := qwen3.Preset(qwen3.PresetTiny)
+	c, err := hfmodel.Preset(hfmodel.PresetTiny)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,10 +134,10 @@ func TestRunErrors(t *testing.T) {
 	}
 	// A 4b-shape step on the CPU is refused before anything is allocated (unless this machine
 	// really has the memory).
-	cfg, _ := qwen3.Preset(qwen3.Preset4BShape)
-	if need := qwen3.EstimateMemory(cfg, 8, 128, false).Total(); MemAvailable() > 0 && MemAvailable() < need {
+	cfg, _ := hfmodel.Preset(hfmodel.Preset4BShape)
+	if need := hfmodel.EstimateMemory(cfg, 8, 128, false).Total(); MemAvailable() > 0 && MemAvailable() < need {
 		var me *MemoryError
-		err := grpo(func(s *Setup, o *GRPOOptions) { s.Source.Preset = qwen3.Preset4BShape })
+		err := grpo(func(s *Setup, o *GRPOOptions) { s.Source.Preset = hfmodel.Preset4BShape })
 		if !errors.As(err, &me) || me.Need != need || !errors.Is(err, ErrNotEnoughMemory) {
 			t.Errorf("4b-shape on the CPU: %v", err)
 		}

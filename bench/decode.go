@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
 // DecodeOptions configure the decoding benchmark. DefaultDecodeOptions gives the defaults
@@ -53,7 +53,7 @@ func (o DecodeOptions) Validate() error {
 }
 
 // fits checks the sequences against the model's positions.
-func (o DecodeOptions) fits(cfg qwen3.Config) error {
+func (o DecodeOptions) fits(cfg hfmodel.Config) error {
 	if n := o.PromptLen + o.NewTokens; n > cfg.MaxPositionEmbeddings {
 		return optionError("DecodeOptions", "PromptLen+NewTokens", n, fmt.Sprintf("exceeds the model's %d positions", cfg.MaxPositionEmbeddings))
 	}
@@ -61,8 +61,8 @@ func (o DecodeOptions) fits(cfg qwen3.Config) error {
 }
 
 // estimate is the memory of the float32 weights and the KV cache.
-func (o DecodeOptions) estimate(cfg qwen3.Config) qwen3.MemoryEstimate {
-	return qwen3.EstimateMemory(cfg, o.Batch, o.PromptLen+o.NewTokens, false)
+func (o DecodeOptions) estimate(cfg hfmodel.Config) hfmodel.MemoryEstimate {
+	return hfmodel.EstimateMemory(cfg, o.Batch, o.PromptLen+o.NewTokens, false)
 }
 
 // DecodeReport is the result of the decoding benchmark (the --json output of t2t bench decode).
@@ -88,7 +88,7 @@ type DecodeReport struct {
 	Generated    int          `json:"generated_tokens"` // tokens returned (all rows run to new_tokens)
 	Memory       MemoryReport `json:"memory"`
 	// Config is the model's architecture (shown by WriteText, not in the JSON).
-	Config qwen3.Config `json:"-"`
+	Config hfmodel.Config `json:"-"`
 }
 
 // RunDecode resolves s.Source, checks o against it, logs the memory estimate, refuses a CPU
@@ -144,11 +144,11 @@ func Decode(m engine.Model, o DecodeOptions) (*DecodeReport, error) {
 		}
 	}
 	// No stop tokens: every row decodes all new tokens, whatever it samples.
-	sc := qwen3.SampleConfig{MaxNewTokens: o.NewTokens, Temperature: o.Temperature}
+	sc := engine.SampleConfig{MaxNewTokens: o.NewTokens, Temperature: o.Temperature}
 	// Warm-up: the fewest new tokens that run the same shapes (prefill and decode) compile every
 	// graph the timed generation runs.
 	warm := sc
-	warm.MaxNewTokens = qwen3.WarmupTokens(o.Batch, o.PromptLen, o.NewTokens)
+	warm.MaxNewTokens = hfmodel.WarmupTokens(o.Batch, o.PromptLen, o.NewTokens)
 	var mem memSampler
 	t0 := time.Now()
 	if _, err := m.GenerateStream(prompts, warm, 0, rng, nil); err != nil {
@@ -165,10 +165,10 @@ func Decode(m engine.Model, o DecodeOptions) (*DecodeReport, error) {
 }
 
 // timeDecode runs the timed generation and fills the report's timings and rates.
-func timeDecode(m engine.Model, prompts [][]int32, sc qwen3.SampleConfig, rng *rand.Rand, rep *DecodeReport) error {
+func timeDecode(m engine.Model, prompts [][]int32, sc engine.SampleConfig, rng *rand.Rand, rep *DecodeReport) error {
 	var first time.Time
 	t0 := time.Now()
-	gen, err := m.GenerateStream(prompts, sc, 0, rng, func(qwen3.TokenEvent) bool {
+	gen, err := m.GenerateStream(prompts, sc, 0, rng, func(engine.TokenEvent) bool {
 		if first.IsZero() {
 			first = time.Now()
 		}

@@ -3,13 +3,13 @@ package bench
 import (
 	"flag"
 
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
 // Register binds s to the model flags of `t2t bench grpo|decode`: --preset (default
 // qwen3.PresetTiny), --model, --seed (default 1) and the --preset shape overrides.
 func (s *Source) Register(fs *flag.FlagSet) {
-	fs.StringVar(&s.Preset, "preset", qwen3.PresetTiny, "random-weight model of a preset shape: tiny, 0.6b-shape or 4b-shape (built in memory, nothing written)")
+	fs.StringVar(&s.Preset, "preset", hfmodel.PresetTiny, "random-weight model of a preset shape: tiny, 0.6b-shape or 4b-shape (built in memory, nothing written)")
 	fs.StringVar(&s.Dir, "model", "", "a checkpoint directory instead of --preset")
 	fs.Uint64Var(&s.Seed, "seed", 1, "seed of the random weights and the synthetic batch")
 	sh := &s.Shape

@@ -10,7 +10,7 @@ import (
 
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -75,7 +75,7 @@ func (o GRPOOptions) Validate() error {
 }
 
 // fits checks the sequences against the model's positions.
-func (o GRPOOptions) fits(cfg qwen3.Config) error {
+func (o GRPOOptions) fits(cfg hfmodel.Config) error {
 	if n := o.PromptLen + o.CompletionLen; n > cfg.MaxPositionEmbeddings {
 		return optionError("GRPOOptions", "PromptLen+CompletionLen", n, fmt.Sprintf("exceeds the model's %d positions", cfg.MaxPositionEmbeddings))
 	}
@@ -89,13 +89,13 @@ func (o GRPOOptions) trainConfig() learner.GRPOConfig {
 	return g
 }
 
-func (o GRPOOptions) lora() qwen3.LoRAConfig {
-	return qwen3.LoRAConfig{Rank: o.LoRARank, Alpha: float64(2 * o.LoRARank), Targets: qwen3.LoRATargets}
+func (o GRPOOptions) lora() hfmodel.LoRAConfig {
+	return hfmodel.LoRAConfig{Rank: o.LoRARank, Alpha: float64(2 * o.LoRARank), Targets: hfmodel.LoRATargets}
 }
 
 // estimate is the memory of one micro-batch.
-func (o GRPOOptions) estimate(cfg qwen3.Config) qwen3.MemoryEstimate {
-	return qwen3.EstimateMemory(cfg, min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen, o.LoRARank > 0)
+func (o GRPOOptions) estimate(cfg hfmodel.Config) hfmodel.MemoryEstimate {
+	return hfmodel.EstimateMemory(cfg, min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen, o.LoRARank > 0)
 }
 
 // GRPOFLOPsFormula is GRPOReport.FLOPsFormula: qwen3.Config.TrainFLOPsPerToken over a step's
@@ -136,7 +136,7 @@ type GRPOReport struct {
 	ParamDelta float64      `json:"probe_logit_max_abs_change"`
 	Memory     MemoryReport `json:"memory"`
 	// Config is the model's architecture (shown by WriteText, not in the JSON).
-	Config qwen3.Config `json:"-"`
+	Config hfmodel.Config `json:"-"`
 }
 
 // RunGRPO resolves s.Source, checks o against it, logs the memory estimate, refuses a CPU run
@@ -291,15 +291,15 @@ func syntheticGRPOBatch(vocab, batch, promptLen, compLen int, seed uint64) (*lea
 		return s
 	}
 	uniform := -math.Log(float64(vocab))
-	samples := make([]qwen3.Sample, batch)
+	samples := make([]engine.Sample, batch)
 	for i := range samples {
 		lp := make([]float32, compLen)
 		for j := range lp {
 			lp[j] = float32(uniform + 0.1*rng.NormFloat64())
 		}
-		samples[i] = qwen3.Sample{Prompt: ids(promptLen), Completion: ids(compLen), LogProbs: lp, Advantage: float32(rng.NormFloat64())}
+		samples[i] = engine.Sample{Prompt: ids(promptLen), Completion: ids(compLen), LogProbs: lp, Advantage: float32(rng.NormFloat64())}
 	}
-	return qwen3.NewSeqBatch(samples)
+	return engine.NewSeqBatch(samples)
 }
 
 // WriteText writes the report as the table t2t bench grpo prints, under title.

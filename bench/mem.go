@@ -8,6 +8,7 @@ import (
 	"github.com/t2t-lab/t2t/internal/sysmem"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/torch"
 )
 
@@ -54,7 +55,7 @@ func (s *memSampler) report(m engine.Model) MemoryReport {
 		} else {
 			r.Device = fmt.Sprintf("none (torch on the CPU: the worker's peak RSS is %.3f GiB)", float64(st.PeakRSSBytes)/(1<<30))
 		}
-	case *engine.GoMLXModel:
+	case *qwen3.EngineModel:
 		if gomlxtrain.IsXLA(m.Qwen3().Backend()) {
 			r.Device = "not exposed: go-xla v0.1.4 wraps no PJRT_Device_MemoryStats; sample nvidia-smi --query-gpu=memory.used (with ,nopreallocate the pool grows to about the peak)"
 		} else {

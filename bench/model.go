@@ -8,7 +8,7 @@ import (
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -20,7 +20,7 @@ type Source struct {
 	// Preset is a qwen3 preset (qwen3.PresetTiny, …) and Shape its overrides; both are ignored
 	// with Dir.
 	Preset string
-	Shape  qwen3.Shape
+	Shape  hfmodel.Shape
 	// Seed seeds the random weights.
 	Seed uint64
 }
@@ -35,15 +35,15 @@ func (s Source) Name() string {
 
 // Config returns the model's architecture, reading only config.json for Dir. An unreadable
 // config.json is an *OpenError; a bad preset or shape override is qwen3's *learner.ConfigError.
-func (s Source) Config() (qwen3.Config, error) {
+func (s Source) Config() (hfmodel.Config, error) {
 	if s.Dir != "" {
-		c, err := qwen3.LoadConfig(s.Dir)
+		c, err := hfmodel.LoadConfig(s.Dir)
 		if err != nil {
 			return c, &OpenError{Dir: s.Dir, Err: err}
 		}
 		return c, nil
 	}
-	c, err := qwen3.Preset(s.Preset)
+	c, err := hfmodel.Preset(s.Preset)
 	if err != nil {
 		return c, err
 	}
@@ -82,7 +82,7 @@ func (s Setup) checkMemory(need int64) error {
 // open refuses a CPU run whose estimate, need bytes, exceeds the memory available
 // (checkMemory), then loads Source.Dir, or builds the preset with random weights, on the
 // engine; it returns how long the load or build took.
-func (s Setup) open(ctx context.Context, cfg qwen3.Config, need int64) (engine.Model, time.Duration, error) {
+func (s Setup) open(ctx context.Context, cfg hfmodel.Config, need int64) (engine.Model, time.Duration, error) {
 	if err := s.checkMemory(need); err != nil {
 		return nil, 0, err
 	}

@@ -5,11 +5,11 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
 // modelRow is the table's first row: the model and its shape.
-func modelRow(name string, c qwen3.Config) [2]string {
+func modelRow(name string, c hfmodel.Config) [2]string {
 	return [2]string{"model", fmt.Sprintf("%s (%d layers, hidden %d, %d/%d heads × %d, vocab %d)",
 		name, c.NumHiddenLayers, c.HiddenSize, c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim, c.VocabSize)}
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/report"
 )
 
@@ -45,7 +44,7 @@ type mistakePlayer struct {
 
 func (p *mistakePlayer) Name() string { return "mistakes" }
 
-func (p *mistakePlayer) Play(ins []*env.Instance, groupSize int, _ float64, seed uint64) (*gridnet.Rollout, error) {
+func (p *mistakePlayer) Play(ins []*env.Instance, groupSize int, _ float64, seed uint64) (*learner.Rollout, error) {
 	p.mu.Lock()
 	ids := make([]string, len(ins))
 	for i, in := range ins {
@@ -54,7 +53,7 @@ func (p *mistakePlayer) Play(ins []*env.Instance, groupSize int, _ float64, seed
 	p.calls = append(p.calls, ids)
 	p.mu.Unlock()
 	rng := rand.New(rand.NewPCG(seed, 1))
-	ro := &gridnet.Rollout{}
+	ro := &learner.Rollout{}
 	for _, in := range ins {
 		sol, err := env.Solve(in, env.SolveOptions{})
 		if err != nil {
@@ -255,10 +254,10 @@ type countingPlayer struct {
 
 func (p *countingPlayer) Name() string { return "counting" }
 
-func (p *countingPlayer) Play(ins []*env.Instance, _ int, _ float64, seed uint64) (*gridnet.Rollout, error) {
+func (p *countingPlayer) Play(ins []*env.Instance, _ int, _ float64, seed uint64) (*learner.Rollout, error) {
 	p.calls = append(p.calls, len(ins[0].Agents))
 	p.seeds = append(p.seeds, seed)
-	ro := &gridnet.Rollout{}
+	ro := &learner.Rollout{}
 	for _, in := range ins {
 		if len(in.Agents) != len(ins[0].Agents) {
 			return nil, fmt.Errorf("mixed batch")

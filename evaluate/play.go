@@ -7,7 +7,6 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/report"
 )
 
@@ -19,7 +18,7 @@ type Player interface {
 	// Play plays groupSize episodes per instance, instance-major;
 	// temperature 0 is greedy. The same seed, weights and instances give
 	// the same rollout.
-	Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error)
+	Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error)
 }
 
 // PlayOptions say how Play seeds a player.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/torch"
 	"github.com/t2t-lab/t2t/train"
@@ -186,8 +186,8 @@ func TestPaperRecipeOnCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := qwen3.Init(model, qwen3.InitOptions{Preset: qwen3.PresetTiny, Seed: 1, Tokenizer: tok,
-		TokenizerConfig: []byte(qwen3.TokenizerConfigJSON), ExactVocab: true}, nil); err != nil {
+	if _, err := hfmodel.Init(model, hfmodel.InitOptions{Preset: hfmodel.PresetTiny, Seed: 1, Tokenizer: tok,
+		TokenizerConfig: []byte(hfmodel.TokenizerConfigJSON), ExactVocab: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

@@ -13,3 +13,19 @@ type Episode struct {
 	// Decisions [Lo, Hi) of the Rollout belong to this episode.
 	Lo, Hi int
 }
+
+// Rollout holds the episodes of a batch of instances (GroupSize episodes
+// per instance, instance-major) and every decision taken, in the layout
+// gridnet.Batch wants (a text policy fills Episodes only).
+type Rollout struct {
+	Episodes []Episode
+	Obs      []float32 // decisions × ObsSize
+	Legal    []bool    // decisions × NumMoves, nil when not masked
+	Actions  []int32
+	LogProbs []float32
+	Agent    []int32 // the agent that took each decision
+	ObsSize  int
+}
+
+// Decisions is the number of decisions taken.
+func (r *Rollout) Decisions() int { return len(r.Actions) }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/t2t-lab/t2t/internal/sysmem"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/serve"
 )
 
@@ -45,8 +45,8 @@ func BenchmarkGenerateMemoryEstimate(b *testing.B) {
 	}
 	before := sysmem.PeakRSS()
 	for b.Loop() {
-		_, err := lm.GenerateStream(prompts, qwen3.SampleConfig{MaxNewTokens: m, Temperature: 1}, 0, rand.New(rand.NewPCG(1, 2)),
-			func(ev qwen3.TokenEvent) bool { return ev.Step >= 3 })
+		_, err := lm.GenerateStream(prompts, engine.SampleConfig{MaxNewTokens: m, Temperature: 1}, 0, rand.New(rand.NewPCG(1, 2)),
+			func(ev engine.TokenEvent) bool { return ev.Step >= 3 })
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"net/http"
 
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
 
@@ -19,8 +19,8 @@ const maxStops = 4
 
 // sampling validates the shared generation fields for prompts of the given lengths (rows =
 // len(promptLens) × n) and returns the sample config and n.
-func (s *Server) sampling(p *samplingParams, c *served, promptLens []int, defaultMax int) (qwen3.SampleConfig, int, *reqError) {
-	var sc qwen3.SampleConfig
+func (s *Server) sampling(p *samplingParams, c *served, promptLens []int, defaultMax int) (engine.SampleConfig, int, *reqError) {
+	var sc engine.SampleConfig
 	if p.Model == "" {
 		return sc, 0, badRequest("model", "model is required")
 	}

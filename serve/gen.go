@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -13,7 +13,7 @@ import (
 type genToken struct {
 	id   int32
 	lp   float32
-	top  []qwen3.TokenLogProb
+	top  []engine.TokenLogProb
 	text int // length of the row's text before this token
 }
 
@@ -32,7 +32,7 @@ type genRow struct {
 type genJob struct {
 	lm     *textpolicy.LM
 	rows   [][]int32 // prompt ids per row
-	sc     qwen3.SampleConfig
+	sc     engine.SampleConfig
 	top    int // alternatives per token (0: none)
 	stops  stopMatcher
 	seed   uint64
@@ -52,14 +52,14 @@ func (j *genJob) run(ctx context.Context) ([]genRow, error) {
 	rows := make([]genRow, len(j.rows))
 	var streamErr error
 	rng := rand.New(rand.NewPCG(j.seed, 0xc0de))
-	_, err := j.lm.GenerateStream(j.rows, j.sc, j.top, rng, func(ev qwen3.TokenEvent) bool {
+	_, err := j.lm.GenerateStream(j.rows, j.sc, j.top, rng, func(ev engine.TokenEvent) bool {
 		if streamErr != nil || ctx.Err() != nil {
 			return true
 		}
 		g := &rows[ev.Row]
 		t := genToken{id: ev.Token, lp: ev.LogProb, text: len(g.text)}
 		if len(ev.Top) > 0 {
-			t.top = append([]qwen3.TokenLogProb(nil), ev.Top...)
+			t.top = append([]engine.TokenLogProb(nil), ev.Top...)
 		}
 		g.toks = append(g.toks, t)
 		switch {

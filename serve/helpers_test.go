@@ -12,7 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
 )
@@ -39,11 +39,11 @@ var (
 // init --preset tiny` does) and loads it.
 func srvCheckpoint(t testing.TB, seed uint64) *textpolicy.LM {
 	t.Helper()
-	return srvCheckpointOf(t, seed, func(*qwen3.Config) {})
+	return srvCheckpointOf(t, seed, func(*hfmodel.Config) {})
 }
 
 // srvCheckpointOf is srvCheckpoint with the tiny config changed by edit.
-func srvCheckpointOf(t testing.TB, seed uint64, edit func(*qwen3.Config)) *textpolicy.LM {
+func srvCheckpointOf(t testing.TB, seed uint64, edit func(*hfmodel.Config)) *textpolicy.LM {
 	t.Helper()
 	srvOnce.Do(func() {
 		if srvBackend, srvErr = gomlxtrain.NewBackend("cpu"); srvErr != nil {
@@ -64,13 +64,13 @@ func srvCheckpointOf(t testing.TB, seed uint64, edit func(*qwen3.Config)) *textp
 	if srvErr != nil {
 		t.Fatal(srvErr)
 	}
-	cfg, err := qwen3.Preset(qwen3.PresetTiny)
+	cfg, err := hfmodel.Preset(hfmodel.PresetTiny)
 	if err != nil {
 		t.Fatal(err)
 	}
 	edit(&cfg)
 	dir := filepath.Join(t.TempDir(), "tiny")
-	if _, err := qwen3.WriteRandomCheckpoint(dir, cfg, seed, srvTokPath); err != nil {
+	if _, err := hfmodel.WriteRandomCheckpoint(dir, cfg, seed, srvTokPath); err != nil {
 		t.Fatal(err)
 	}
 	lm, err := textpolicy.LoadLM(srvBackend, dir)

@@ -18,7 +18,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/t2t-lab/t2t/internal/sysmem"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
 )
@@ -224,7 +224,7 @@ func TestOOMRequestsAnswered4xx(t *testing.T) {
 		return
 	}
 	tiny := srvCheckpoint(t, seed)
-	huge := srvCheckpointOf(t, seed, func(c *qwen3.Config) { c.MaxPositionEmbeddings = 1 << 40 })
+	huge := srvCheckpointOf(t, seed, func(c *hfmodel.Config) { c.MaxPositionEmbeddings = 1 << 40 })
 	const oom = `{"model":"tiny","n":16,"max_tokens":40000,"messages":[{"role":"user","content":"Agent 0 starts at (0, 0)."}]}`
 	const oomHuge = `{"model":"tiny","max_tokens":1000000000,"messages":[{"role":"user","content":"hi"}]}`
 	for _, lifted := range []bool{false, true} {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 	"github.com/t2t-lab/t2t/serve"
@@ -30,14 +31,14 @@ func srvAdapter(t *testing.T, base string, seed uint64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.AddLoRA(qwen3.LoRAConfig{Rank: 2, Alpha: 4, Targets: []string{"q_proj", "v_proj", "down_proj"}}, seed); err != nil {
+	if err := m.AddLoRA(hfmodel.LoRAConfig{Rank: 2, Alpha: 4, Targets: []string{"q_proj", "v_proj", "down_proj"}}, seed); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "adapter")
 	if err := m.SaveAdapter(dir); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, qwen3.AdapterWeightsFile)
+	file := filepath.Join(dir, hfmodel.AdapterWeightsFile)
 	ts, _, err := safetensors.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

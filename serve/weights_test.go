@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
 )
@@ -21,7 +21,7 @@ import (
 func TestUpdateWeightsFromDisk(t *testing.T) {
 	seed := srvTestSeed(t)
 	lm, other := srvCheckpoint(t, seed), srvCheckpoint(t, seed+1)
-	wide := srvCheckpointOf(t, seed, func(c *qwen3.Config) { c.IntermediateSize *= 2 })
+	wide := srvCheckpointOf(t, seed, func(c *hfmodel.Config) { c.IntermediateSize *= 2 })
 	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return textpolicy.LoadLM(srvBackend, dir) }
 	_, hs, c := srvStart(t, lm, serve.Options{ModelName: "base", LoadWeights: load})
 	_, _, rc := srvStart(t, other, serve.Options{ModelName: "base"})

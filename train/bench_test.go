@@ -21,8 +21,8 @@ func (waitPolicy) Version() int64 { return 0 }
 func (waitPolicy) Update([]gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	return learner.UpdateStats{}, learner.SignalStats{}, nil
 }
-func (waitPolicy) Play(ins []*env.Instance, g int, _ float64, _ uint64) (*gridnet.Rollout, error) {
-	ro := &gridnet.Rollout{}
+func (waitPolicy) Play(ins []*env.Instance, g int, _ float64, _ uint64) (*learner.Rollout, error) {
+	ro := &learner.Rollout{}
 	for _, in := range ins {
 		for range g {
 			ep := learner.Episode{Instance: in, Lo: len(ro.Actions)}

@@ -38,7 +38,7 @@ func (p *EndpointPolicy) Name() string { return EndpointPolicyName }
 func (p *EndpointPolicy) Version() int64 { return p.version.Load() }
 
 // Play implements Policy: the version the policy holds, by its model name.
-func (p *EndpointPolicy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
+func (p *EndpointPolicy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	model := ""
 	if p.ModelPrefix != "" {
 		model = p.ModelPrefix + strconv.FormatInt(p.version.Load(), 10)

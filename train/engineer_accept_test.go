@@ -10,7 +10,7 @@ import (
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 	"github.com/t2t-lab/t2t/learner/torch"
@@ -44,8 +44,8 @@ func TestSelfEngineerAcceptsALearnedProposal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := qwen3.Init(dir, qwen3.InitOptions{Preset: qwen3.PresetTiny, Seed: 3, Tokenizer: tok,
-		TokenizerConfig: []byte(qwen3.TokenizerConfigJSON), ExactVocab: true}, nil); err != nil {
+	if _, err := hfmodel.Init(dir, hfmodel.InitOptions{Preset: hfmodel.PresetTiny, Seed: 3, Tokenizer: tok,
+		TokenizerConfig: []byte(hfmodel.TokenizerConfigJSON), ExactVocab: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	spec := engine.Spec{Kind: engine.Torch, Threads: 1}
@@ -101,11 +101,11 @@ func TestSelfEngineerAcceptsALearnedProposal(t *testing.T) {
 	// Teach it until its greedy answer is the target (checked every 25 steps).
 	learned := false
 	for step := 1; step <= 600 && !learned; step++ {
-		if _, err := pol.BCStep([]qwen3.Sample{{Prompt: prompt, Completion: target}}); err != nil {
+		if _, err := pol.BCStep([]engine.Sample{{Prompt: prompt, Completion: target}}); err != nil {
 			t.Fatal(err)
 		}
 		if step%25 == 0 {
-			gen, err := lm.Generate([][]int32{prompt}, qwen3.SampleConfig{MaxNewTokens: len(target) + 4, StopTokens: lm.Stop}, nil)
+			gen, err := lm.Generate([][]int32{prompt}, engine.SampleConfig{MaxNewTokens: len(target) + 4, StopTokens: lm.Stop}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

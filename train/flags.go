@@ -19,7 +19,7 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/rolloutengine"
 )
@@ -309,7 +309,7 @@ func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (
 		case f.LoRARank > 0 && f.Opt.Resume:
 			return spec, &OptionError{Field: "lora-rank", Value: f.LoRARank, Reason: "cannot --resume: a checkpoint holds the merged weights, not the adapters"}
 		case f.LoRARank > 0:
-			spec.LoRA = &qwen3.LoRAConfig{Rank: f.LoRARank, Alpha: float64(2 * f.LoRARank), Targets: slices.Clone(qwen3.LoRATargets)}
+			spec.LoRA = &hfmodel.LoRAConfig{Rank: f.LoRARank, Alpha: float64(2 * f.LoRARank), Targets: slices.Clone(hfmodel.LoRATargets)}
 		}
 	}
 	if f.LoRARank != 0 && f.Policy != PolicyQwen3 {

@@ -14,7 +14,7 @@ import (
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/gridnet"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/torch"
 )
@@ -74,7 +74,7 @@ type PolicySpec struct {
 	// LoRA, when set, attaches LoRA adapters to a qwen3 policy's model
 	// (seeded by Seed) and freezes its base weights: updates train the
 	// adapters only. Nil: all weights train.
-	LoRA *qwen3.LoRAConfig
+	LoRA *hfmodel.LoRAConfig
 
 	// Endpoint is an EndpointPolicy's client of the learner node's
 	// OpenAI-compatible endpoint.

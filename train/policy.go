@@ -16,7 +16,7 @@ type Policy interface {
 	Name() string
 	// Play plays groupSize episodes per instance; temperature 0 is greedy.
 	// The same seed, weights and instances give the same rollout.
-	Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error)
+	Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error)
 	// Update learns from groups and returns the statistics of the update.
 	Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error)
 	// Version is the policy version (updates applied).
@@ -36,7 +36,7 @@ func (p *GridPolicy) Name() string { return "gridnet" }
 func (p *GridPolicy) Version() int64 { return p.Net.Version() }
 
 // Play implements Policy.
-func (p *GridPolicy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
+func (p *GridPolicy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	rc := p.Rollout
 	rc.GroupSize, rc.Temperature = groupSize, temperature
 	return gridnet.Play(p.Net, ins, rc, rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)))
@@ -79,9 +79,9 @@ func (p *ScriptedPolicy) Update(groups []gridnet.ReplayedGroup) (learner.UpdateS
 }
 
 // Play implements Policy.
-func (p *ScriptedPolicy) Play(ins []*env.Instance, groupSize int, _ float64, seed uint64) (*gridnet.Rollout, error) {
+func (p *ScriptedPolicy) Play(ins []*env.Instance, groupSize int, _ float64, seed uint64) (*learner.Rollout, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x5c1e))
-	ro := &gridnet.Rollout{}
+	ro := &learner.Rollout{}
 	for _, in := range ins {
 		sol, err := env.Solve(in, env.SolveOptions{})
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
-	"github.com/t2t-lab/t2t/learner/gridnet"
+	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/rolloutengine"
 )
@@ -153,7 +153,7 @@ type enginePlayer struct {
 func (e *enginePlayer) Name() string { return "rollout engine:" + e.model }
 
 // Play implements evaluate.Player.
-func (e *enginePlayer) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
+func (e *enginePlayer) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	t0 := time.Now()
 	ro, err := e.client.PlayModel(context.Background(), e.model, ins, groupSize, temperature, seed)
 	if err == nil {

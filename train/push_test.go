@@ -21,7 +21,7 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gridnet"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/rolloutengine"
 	"github.com/t2t-lab/t2t/serve"
@@ -36,8 +36,8 @@ func tinyQwen3Dir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := qwen3.Init(dir, qwen3.InitOptions{Preset: qwen3.PresetTiny, Seed: 1, Tokenizer: js,
-		TokenizerConfig: []byte(qwen3.TokenizerConfigJSON), ExactVocab: true}, nil); err != nil {
+	if _, err := hfmodel.Init(dir, hfmodel.InitOptions{Preset: hfmodel.PresetTiny, Seed: 1, Tokenizer: js,
+		TokenizerConfig: []byte(hfmodel.TokenizerConfigJSON), ExactVocab: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -121,7 +121,7 @@ func TestGridWeightsTravelThroughRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp := pol.(*GridPolicy)
-	play := func(p Policy) *gridnet.Rollout {
+	play := func(p Policy) *learner.Rollout {
 		ro, err := p.Play(ins, 4, 1, seed^0x77)
 		if err != nil {
 			t.Fatal(err)

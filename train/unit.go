@@ -13,7 +13,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
-	"github.com/t2t-lab/t2t/learner/gridnet"
+	"github.com/t2t-lab/t2t/learner"
 )
 
 // unitExecutor runs work units, the actors.Runner of both the in-process
@@ -182,7 +182,7 @@ func (e *unitExecutor) hold(ctx context.Context, u actors.WorkUnit) (int64, eval
 // appendGroups adds one group per instance of ins, played in ro at policy
 // version, to d and counts its episodes in d.Stats. Each group carries its
 // instance in Local, and its JSON in Instance when wire is set.
-func appendGroups(d *actors.UnitDone, ins []*env.Instance, ro *gridnet.Rollout, g int, version int64, configVersion string, wire bool) error {
+func appendGroups(d *actors.UnitDone, ins []*env.Instance, ro *learner.Rollout, g int, version int64, configVersion string, wire bool) error {
 	for i, in := range ins {
 		grp := actors.Group{InstanceID: in.ID, Seed: in.Seed, PolicyVersion: version, ConfigVersion: configVersion, Local: in}
 		if wire {

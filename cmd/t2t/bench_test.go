@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/bench"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
 func TestBenchGRPO(t *testing.T) {
@@ -127,8 +127,8 @@ func TestBenchBadFlags(t *testing.T) {
 	}
 	// A 4b-shape GRPO step on the CPU is refused before anything is allocated (unless this
 	// machine really has the memory).
-	cfg, _ := qwen3.Preset(qwen3.Preset4BShape)
-	if need := qwen3.EstimateMemory(cfg, 8, 128, false).Total(); bench.MemAvailable() > 0 && bench.MemAvailable() < need {
+	cfg, _ := hfmodel.Preset(hfmodel.Preset4BShape)
+	if need := hfmodel.EstimateMemory(cfg, 8, 128, false).Total(); bench.MemAvailable() > 0 && bench.MemAvailable() < need {
 		code, _, e := t2t(t, "bench", "grpo", "--preset", "4b-shape", "--prompt-len", "64", "--completion-len", "64")
 		if code != 2 || !strings.Contains(e, "exceeds the memory available") {
 			t.Errorf("4b-shape on the CPU: exit %d: %s", code, e)

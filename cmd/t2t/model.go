@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/t2t-lab/t2t/internal/limits"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -23,8 +23,8 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 
 func modelInit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t model init", "t2t model init --preset tiny|0.6b-shape|4b-shape --out DIR [flags]", stderr)
-	var o qwen3.InitOptions
-	fs.StringVar(&o.Preset, "preset", qwen3.PresetTiny, "shape: tiny, 0.6b-shape or 4b-shape")
+	var o hfmodel.InitOptions
+	fs.StringVar(&o.Preset, "preset", hfmodel.PresetTiny, "shape: tiny, 0.6b-shape or 4b-shape")
 	out := fs.String("out", "", "checkpoint directory to write (required)")
 	fs.StringVar(&o.TokenizerPath, "tokenizer", "", "tokenizer.json to copy in (the vocabulary grows to fit it); default: learn the tiny byte-level BPE")
 	vocab := fs.Int("tokenizer-vocab", textpolicy.DefaultTinyVocab, "vocabulary size of the learned tiny tokenizer (without --tokenizer)")
@@ -48,15 +48,15 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 			return badInput("--tokenizer-vocab: %v", err)
 		}
 		// The tiny preset takes exactly the tokenizer's ids: no id the model can sample decodes to nothing.
-		o.Tokenizer, o.TokenizerConfig, o.ExactVocab = js, []byte(qwen3.TokenizerConfigJSON), o.Preset == qwen3.PresetTiny
+		o.Tokenizer, o.TokenizerConfig, o.ExactVocab = js, []byte(hfmodel.TokenizerConfigJSON), o.Preset == hfmodel.PresetTiny
 	}
-	written, err := qwen3.Init(*out, o, func(cfg qwen3.Config) {
+	written, err := hfmodel.Init(*out, o, func(cfg hfmodel.Config) {
 		fmt.Fprintf(stdout, "preset %s: %d layers, hidden %d, heads %d/%d × %d, intermediate %d, vocab %d: %.4gM parameters, %.2f GiB of float32 weights\n",
 			o.Preset, cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim, cfg.IntermediateSize, cfg.VocabSize,
 			float64(cfg.NumParams())/1e6, float64(4*cfg.NumParams())/(1<<30))
-		fmt.Fprintf(stdout, "training memory (GRPO, micro-batch 8 × 2048 tokens): %s\n", qwen3.EstimateMemory(cfg, 8, 2048, false))
+		fmt.Fprintf(stdout, "training memory (GRPO, micro-batch 8 × 2048 tokens): %s\n", hfmodel.EstimateMemory(cfg, 8, 2048, false))
 	})
-	var large *qwen3.LargeCheckpointError
+	var large *hfmodel.LargeCheckpointError
 	if errors.As(err, &large) {
 		return badInput("%s", strings.Replace(strings.TrimPrefix(large.Error(), "qwen3: "), "set Force", "pass --force", 1))
 	} else if err != nil {
@@ -74,7 +74,7 @@ func modelInspect(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return badInput("want one checkpoint directory, got %d arguments", fs.NArg())
 	}
-	ins, err := qwen3.Inspect(fs.Arg(0))
+	ins, err := hfmodel.Inspect(fs.Arg(0))
 	if err != nil {
 		return badInput("%v", err)
 	}

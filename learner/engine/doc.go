@@ -1,8 +1,11 @@
 // Package engine is the seam between t2t's LLM code and the tensor math: one Model interface
 // (load a Hugging Face Qwen3 directory, sample with a KV cache, log-probs, GRPO and SFT steps,
-// LoRA, save as Hugging Face or PEFT, a memory estimate) with two implementations:
+// LoRA, save as Hugging Face or PEFT, a memory estimate), spoken in the seam's own types
+// (SampleConfig, Generation, TokenEvent, Sample and NewSeqBatch here; the architecture, LoRA
+// and memory types of learner/hfmodel), with two implementations, neither of which imports
+// the other:
 //
-//   - gomlx (GoMLXModel, the default): learner/qwen3 on a GoMLX backend, pure Go, no Python.
+//   - gomlx (qwen3.EngineModel, the default): learner/qwen3 on a GoMLX backend, pure Go, no Python.
 //   - torch (learner/torch.Model): a supervised PyTorch worker process, fast on CPU with a real
 //     BLAS and the path for GPUs.
 //

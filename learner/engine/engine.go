@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
@@ -56,12 +56,12 @@ type Model interface {
 	// Device describes where the math runs (e.g. "cpu (pure Go)", "cuda:0 (torch 2.11)").
 	Device() string
 	// Config is the model's architecture.
-	Config() qwen3.Config
+	Config() hfmodel.Config
 	// GenerateStream samples continuations of prompts with a KV cache (qwen3.Model's semantics:
 	// temperature, top-k, top-p, stop tokens, per-token log-probs under softmax(logits/T), an
 	// onToken callback that may end a row by returning true). rng drives sampling when
 	// Temperature > 0.
-	GenerateStream(prompts [][]int32, sc qwen3.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(qwen3.TokenEvent) bool) (*qwen3.Generation, error)
+	GenerateStream(prompts [][]int32, sc SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(TokenEvent) bool) (*Generation, error)
 	// Logits returns each sequence's logits, len(seq)·VocabSize values (row t predicts token t+1).
 	Logits(seqs [][]int32) ([][]float32, error)
 	// LogProbs returns log π(Actions) at the positions of b (a qwen3.NewSeqBatch layout:
@@ -72,9 +72,9 @@ type Model interface {
 	// Step runs one optimizer step (micro-batches, global-norm clipping, AdamW) on b.
 	Step(kind StepKind, b *learner.SeqBatch) (learner.UpdateStats, error)
 	// AddLoRA attaches adapters and freezes the base weights (before the first Step).
-	AddLoRA(cfg qwen3.LoRAConfig, seed uint64) error
+	AddLoRA(cfg hfmodel.LoRAConfig, seed uint64) error
 	// LoRA returns the adapter configuration, if adapters are attached.
-	LoRA() (qwen3.LoRAConfig, bool)
+	LoRA() (hfmodel.LoRAConfig, bool)
 	// LoadAdapter attaches a PEFT adapter directory.
 	LoadAdapter(dir string) error
 	// SaveAdapter writes the adapters as a PEFT adapter directory.
@@ -87,7 +87,7 @@ type Model interface {
 	// gomlx and reset by torch. Models with LoRA adapters refuse.
 	Reload(dir string) error
 	// Memory estimates a training micro-batch of batch sequences of seqLen tokens.
-	Memory(batch, seqLen int) qwen3.MemoryEstimate
+	Memory(batch, seqLen int) hfmodel.MemoryEstimate
 	// Close releases the model.
 	Close() error
 }

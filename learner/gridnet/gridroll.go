@@ -57,26 +57,10 @@ func (c RolloutConfig) Validate() error {
 	return c.Reward.Validate()
 }
 
-// Rollout holds the episodes of a batch of instances (GroupSize episodes
-// per instance, instance-major) and every decision taken, in the layout
-// Batch wants.
-type Rollout struct {
-	Episodes []learner.Episode
-	Obs      []float32 // decisions × ObsSize
-	Legal    []bool    // decisions × NumMoves, nil when not masked
-	Actions  []int32
-	LogProbs []float32
-	Agent    []int32 // the agent that took each decision
-	ObsSize  int
-}
-
-// Decisions is the number of decisions taken.
-func (r *Rollout) Decisions() int { return len(r.Actions) }
-
 // Play plays cfg.GroupSize episodes of g on each instance, all in
 // lockstep so every step is one batched Act call. rng drives sampling; the
 // same rng state, weights and instances give the same rollout.
-func Play(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*Rollout, error) {
+func Play(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*learner.Rollout, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -89,7 +73,7 @@ func Play(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*Roll
 		ep    int
 		moves [env.MaxAgents]env.Move
 	}
-	ro := &Rollout{ObsSize: obsSize}
+	ro := &learner.Rollout{ObsSize: obsSize}
 	var lives []*live
 	for _, in := range ins {
 		if err := in.Validate(); err != nil {
@@ -216,7 +200,7 @@ func Play(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*Roll
 // group-relative advantage (GroupAdvantages over its instance's group) is
 // given to every decision of the episode. It also returns the zero-signal
 // statistics of the groups.
-func BatchFromRollouts(rs []*Rollout, groupSize int, scaleByStd bool) (*Batch, learner.SignalStats) {
+func BatchFromRollouts(rs []*learner.Rollout, groupSize int, scaleByStd bool) (*Batch, learner.SignalStats) {
 	b := &Batch{}
 	var rewards []float32
 	for _, r := range rs {

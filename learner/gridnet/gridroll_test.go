@@ -53,7 +53,7 @@ func TestPlayGridNetReplayMatches(t *testing.T) {
 	if len(ro.Episodes) != len(ins)*cfg.GroupSize {
 		t.Fatalf("%d episodes, want %d", len(ro.Episodes), len(ins)*cfg.GroupSize)
 	}
-	direct, _ := BatchFromRollouts([]*Rollout{ro}, cfg.GroupSize, true)
+	direct, _ := BatchFromRollouts([]*learner.Rollout{ro}, cfg.GroupSize, true)
 	var groups []ReplayedGroup
 	for i := range ins {
 		rg := ReplayedGroup{Instance: ins[i]}

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
 // FuzzParseAdapterConfig: an adapter_config.json never panics the reader;
 // a refusal wraps learner.ErrInvalidConfig or is a *learner.ConfigError;
 // what it accepts validates.
 func FuzzParseAdapterConfig(f *testing.F) {
-	good, err := json.Marshal(peftConfig{PeftType: "LORA", TaskType: "CAUSAL_LM", R: 8, LoraAlpha: 16, TargetModules: LoRATargets, Bias: "none"})
+	good, err := json.Marshal(hfmodel.PEFTConfig{PeftType: "LORA", TaskType: "CAUSAL_LM", R: 8, LoraAlpha: 16, TargetModules: hfmodel.LoRATargets, Bias: "none"})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func FuzzParseAdapterConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, js []byte) {
-		cfg, err := parseAdapterConfig(js)
+		cfg, err := hfmodel.ParseAdapterConfig(js)
 		if err != nil {
 			var ce *learner.ConfigError
 			if !errors.Is(err, learner.ErrInvalidConfig) && !errors.As(err, &ce) {

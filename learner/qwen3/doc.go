@@ -1,10 +1,14 @@
 // Package qwen3 is the Qwen3 causal language model in GoMLX: it loads and saves Hugging Face
-// checkpoint directories, computes logits for GRPO through learner.Trainer (the same loss as
+// checkpoint directories, computes logits for GRPO through gomlxtrain.Trainer (the same loss as
 // every other policy), generates with a KV cache, and trains LoRA adapters.
 //
 // # Checkpoints
 //
-// Load reads config.json (LoadConfig) and the weights through learner.OpenSafetensorsDir (one
+// The architecture (Config, presets, the Hugging Face tensor names, random initialisation, LoRA
+// and memory arithmetic) lives in learner/hfmodel, which the torch engine shares; this package
+// is the GoMLX computation. EngineModel puts a Model behind the learner/engine seam.
+//
+// Load reads config.json (hfmodel.LoadConfig) and the weights through safetensors.OpenDir (one
 // model.safetensors or a sharded index) under their Hugging Face names
 // (model.embed_tokens.weight, model.layers.N.{input_layernorm, post_attention_layernorm}.weight,
 // model.layers.N.self_attn.{q,k,v,o}_proj.weight, model.layers.N.self_attn.{q,k}_norm.weight,
@@ -12,8 +16,8 @@
 // tie_word_embeddings). BF16, F16 and F32 weights become float32 master weights. A missing,
 // unexpected or mis-shaped tensor is a *WeightError naming it, reported before anything is
 // built. Save writes the same layout (config.json, model.safetensors, the source directory's
-// tokenizer files), which transformers' Qwen3ForCausalLM and vLLM load. InitRandom, NewRandom
-// and WriteRandomCheckpoint make random models of any shape (Preset: "tiny", "0.6b-shape",
+// tokenizer files), which transformers' Qwen3ForCausalLM and vLLM load. hfmodel.InitRandom, NewRandom
+// and hfmodel.WriteRandomCheckpoint make random models of any shape (Preset: "tiny", "0.6b-shape",
 // "4b-shape") for tests and benchmarks.
 //
 // # Architecture

@@ -5,7 +5,9 @@ import (
 	"math/rand/v2"
 
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 )
 
@@ -16,15 +18,15 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	cfg, _ := qwen3.Preset(qwen3.PresetTiny)
-	fmt.Println(qwen3.EstimateMemory(cfg, 8, 64, false).Total() > 0)
+	cfg, _ := hfmodel.Preset(hfmodel.PresetTiny)
+	fmt.Println(hfmodel.EstimateMemory(cfg, 8, 64, false).Total() > 0)
 	m, err := qwen3.NewRandom(backend, cfg, 1)
 	if err != nil {
 		panic(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	prompt := []int32{1, 2, 3}
-	gen, err := m.Generate([][]int32{prompt, prompt}, qwen3.SampleConfig{MaxNewTokens: 8, Temperature: 1}, rng)
+	gen, err := m.Generate([][]int32{prompt, prompt}, engine.SampleConfig{MaxNewTokens: 8, Temperature: 1}, rng)
 	if err != nil {
 		panic(err)
 	}
@@ -32,7 +34,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	batch, err := qwen3.NewSeqBatch([]qwen3.Sample{
+	batch, err := engine.NewSeqBatch([]engine.Sample{
 		{Prompt: prompt, Completion: gen.Tokens[0], LogProbs: gen.LogProbs[0], Advantage: 1},
 		{Prompt: prompt, Completion: gen.Tokens[1], LogProbs: gen.LogProbs[1], Advantage: -1},
 	})

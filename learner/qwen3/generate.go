@@ -10,74 +10,15 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 )
-
-// GenerateShape returns the padded shapes a Generate (or GenerateStream) call of n prompts, the
-// longest promptLen tokens, with maxNewTokens new tokens runs on: the batch b is n rounded up to
-// a power of two, prompts are left-padded to p = learner.PadLen(promptLen) tokens (8, 16, 32,
-// then a multiple of 32 up to 512, then less than 12.5 % padding), and the KV cache holds
-// s = learner.PadLen(p + maxNewTokens) positions. Each (b, p, s) compiles one prefill graph and
-// each (b, s) one decode graph.
-func GenerateShape(n, promptLen, maxNewTokens int) (b, p, s int) {
-	p = learner.PadLen(promptLen)
-	return learner.PadRows(n), p, learner.PadLen(p + maxNewTokens)
-}
-
-// SampleConfig configures Generate.
-type SampleConfig struct {
-	// MaxNewTokens bounds the tokens generated per prompt; must be ≥ 1.
-	MaxNewTokens int
-	// Temperature divides the logits before sampling; 0 means greedy decoding (the most likely
-	// token, the lowest id on ties). Must be ≥ 0.
-	Temperature float64
-	// TopK keeps only the K most likely tokens (after temperature); 0 disables. Must be ≥ 0.
-	TopK int
-	// TopP keeps the smallest set of most likely tokens (after TopK) whose probability mass
-	// reaches TopP; 0 or 1 disables. Must be in [0, 1].
-	TopP float64
-	// StopTokens end a sequence when generated (e.g. <|im_end|>, <|endoftext|>); the stop token
-	// is included in the output.
-	StopTokens []int32
-}
-
-// Validate returns a *learner.ConfigError naming the first bad field.
-func (c SampleConfig) Validate() error {
-	bad := func(field string, v any, reason string) error {
-		return &learner.ConfigError{Field: "SampleConfig." + field, Value: v, Reason: reason}
-	}
-	switch {
-	case c.MaxNewTokens < 1:
-		return bad("MaxNewTokens", c.MaxNewTokens, "must be ≥ 1")
-	case math.IsNaN(c.Temperature) || math.IsInf(c.Temperature, 0) || c.Temperature < 0:
-		return bad("Temperature", c.Temperature, "must be finite and ≥ 0")
-	case c.TopK < 0:
-		return bad("TopK", c.TopK, "must be ≥ 0")
-	case math.IsNaN(c.TopP) || c.TopP < 0 || c.TopP > 1:
-		return bad("TopP", c.TopP, "must be in [0, 1]")
-	}
-	return nil
-}
-
-// Generation is the result of Generate, one entry per prompt.
-type Generation struct {
-	// Tokens are the generated ids (the stop token included when one ended the sequence).
-	Tokens [][]int32
-	// LogProbs[i][t] is log p(Tokens[i][t]) under softmax(logits/Temperature) over the whole
-	// vocabulary, before top-k/top-p truncation (Temperature 0: under softmax(logits)). With
-	// Temperature 1 these are the behaviour log-probs GRPO's ratio needs: the trainer computes
-	// the same quantity for the same weights.
-	LogProbs [][]float32
-	// Stopped reports whether a stop token ended the sequence (else MaxNewTokens did).
-	Stopped []bool
-}
 
 // Generate continues each prompt (token ids) by sampling, with a KV cache: one prefill call on
 // the left-padded prompts fills the cache, then one decode call per new token writes that
 // token's keys and values into the cache and returns the next logits (GoMLX graphs have no
 // loop: the loop runs here). Sampling happens in Go from the logits; rng is needed when
 // Temperature > 0. All rows run until every row has stopped or MaxNewTokens is reached.
-func (m *Model) Generate(prompts [][]int32, sc SampleConfig, rng *rand.Rand) (*Generation, error) {
+func (m *Model) Generate(prompts [][]int32, sc engine.SampleConfig, rng *rand.Rand) (*engine.Generation, error) {
 	return m.GenerateStream(prompts, sc, 0, rng, nil)
 }
 
@@ -165,12 +106,12 @@ func (m *Model) decodeGraph(in []*graph.Node) []*graph.Node {
 
 // sampler picks tokens from logits on the host; its scratch is reused across calls.
 type sampler struct {
-	sc   SampleConfig
+	sc   engine.SampleConfig
 	z    []float64
 	cand []int32
 }
 
-func newSampler(sc SampleConfig, vocab int) *sampler {
+func newSampler(sc engine.SampleConfig, vocab int) *sampler {
 	return &sampler{sc: sc, z: make([]float64, vocab)}
 }
 

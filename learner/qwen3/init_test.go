@@ -10,6 +10,7 @@ import (
 
 	"github.com/t2t-lab/t2t/internal/sysmem"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
 // Init writes what t2t model init writes: the vocabulary fitted to the tokenizer (exactly, or
@@ -31,17 +32,17 @@ func TestInit(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		o         InitOptions
+		o         hfmodel.InitOptions
 		vocab     int
 		tokConfig string
 	}{
-		{"exact vocab", InitOptions{Preset: PresetTiny, Seed: 3, Tokenizer: js, TokenizerConfig: []byte(TokenizerConfigJSON), ExactVocab: true}, 261, TokenizerConfigJSON},
-		{"grown vocab", InitOptions{Preset: PresetTiny, Seed: 3, Tokenizer: js}, 512, ""},
-		{"tokenizer path", InitOptions{Preset: PresetTiny, TokenizerPath: tokPath, ExactVocab: true, Shape: Shape{Layers: 1, Hidden: 32}}, 512, `{"eos_token":"<|im_end|>"}`},
+		{"exact vocab", hfmodel.InitOptions{Preset: hfmodel.PresetTiny, Seed: 3, Tokenizer: js, TokenizerConfig: []byte(hfmodel.TokenizerConfigJSON), ExactVocab: true}, 261, hfmodel.TokenizerConfigJSON},
+		{"grown vocab", hfmodel.InitOptions{Preset: hfmodel.PresetTiny, Seed: 3, Tokenizer: js}, 512, ""},
+		{"tokenizer path", hfmodel.InitOptions{Preset: hfmodel.PresetTiny, TokenizerPath: tokPath, ExactVocab: true, Shape: hfmodel.Shape{Layers: 1, Hidden: 32}}, 512, `{"eos_token":"<|im_end|>"}`},
 	} {
 		dir := filepath.Join(t.TempDir(), "m")
-		var planned []Config
-		cfg, err := Init(dir, tc.o, func(c Config) { planned = append(planned, c) })
+		var planned []hfmodel.Config
+		cfg, err := hfmodel.Init(dir, tc.o, func(c hfmodel.Config) { planned = append(planned, c) })
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -54,7 +55,7 @@ func TestInit(t *testing.T) {
 		case tc.o.Shape.Layers == 1 && (cfg.NumHiddenLayers != 1 || cfg.HeadDim != 8):
 			t.Errorf("%s: shape %+v", tc.name, cfg)
 		}
-		ins, err := Inspect(dir)
+		ins, err := hfmodel.Inspect(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,8 +68,8 @@ func TestInit(t *testing.T) {
 
 	big := filepath.Join(t.TempDir(), "big")
 	planned := 0
-	var le *LargeCheckpointError
-	if _, err := Init(big, InitOptions{Preset: Preset4BShape}, func(Config) { planned++ }); !errors.As(err, &le) || !errors.Is(err, ErrNeedsForce) ||
+	var le *hfmodel.LargeCheckpointError
+	if _, err := hfmodel.Init(big, hfmodel.InitOptions{Preset: hfmodel.Preset4BShape}, func(hfmodel.Config) { planned++ }); !errors.As(err, &le) || !errors.Is(err, hfmodel.ErrNeedsForce) ||
 		le.Bytes < 14<<30 || planned != 1 {
 		t.Errorf("4b-shape without Force: %v (planned %d)", err, planned)
 	}
@@ -77,7 +78,7 @@ func TestInit(t *testing.T) {
 	}
 	// Any shape whose weights do not fit in the memory available is refused before it is built.
 	if avail := sysmem.MemAvailable(); avail > 0 {
-		_, err := Init(big, InitOptions{Preset: PresetTiny, Shape: Shape{Hidden: 100_000}}, nil)
+		_, err := hfmodel.Init(big, hfmodel.InitOptions{Preset: hfmodel.PresetTiny, Shape: hfmodel.Shape{Hidden: 100_000}}, nil)
 		if !errors.As(err, &le) || le.Available <= 0 || le.Bytes <= le.Available {
 			t.Errorf("hidden 100000 without Force: %v", err)
 		}
@@ -85,16 +86,16 @@ func TestInit(t *testing.T) {
 		t.Log("no /proc/meminfo: the available-memory check is not exercised here")
 	}
 	for _, tc := range []struct {
-		o     InitOptions
+		o     hfmodel.InitOptions
 		field string
 	}{
-		{InitOptions{Preset: "huge"}, "preset"},
-		{InitOptions{Preset: PresetTiny, Shape: Shape{Hidden: 30}}, "Shape.Hidden"},
-		{InitOptions{Preset: PresetTiny, TokenizerPath: "/nonexistent/tokenizer.json"}, "InitOptions.TokenizerPath"},
-		{InitOptions{Preset: PresetTiny, Tokenizer: []byte("{")}, "InitOptions.Tokenizer"},
+		{hfmodel.InitOptions{Preset: "huge"}, "preset"},
+		{hfmodel.InitOptions{Preset: hfmodel.PresetTiny, Shape: hfmodel.Shape{Hidden: 30}}, "Shape.Hidden"},
+		{hfmodel.InitOptions{Preset: hfmodel.PresetTiny, TokenizerPath: "/nonexistent/tokenizer.json"}, "InitOptions.TokenizerPath"},
+		{hfmodel.InitOptions{Preset: hfmodel.PresetTiny, Tokenizer: []byte("{")}, "InitOptions.Tokenizer"},
 	} {
 		var ce *learner.ConfigError
-		if _, err := Init(big, tc.o, nil); !errors.As(err, &ce) || ce.Field != tc.field {
+		if _, err := hfmodel.Init(big, tc.o, nil); !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("%+v: %v, want a ConfigError naming %s", tc.o, err, tc.field)
 		}
 	}

@@ -12,58 +12,17 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
-
-// LoRA target module names (PEFT's target_modules for Qwen3).
-var LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
 
 // loraModule maps a target name to its module index.
 var loraModule = map[string]int{
 	"q_proj": modQ, "k_proj": modK, "v_proj": modV, "o_proj": modO,
 	"gate_proj": modGate, "up_proj": modUp, "down_proj": modDown,
-}
-
-// PEFT adapter file names.
-const (
-	AdapterConfigFile  = "adapter_config.json"
-	AdapterWeightsFile = "adapter_model.safetensors"
-)
-
-// LoRAConfig configures low-rank adapters: each target projection W [out, in] gains
-// (α/r)·B·A with A [r, in] and B [out, r]; only A and B train.
-type LoRAConfig struct {
-	Rank    int      // r; default 16; must be ≥ 1
-	Alpha   float64  // α; default 32; must be > 0
-	Targets []string // default LoRATargets (all seven projections)
-}
-
-// DefaultLoRAConfig returns r = 16, α = 32 on all seven projections.
-func DefaultLoRAConfig() LoRAConfig {
-	return LoRAConfig{Rank: 16, Alpha: 32, Targets: slices.Clone(LoRATargets)}
-}
-
-// Validate returns a *learner.ConfigError naming the first bad field.
-func (c LoRAConfig) Validate() error {
-	bad := func(field string, v any, reason string) error {
-		return &learner.ConfigError{Field: "LoRAConfig." + field, Value: v, Reason: reason}
-	}
-	switch {
-	case c.Rank < 1:
-		return bad("Rank", c.Rank, "must be ≥ 1")
-	case math.IsNaN(c.Alpha) || math.IsInf(c.Alpha, 0) || c.Alpha <= 0:
-		return bad("Alpha", c.Alpha, "must be finite and > 0")
-	case len(c.Targets) == 0:
-		return bad("Targets", c.Targets, "must name at least one module")
-	}
-	for _, t := range c.Targets {
-		if _, ok := loraModule[t]; !ok {
-			return bad("Targets", c.Targets, fmt.Sprintf("unknown module %q (want some of %v)", t, LoRATargets))
-		}
-	}
-	return nil
 }
 
 type loraKey struct{ layer, mod int }
@@ -73,7 +32,7 @@ type loraAdapter struct {
 }
 
 type loraState struct {
-	cfg      LoRAConfig
+	cfg      hfmodel.LoRAConfig
 	scale    float64 // α / r
 	adapters map[loraKey]loraAdapter
 }
@@ -107,11 +66,11 @@ func (ad loraAdapter) mergeInto(w []float32, shape []int, scale float64) error {
 }
 
 // LoRA returns the adapter configuration, if adapters are attached.
-func (m *Model) LoRA() (LoRAConfig, bool) {
+func (m *Model) LoRA() (hfmodel.LoRAConfig, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lora == nil {
-		return LoRAConfig{}, false
+		return hfmodel.LoRAConfig{}, false
 	}
 	c := m.lora.cfg
 	c.Targets = slices.Clone(c.Targets)
@@ -123,7 +82,7 @@ func (m *Model) LoRA() (LoRAConfig, bool) {
 // state for them). A is drawn from seed as PEFT does (Kaiming-uniform, bound 1/√in) and B is
 // zero, so the model's outputs are unchanged until a step trains them. Call it before
 // NewTrainer; adapters can be attached once.
-func (m *Model) AddLoRA(cfg LoRAConfig, seed uint64) error {
+func (m *Model) AddLoRA(cfg hfmodel.LoRAConfig, seed uint64) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -140,7 +99,7 @@ func (m *Model) AddLoRA(cfg LoRAConfig, seed uint64) error {
 	for l := range m.cfg.NumHiddenLayers {
 		for _, t := range cfg.Targets {
 			mod := loraModule[t]
-			shape := m.cfg.moduleShape(layerModules[mod])
+			shape := m.cfg.ModuleShape(hfmodel.LayerModules[mod])
 			out, in := shape[0], shape[1]
 			a := make([]float32, cfg.Rank*in)
 			bound := 1 / math.Sqrt(float64(in))
@@ -154,15 +113,15 @@ func (m *Model) AddLoRA(cfg LoRAConfig, seed uint64) error {
 }
 
 // attachLoRA creates the adapter variables with the given values and freezes the base weights.
-func (m *Model) attachLoRA(cfg LoRAConfig, values map[loraKey][2][]float32) error {
+func (m *Model) attachLoRA(cfg hfmodel.LoRAConfig, values map[loraKey][2][]float32) error {
 	st := &loraState{cfg: cfg, scale: cfg.Alpha / float64(cfg.Rank), adapters: map[loraKey]loraAdapter{}}
 	st.cfg.Targets = slices.Clone(cfg.Targets)
 	err := catch(func() {
 		ctx := m.ctx.Checked(false)
 		for k, v := range values {
-			shape := m.cfg.moduleShape(layerModules[k.mod])
+			shape := m.cfg.ModuleShape(hfmodel.LayerModules[k.mod])
 			out, in := shape[0], shape[1]
-			c := ctx.InAbsPath(fmt.Sprintf("/lora/layers/%d/%s", k.layer, layerModules[k.mod]))
+			c := ctx.InAbsPath(fmt.Sprintf("/lora/layers/%d/%s", k.layer, hfmodel.LayerModules[k.mod]))
 			st.adapters[k] = loraAdapter{
 				a: c.VariableWithValue("A", tensors.FromFlatDataAndDimensions(v[0], cfg.Rank, in)),
 				b: c.VariableWithValue("B", tensors.FromFlatDataAndDimensions(v[1], out, cfg.Rank)),
@@ -191,31 +150,6 @@ func (m *Model) setBaseTrainable(on bool) {
 	}
 }
 
-// peftName is the PEFT tensor name of an adapter matrix ("A" or "B").
-func peftName(l, mod int, which string) string {
-	return fmt.Sprintf("base_model.model.model.layers.%d.%s.lora_%s.weight", l, layerModules[mod], which)
-}
-
-// peftConfig is the part of PEFT's adapter_config.json this package writes and reads.
-type peftConfig struct {
-	PeftType          string   `json:"peft_type"`
-	TaskType          string   `json:"task_type"`
-	R                 int      `json:"r"`
-	LoraAlpha         float64  `json:"lora_alpha"`
-	LoraDropout       float64  `json:"lora_dropout"`
-	TargetModules     []string `json:"target_modules"`
-	Bias              string   `json:"bias"`
-	FanInFanOut       bool     `json:"fan_in_fan_out"`
-	InferenceMode     bool     `json:"inference_mode"`
-	InitLoraWeights   bool     `json:"init_lora_weights"`
-	UseRSLoRA         bool     `json:"use_rslora"`
-	UseDoRA           bool     `json:"use_dora"`
-	BaseModelNameOrPa string   `json:"base_model_name_or_path"`
-	ModulesToSave     []string `json:"modules_to_save"`
-	RankPattern       struct{} `json:"rank_pattern"`
-	AlphaPattern      struct{} `json:"alpha_pattern"`
-}
-
 // SaveAdapter writes the LoRA adapters as a PEFT adapter directory: adapter_config.json and
 // adapter_model.safetensors with PEFT's names
 // (base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight [r, in], lora_B.weight
@@ -226,7 +160,7 @@ func (m *Model) SaveAdapter(dir string) error {
 	if m.lora == nil {
 		return fmt.Errorf("qwen3: SaveAdapter: %w: no LoRA adapters attached", learner.ErrInvalidConfig)
 	}
-	cfg := peftConfig{
+	cfg := hfmodel.PEFTConfig{
 		PeftType: "LORA", TaskType: "CAUSAL_LM", R: m.lora.cfg.Rank, LoraAlpha: m.lora.cfg.Alpha,
 		TargetModules: slices.Clone(m.lora.cfg.Targets), Bias: "none", InferenceMode: true, InitLoraWeights: true,
 		BaseModelNameOrPa: m.srcDir,
@@ -246,7 +180,7 @@ func (m *Model) SaveAdapter(dir string) error {
 				if err != nil {
 					return err
 				}
-				ts = append(ts, safetensors.F32Tensor(peftName(l, mod, x.which), x.v.Shape().Dimensions, f))
+				ts = append(ts, safetensors.F32Tensor(hfmodel.PEFTName(l, mod, x.which), x.v.Shape().Dimensions, f))
 			}
 		}
 	}
@@ -257,47 +191,30 @@ func (m *Model) SaveAdapter(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, AdapterConfigFile), func(w io.Writer) error {
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, hfmodel.AdapterConfigFile), func(w io.Writer) error {
 		_, err := w.Write(append(js, '\n'))
 		return err
 	}); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, AdapterWeightsFile), func(w io.Writer) error {
+	return fsutil.WriteFileAtomic(filepath.Join(dir, hfmodel.AdapterWeightsFile), func(w io.Writer) error {
 		return safetensors.Write(w, ts, map[string]string{"format": "pt"})
 	})
-}
-
-// parseAdapterConfig reads an adapter_config.json: plain LoRA only, its
-// settings validated.
-func parseAdapterConfig(js []byte) (LoRAConfig, error) {
-	var pc peftConfig
-	if err := json.Unmarshal(js, &pc); err != nil {
-		return LoRAConfig{}, fmt.Errorf("qwen3: %s: %w: %w", AdapterConfigFile, learner.ErrInvalidConfig, err)
-	}
-	if pc.PeftType != "LORA" || pc.UseDoRA || pc.UseRSLoRA || (pc.Bias != "" && pc.Bias != "none") {
-		return LoRAConfig{}, &learner.ConfigError{Field: AdapterConfigFile, Value: fmt.Sprintf("peft_type=%s dora=%v rslora=%v bias=%s", pc.PeftType, pc.UseDoRA, pc.UseRSLoRA, pc.Bias), Reason: "only plain LoRA without biases is supported"}
-	}
-	cfg := LoRAConfig{Rank: pc.R, Alpha: pc.LoraAlpha, Targets: pc.TargetModules}
-	if err := cfg.Validate(); err != nil {
-		return LoRAConfig{}, err
-	}
-	return cfg, nil
 }
 
 // LoadAdapter reads a PEFT LoRA adapter directory (as SaveAdapter writes; target_modules given
 // as a list, no DoRA, no rsLoRA) and attaches it, freezing the base weights. Every adapter
 // tensor is checked first; on error the model is unchanged.
 func (m *Model) LoadAdapter(dir string) error {
-	js, err := limits.ReadFile(filepath.Join(dir, AdapterConfigFile), limits.Config)
+	js, err := limits.ReadFile(filepath.Join(dir, hfmodel.AdapterConfigFile), limits.Config)
 	if err != nil {
 		return fmt.Errorf("qwen3: %w", err)
 	}
-	cfg, err := parseAdapterConfig(js)
+	cfg, err := hfmodel.ParseAdapterConfig(js)
 	if err != nil {
 		return err
 	}
-	ts, _, err := safetensors.ReadFile(filepath.Join(dir, AdapterWeightsFile))
+	ts, _, err := safetensors.ReadFile(filepath.Join(dir, hfmodel.AdapterWeightsFile))
 	if err != nil {
 		return fmt.Errorf("qwen3: %w", err)
 	}
@@ -309,24 +226,24 @@ func (m *Model) LoadAdapter(dir string) error {
 	for l := range m.cfg.NumHiddenLayers {
 		for _, tgt := range cfg.Targets {
 			mod := loraModule[tgt]
-			shape := m.cfg.moduleShape(layerModules[mod])
+			shape := m.cfg.ModuleShape(hfmodel.LayerModules[mod])
 			var pair [2][]float32
 			for i, which := range []string{"A", "B"} {
-				name := peftName(l, mod, which)
+				name := hfmodel.PEFTName(l, mod, which)
 				want := []int{cfg.Rank, shape[1]}
 				if which == "B" {
 					want = []int{shape[0], cfg.Rank}
 				}
 				t, ok := byName[name]
 				if !ok {
-					return &WeightError{Tensor: name, Problem: ProblemMissing, Want: want}
+					return &hfmodel.WeightError{Tensor: name, Problem: hfmodel.ProblemMissing, Want: want}
 				}
 				if !slices.Equal(t.Shape, want) {
-					return &WeightError{Tensor: name, Problem: ProblemShape, Want: want, Got: t.Shape}
+					return &hfmodel.WeightError{Tensor: name, Problem: hfmodel.ProblemShape, Want: want, Got: t.Shape}
 				}
 				f, err := t.Float32(nil)
 				if err != nil {
-					return &WeightError{Tensor: name, Problem: ProblemDType, Want: want, Got: t.Shape, DType: string(t.DType)}
+					return &hfmodel.WeightError{Tensor: name, Problem: hfmodel.ProblemDType, Want: want, Got: t.Shape, DType: string(t.DType)}
 				}
 				pair[i] = f
 				delete(byName, name)
@@ -335,7 +252,7 @@ func (m *Model) LoadAdapter(dir string) error {
 		}
 	}
 	for name, t := range byName {
-		return &WeightError{Tensor: name, Problem: ProblemUnexpected, Got: t.Shape}
+		return &hfmodel.WeightError{Tensor: name, Problem: hfmodel.ProblemUnexpected, Got: t.Shape}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -19,10 +19,11 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
-// Module indices into layerModules.
+// Module indices into LayerModules.
 const (
 	modInNorm = iota
 	modQ
@@ -56,7 +57,7 @@ const modelMaxGraphs = 64
 type Model struct {
 	mu      sync.Mutex
 	backend backends.Backend
-	cfg     Config
+	cfg     hfmodel.Config
 	ctx     *context.Context
 	embed   *context.Variable
 	norm    *context.Variable
@@ -77,7 +78,7 @@ type Model struct {
 // New builds a model of configuration cfg from Hugging Face-named tensors (as InitRandom
 // returns; F32, BF16, F16 or F64). Missing, unexpected or mis-shaped tensors give a
 // *WeightError.
-func New(backend backends.Backend, cfg Config, ts []safetensors.Tensor) (*Model, error) {
+func New(backend backends.Backend, cfg hfmodel.Config, ts []safetensors.Tensor) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -86,26 +87,26 @@ func New(backend backends.Backend, cfg Config, ts []safetensors.Tensor) (*Model,
 		byName[t.Name] = t
 	}
 	weights := map[string][]float32{}
-	for _, s := range cfg.weightSpecs() {
-		t, ok := byName[s.name]
+	for _, s := range cfg.WeightSpecs() {
+		t, ok := byName[s.Name]
 		if !ok {
-			return nil, &WeightError{Tensor: s.name, Problem: ProblemMissing, Want: s.shape}
+			return nil, &hfmodel.WeightError{Tensor: s.Name, Problem: hfmodel.ProblemMissing, Want: s.Shape}
 		}
-		if !slices.Equal(t.Shape, s.shape) {
-			return nil, &WeightError{Tensor: s.name, Problem: ProblemShape, Want: s.shape, Got: t.Shape}
+		if !slices.Equal(t.Shape, s.Shape) {
+			return nil, &hfmodel.WeightError{Tensor: s.Name, Problem: hfmodel.ProblemShape, Want: s.Shape, Got: t.Shape}
 		}
 		f, err := t.Float32(nil)
 		if err != nil {
-			return nil, &WeightError{Tensor: s.name, Problem: ProblemDType, Want: s.shape, Got: t.Shape, DType: string(t.DType)}
+			return nil, &hfmodel.WeightError{Tensor: s.Name, Problem: hfmodel.ProblemDType, Want: s.Shape, Got: t.Shape, DType: string(t.DType)}
 		}
-		weights[s.name] = f
-		delete(byName, s.name)
+		weights[s.Name] = f
+		delete(byName, s.Name)
 	}
 	for name, t := range byName {
-		if name == nameLMHead && cfg.TieWordEmbeddings {
+		if name == hfmodel.NameLMHead && cfg.TieWordEmbeddings {
 			continue
 		}
-		return nil, &WeightError{Tensor: name, Problem: ProblemUnexpected, Got: t.Shape}
+		return nil, &hfmodel.WeightError{Tensor: name, Problem: hfmodel.ProblemUnexpected, Got: t.Shape}
 	}
 	return newModel(backend, cfg, weights)
 }
@@ -113,12 +114,12 @@ func New(backend backends.Backend, cfg Config, ts []safetensors.Tensor) (*Model,
 // NewRandom builds a model with InitRandom(cfg, seed) weights. It draws them straight into
 // float32 slices (no safetensors encoding in between), so its peak host memory is about twice
 // the float32 weights rather than three times: a 4b-shape model fits in ~32 GB.
-func NewRandom(backend backends.Backend, cfg Config, seed uint64) (*Model, error) {
+func NewRandom(backend backends.Backend, cfg hfmodel.Config, seed uint64) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	weights := map[string][]float32{}
-	drawRandom(cfg, seed, func(s weightSpec, data []float32) { weights[s.name] = data })
+	hfmodel.DrawRandom(cfg, seed, func(s hfmodel.WeightSpec, data []float32) { weights[s.Name] = data })
 	return newModel(backend, cfg, weights)
 }
 
@@ -127,11 +128,11 @@ func NewRandom(backend backends.Backend, cfg Config, seed uint64) (*Model, error
 // tensor is checked before any is used: a missing, unexpected or mis-shaped tensor is a
 // *WeightError naming it. Save later copies the directory's tokenizer files.
 func Load(backend backends.Backend, dir string) (*Model, error) {
-	cfg, err := LoadConfig(dir)
+	cfg, err := hfmodel.LoadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	weights, err := readWeights(dir, cfg)
+	weights, err := hfmodel.ReadWeights(dir, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func Load(backend backends.Backend, dir string) (*Model, error) {
 	return m, nil
 }
 
-func newModel(backend backends.Backend, cfg Config, weights map[string][]float32) (*Model, error) {
+func newModel(backend backends.Backend, cfg hfmodel.Config, weights map[string][]float32) (*Model, error) {
 	gomlxtrain.RegisterFastMatMulGradient()
 	m := &Model{backend: backend, cfg: cfg, ctx: context.New()}
 	caps := backend.Capabilities()
@@ -163,15 +164,15 @@ func newModel(backend backends.Backend, cfg Config, weights map[string][]float32
 	}
 	m.invFreq = tensors.FromFlatDataAndDimensions(inv, d)
 	err := catch(func() {
-		m.embed = m.newVar(nameEmbed, weights)
-		m.norm = m.newVar(nameNorm, weights)
+		m.embed = m.newVar(hfmodel.NameEmbed, weights)
+		m.norm = m.newVar(hfmodel.NameNorm, weights)
 		if !cfg.TieWordEmbeddings {
-			m.lmHead = m.newVar(nameLMHead, weights)
+			m.lmHead = m.newVar(hfmodel.NameLMHead, weights)
 		}
 		m.layers = make([][numModules]*context.Variable, cfg.NumHiddenLayers)
 		for l := range cfg.NumHiddenLayers {
-			for i, mod := range layerModules {
-				m.layers[l][i] = m.newVar(layerName(l, mod), weights)
+			for i, mod := range hfmodel.LayerModules {
+				m.layers[l][i] = m.newVar(hfmodel.LayerName(l, mod), weights)
 			}
 		}
 	})
@@ -195,9 +196,9 @@ func (m *Model) newVar(hfName string, weights map[string][]float32) *context.Var
 }
 
 func (m *Model) specShape(hfName string) []int {
-	for _, s := range m.cfg.weightSpecs() {
-		if s.name == hfName {
-			return s.shape
+	for _, s := range m.cfg.WeightSpecs() {
+		if s.Name == hfName {
+			return s.Shape
 		}
 	}
 	panic("qwen3: unknown tensor " + hfName)
@@ -219,7 +220,7 @@ func catch(fn func()) (err error) {
 }
 
 // Config returns the model's configuration.
-func (m *Model) Config() Config { return m.cfg }
+func (m *Model) Config() hfmodel.Config { return m.cfg }
 
 // Backend returns the compute backend.
 func (m *Model) Backend() backends.Backend { return m.backend }
@@ -480,20 +481,20 @@ func finalize(ts []*tensors.Tensor) {
 // merged in (W + α/r·B·A) when attached.
 func (m *Model) weightTensors() ([]safetensors.Tensor, error) {
 	var out []safetensors.Tensor
-	for _, s := range m.cfg.weightSpecs() {
-		v, l, mod := m.varOf(s.name)
+	for _, s := range m.cfg.WeightSpecs() {
+		v, l, mod := m.varOf(s.Name)
 		f, err := varFloats(v)
 		if err != nil {
 			return nil, err
 		}
 		if m.lora != nil && l >= 0 {
 			if ad, ok := m.lora.adapters[loraKey{l, mod}]; ok {
-				if err := ad.mergeInto(f, s.shape, m.lora.scale); err != nil {
+				if err := ad.mergeInto(f, s.Shape, m.lora.scale); err != nil {
 					return nil, err
 				}
 			}
 		}
-		out = append(out, safetensors.F32Tensor(s.name, s.shape, f))
+		out = append(out, safetensors.F32Tensor(s.Name, s.Shape, f))
 	}
 	return out, nil
 }
@@ -502,17 +503,17 @@ func (m *Model) weightTensors() ([]safetensors.Tensor, error) {
 // (−1, −1 for the embedding, final norm and head).
 func (m *Model) varOf(name string) (*context.Variable, int, int) {
 	switch name {
-	case nameEmbed:
+	case hfmodel.NameEmbed:
 		return m.embed, -1, -1
-	case nameNorm:
+	case hfmodel.NameNorm:
 		return m.norm, -1, -1
-	case nameLMHead:
+	case hfmodel.NameLMHead:
 		return m.lmHead, -1, -1
 	}
 	rest := strings.TrimPrefix(name, "model.layers.")
 	ls, mod, _ := strings.Cut(rest, ".")
 	l, _ := strconv.Atoi(ls)
-	i := slices.Index(layerModules, strings.TrimSuffix(mod, ".weight"))
+	i := slices.Index(hfmodel.LayerModules, strings.TrimSuffix(mod, ".weight"))
 	return m.layers[l][i], l, i
 }
 
@@ -542,28 +543,22 @@ func (m *Model) SaveAs(dir string, dtype safetensors.DType) error {
 	if err != nil {
 		return err
 	}
-	if err := writeHFDir(dir, m.cfg, ts, dtype); err != nil {
+	if err := hfmodel.WriteHFDir(dir, m.cfg, ts, dtype); err != nil {
 		return err
 	}
-	if m.srcDir == "" || sameDir(m.srcDir, dir) {
+	if m.srcDir == "" || hfmodel.SameDir(m.srcDir, dir) {
 		return nil
 	}
-	for _, f := range TokenizerFiles {
+	for _, f := range hfmodel.TokenizerFiles {
 		src := filepath.Join(m.srcDir, f)
 		if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		if err := copyFile(src, filepath.Join(dir, f)); err != nil {
+		if err := hfmodel.CopyFile(src, filepath.Join(dir, f)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func sameDir(a, b string) bool {
-	ia, err1 := os.Stat(a)
-	ib, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
 }
 
 // SetSourceDir sets the directory whose tokenizer files Save copies (Load sets it).

@@ -9,18 +9,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // qwenCheckpoint writes a tiny random checkpoint (sharp weights) into a temp dir and returns it.
-func qwenCheckpoint(t testing.TB, cfg Config, seed uint64) string {
+func qwenCheckpoint(t testing.TB, cfg hfmodel.Config, seed uint64) string {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := WriteRandomCheckpoint(dir, cfg, seed, ""); err != nil {
+	if _, err := hfmodel.WriteRandomCheckpoint(dir, cfg, seed, ""); err != nil {
 		t.Fatal(err)
 	}
 	// Replace the weights with sharper ones in the same layout.
@@ -69,7 +70,7 @@ func TestGenerateGreedyMatchesRecompute(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 6))
 	prompts := qwenPrompts(rng, cfg.VocabSize, 3, 9, 1)
 	const steps = 16
-	gen, err := m.Generate(prompts, SampleConfig{MaxNewTokens: steps}, nil)
+	gen, err := m.Generate(prompts, engine.SampleConfig{MaxNewTokens: steps}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestGenerateGreedyMatchesRecompute(t *testing.T) {
 	}
 	// Stop tokens end a row and are included.
 	stop := gen.Tokens[0][4]
-	gen2, err := m.Generate(prompts[:1], SampleConfig{MaxNewTokens: steps, StopTokens: []int32{stop}}, nil)
+	gen2, err := m.Generate(prompts[:1], engine.SampleConfig{MaxNewTokens: steps, StopTokens: []int32{stop}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Errorf("tokenizer.json not copied: %q, %v", tj, err)
 	}
 	var cj map[string]any
-	js, _ := os.ReadFile(filepath.Join(dst, ConfigFile))
+	js, _ := os.ReadFile(filepath.Join(dst, hfmodel.ConfigFile))
 	if err := json.Unmarshal(js, &cj); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Errorf("bf16 logits relative difference %.3g (want small but non-zero)", rel)
 	}
 	var cb map[string]any
-	js, _ = os.ReadFile(filepath.Join(bdir, ConfigFile))
+	js, _ = os.ReadFile(filepath.Join(bdir, hfmodel.ConfigFile))
 	_ = json.Unmarshal(js, &cb)
 	if cb["torch_dtype"] != "bfloat16" {
 		t.Errorf("bf16 config torch_dtype %v", cb["torch_dtype"])
@@ -236,7 +237,7 @@ func TestLoadShardedAndErrors(t *testing.T) {
 	ts := qwenSharpWeights(t, cfg, seed)
 	write := func(dir string, ts []safetensors.Tensor) {
 		t.Helper()
-		if _, err := WriteRandomCheckpoint(dir, cfg, seed, ""); err != nil {
+		if _, err := hfmodel.WriteRandomCheckpoint(dir, cfg, seed, ""); err != nil {
 			t.Fatal(err)
 		}
 		if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
@@ -279,7 +280,7 @@ func TestLoadShardedAndErrors(t *testing.T) {
 		t.Error("sharded checkpoint loads differently")
 	}
 
-	q1 := layerName(1, "self_attn.q_proj")
+	q1 := hfmodel.LayerName(1, "self_attn.q_proj")
 	cases := []struct {
 		name    string
 		edit    func([]safetensors.Tensor) []safetensors.Tensor
@@ -288,10 +289,10 @@ func TestLoadShardedAndErrors(t *testing.T) {
 	}{
 		{"missing", func(ts []safetensors.Tensor) []safetensors.Tensor {
 			return slices.DeleteFunc(ts, func(x safetensors.Tensor) bool { return x.Name == q1 })
-		}, q1, ProblemMissing},
+		}, q1, hfmodel.ProblemMissing},
 		{"extra", func(ts []safetensors.Tensor) []safetensors.Tensor {
 			return append(ts, safetensors.F32Tensor("model.layers.9.mlp.up_proj.weight", []int{2}, []float32{1, 2}))
-		}, "model.layers.9.mlp.up_proj.weight", ProblemUnexpected},
+		}, "model.layers.9.mlp.up_proj.weight", hfmodel.ProblemUnexpected},
 		{"shape", func(ts []safetensors.Tensor) []safetensors.Tensor {
 			for i, x := range ts {
 				if x.Name == q1 {
@@ -299,115 +300,47 @@ func TestLoadShardedAndErrors(t *testing.T) {
 				}
 			}
 			return ts
-		}, q1, ProblemShape},
+		}, q1, hfmodel.ProblemShape},
 		{"dtype", func(ts []safetensors.Tensor) []safetensors.Tensor {
 			for i, x := range ts {
-				if x.Name == nameNorm {
-					ts[i] = safetensors.I64Tensor(nameNorm, []int{64}, make([]int64, 64))
+				if x.Name == hfmodel.NameNorm {
+					ts[i] = safetensors.I64Tensor(hfmodel.NameNorm, []int{64}, make([]int64, 64))
 				}
 			}
 			return ts
-		}, nameNorm, ProblemDType},
+		}, hfmodel.NameNorm, hfmodel.ProblemDType},
 		{"nan", func(ts []safetensors.Tensor) []safetensors.Tensor {
 			for i, x := range ts {
-				if x.Name == nameEmbed {
+				if x.Name == hfmodel.NameEmbed {
 					f, _ := x.Float32(nil)
 					f[17] = float32(math.NaN())
 					ts[i] = safetensors.F32Tensor(x.Name, x.Shape, f)
 				}
 			}
 			return ts
-		}, nameEmbed, ProblemNonFinite},
+		}, hfmodel.NameEmbed, hfmodel.ProblemNonFinite},
 	}
 	for _, c := range cases {
 		dir := t.TempDir()
 		write(dir, c.edit(slices.Clone(ts)))
 		_, err := Load(backend, dir)
-		var we *WeightError
+		var we *hfmodel.WeightError
 		if !errors.As(err, &we) || we.Tensor != c.tensor || we.Problem != c.problem ||
-			!errors.Is(err, ErrWeights) || !errors.Is(err, learner.ErrCheckpointMismatch) {
+			!errors.Is(err, hfmodel.ErrWeights) || !errors.Is(err, learner.ErrCheckpointMismatch) {
 			t.Errorf("%s: got %v, want a %s WeightError for %s", c.name, err, c.problem, c.tensor)
 		}
 	}
 	// A tied checkpoint may carry lm_head.weight: it is ignored.
 	dir := t.TempDir()
-	write(dir, append(slices.Clone(ts), safetensors.F32Tensor(nameLMHead, []int{cfg.VocabSize, cfg.HiddenSize}, make([]float32, cfg.VocabSize*cfg.HiddenSize))))
+	write(dir, append(slices.Clone(ts), safetensors.F32Tensor(hfmodel.NameLMHead, []int{cfg.VocabSize, cfg.HiddenSize}, make([]float32, cfg.VocabSize*cfg.HiddenSize))))
 	if _, err := Load(backend, dir); err != nil {
 		t.Errorf("tied checkpoint with lm_head.weight: %v", err)
 	}
 }
 
-func TestConfigValidateAndParse(t *testing.T) {
-	good := qwenTiny(t)
-	cases := []struct {
-		field string
-		edit  func(*Config)
-	}{
-		{"hidden_size", func(c *Config) { c.HiddenSize = 0 }},
-		{"num_key_value_heads", func(c *Config) { c.NumKeyValueHeads = 3 }},
-		{"head_dim", func(c *Config) { c.HeadDim = 15 }},
-		{"vocab_size", func(c *Config) { c.VocabSize = 0 }},
-		{"rope_theta", func(c *Config) { c.RopeTheta = math.NaN() }},
-		{"rms_norm_eps", func(c *Config) { c.RMSNormEps = 0 }},
-		{"max_position_embeddings", func(c *Config) { c.MaxPositionEmbeddings = 0 }},
-		{"torch_dtype", func(c *Config) { c.TorchDType = "int8" }},
-	}
-	for _, c := range cases {
-		cfg := good
-		c.edit(&cfg)
-		var ce *learner.ConfigError
-		if err := cfg.Validate(); !errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, learner.ErrInvalidConfig) {
-			t.Errorf("%s: got %v", c.field, err)
-		}
-	}
-	// A Qwen3-4B style config.json (transformers 5 spelling of rope θ and dtype).
-	js := `{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","hidden_size":2560,"num_hidden_layers":36,
-		"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"intermediate_size":9728,"vocab_size":151936,
-		"rope_parameters":{"rope_theta":1000000,"rope_type":"default"},"rms_norm_eps":1e-6,"tie_word_embeddings":true,
-		"max_position_embeddings":40960,"dtype":"bfloat16","hidden_act":"silu","attention_bias":false,"custom_field":7}`
-	cfg, err := ParseConfig([]byte(js))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := Preset(Preset4BShape)
-	cfg.raw, want.raw = nil, nil
-	if !jsonEqual(t, cfg, want) {
-		t.Errorf("parsed %+v, want %+v", cfg, want)
-	}
-	cfg, _ = ParseConfig([]byte(js))
-	out, err := cfg.configJSON("float32")
-	if err != nil || !strings.Contains(string(out), `"custom_field": 7`) || !strings.Contains(string(out), `"rope_theta": 1000000`) {
-		t.Errorf("configJSON lost fields: %s %v", out, err)
-	}
-	for _, bad := range []string{
-		`{"hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"intermediate_size":8,"vocab_size":8,"rope_theta":10000,"rms_norm_eps":1e-6,"max_position_embeddings":8,"rope_scaling":{"type":"yarn"}}`,
-		`{"hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"intermediate_size":8,"vocab_size":8,"rope_theta":10000,"rms_norm_eps":1e-6,"max_position_embeddings":8,"hidden_act":"gelu"}`,
-		`{"hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"intermediate_size":8,"vocab_size":8,"rope_theta":10000,"rms_norm_eps":1e-6,"max_position_embeddings":8,"use_sliding_window":true}`,
-		`{"hidden_size":64`,
-	} {
-		if _, err := ParseConfig([]byte(bad)); !errors.Is(err, learner.ErrInvalidConfig) {
-			t.Errorf("ParseConfig(%s) = %v, want ErrInvalidConfig", bad, err)
-		}
-	}
-	// head_dim and num_key_value_heads default as in transformers.
-	c, err := ParseConfig([]byte(`{"hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"intermediate_size":8,"vocab_size":8,"rope_theta":10000,"rms_norm_eps":1e-6,"max_position_embeddings":8}`))
-	if err != nil || c.HeadDim != 16 || c.NumKeyValueHeads != 4 {
-		t.Errorf("defaults: %+v %v", c, err)
-	}
-	if _, err := Preset("7b"); !errors.Is(err, learner.ErrInvalidConfig) {
-		t.Errorf("unknown preset: %v", err)
-	}
-}
-
-func jsonEqual(t *testing.T, a, b any) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
-}
-
 func TestEstimateMemory(t *testing.T) {
-	c4, _ := Preset(Preset4BShape)
-	c06, _ := Preset(Preset06BShape)
+	c4, _ := hfmodel.Preset(hfmodel.Preset4BShape)
+	c06, _ := hfmodel.Preset(hfmodel.Preset06BShape)
 	// Parameter counts of Qwen3-4B and Qwen3-0.6B (embedding counted once: tied).
 	if n := c4.NumParams(); n != 4022468096 {
 		t.Errorf("4b-shape NumParams = %d, want 4022468096", n)
@@ -415,8 +348,8 @@ func TestEstimateMemory(t *testing.T) {
 	if n := c06.NumParams(); n != 596049920 {
 		t.Errorf("0.6b-shape NumParams = %d, want 596049920", n)
 	}
-	full := EstimateMemory(c4, 1, 1024, false)
-	lora := EstimateMemory(c4, 1, 1024, true)
+	full := hfmodel.EstimateMemory(c4, 1, 1024, false)
+	lora := hfmodel.EstimateMemory(c4, 1, 1024, true)
 	t.Logf("4b full: %v", full)
 	t.Logf("4b lora: %v", lora)
 	if full.Weights != 4*full.Params || full.Gradients+full.Optimizer != 16*full.Params {
@@ -425,7 +358,7 @@ func TestEstimateMemory(t *testing.T) {
 	if lora.TrainableParams >= full.Params/50 || lora.Total() >= full.Total()/2 {
 		t.Errorf("LoRA budget not much smaller: %v vs %v", lora, full)
 	}
-	lc := DefaultLoRAConfig()
+	lc := hfmodel.DefaultLoRAConfig()
 	// q: 16·(2560+4096), k,v: 16·(2560+1024) each, o: 16·(4096+2560), gate/up: 16·(2560+9728), down: 16·(9728+2560).
 	want := int64(36 * 16 * ((2560 + 4096) + 2*(2560+1024) + (4096 + 2560) + 3*(2560+9728)))
 	if got := c4.LoRAParams(lc); got != want {
@@ -437,7 +370,7 @@ func TestEstimateMemory(t *testing.T) {
 }
 
 func TestNewSeqBatch(t *testing.T) {
-	b, err := NewSeqBatch([]Sample{
+	b, err := engine.NewSeqBatch([]engine.Sample{
 		{Prompt: []int32{1, 2}, Completion: []int32{3, 4}, LogProbs: []float32{-0.5, -0.25}, Advantage: 1},
 		{Prompt: []int32{5}, Completion: []int32{6}, LogProbs: []float32{-1}, Advantage: -1},
 	})
@@ -468,13 +401,13 @@ func TestNewSeqBatch(t *testing.T) {
 	if !slices.Equal(b.Advantages, []float32{1, -1}) {
 		t.Errorf("advantages %v", b.Advantages)
 	}
-	for _, bad := range [][]Sample{
+	for _, bad := range [][]engine.Sample{
 		nil,
 		{{Prompt: nil, Completion: []int32{1}}},
 		{{Prompt: []int32{1}, Completion: []int32{1}, LogProbs: []float32{1, 2}}},
 		{{Prompt: []int32{1}, Completion: []int32{1}, RefLogProbs: []float32{0}}, {Prompt: []int32{1}, Completion: []int32{1}}},
 	} {
-		if _, err := NewSeqBatch(bad); !errors.Is(err, learner.ErrBadBatch) {
+		if _, err := engine.NewSeqBatch(bad); !errors.Is(err, learner.ErrBadBatch) {
 			t.Errorf("NewSeqBatch(%v) = %v", bad, err)
 		}
 	}
@@ -489,15 +422,15 @@ func TestSampler(t *testing.T) {
 	}
 	p := func(i int) float64 { return math.Exp(float64(logits[i])) / z }
 	cases := []struct {
-		sc      SampleConfig
+		sc      engine.SampleConfig
 		allowed []int
 	}{
-		{SampleConfig{MaxNewTokens: 1, Temperature: 1}, []int{0, 1, 2, 3, 4, 5}},
-		{SampleConfig{MaxNewTokens: 1, Temperature: 1, TopK: 2}, []int{4, 0}},
+		{engine.SampleConfig{MaxNewTokens: 1, Temperature: 1}, []int{0, 1, 2, 3, 4, 5}},
+		{engine.SampleConfig{MaxNewTokens: 1, Temperature: 1, TopK: 2}, []int{4, 0}},
 		// probabilities sorted: 4 (.58), 0 (.21), 1 (.08), 5 (.05)…: top-p .7 keeps {4, 0}
-		{SampleConfig{MaxNewTokens: 1, Temperature: 1, TopP: 0.7}, []int{4, 0}},
-		{SampleConfig{MaxNewTokens: 1, Temperature: 1, TopK: 3, TopP: 0.95}, []int{4, 0, 1}},
-		{SampleConfig{MaxNewTokens: 1, Temperature: 0.5, TopP: 0.5}, []int{4}},
+		{engine.SampleConfig{MaxNewTokens: 1, Temperature: 1, TopP: 0.7}, []int{4, 0}},
+		{engine.SampleConfig{MaxNewTokens: 1, Temperature: 1, TopK: 3, TopP: 0.95}, []int{4, 0, 1}},
+		{engine.SampleConfig{MaxNewTokens: 1, Temperature: 0.5, TopP: 0.5}, []int{4}},
 	}
 	for _, c := range cases {
 		s := newSampler(c.sc, len(logits))
@@ -534,14 +467,14 @@ func TestSampler(t *testing.T) {
 		}
 	}
 	// Greedy: argmax, log-prob at temperature 1; ties go to the lowest id.
-	s := newSampler(SampleConfig{MaxNewTokens: 1}, 4)
+	s := newSampler(engine.SampleConfig{MaxNewTokens: 1}, 4)
 	if tok, _ := s.sample([]float32{1, 5, 5, 0}, nil); tok != 1 {
 		t.Errorf("greedy tie → %d, want 1", tok)
 	}
 	if got := topKIndices([]float64{1, 3, 3, 2, 0}, 3, nil); len(got) != 3 || !slices.Contains(got, 1) || !slices.Contains(got, 2) || !slices.Contains(got, 3) {
 		t.Errorf("topKIndices = %v", got)
 	}
-	for _, bad := range []SampleConfig{{}, {MaxNewTokens: 1, Temperature: -1}, {MaxNewTokens: 1, TopK: -1}, {MaxNewTokens: 1, TopP: 1.5}} {
+	for _, bad := range []engine.SampleConfig{{}, {MaxNewTokens: 1, Temperature: -1}, {MaxNewTokens: 1, TopK: -1}, {MaxNewTokens: 1, TopP: 1.5}} {
 		if err := bad.Validate(); !errors.Is(err, learner.ErrInvalidConfig) {
 			t.Errorf("%+v: %v", bad, err)
 		}
@@ -553,7 +486,7 @@ func TestNewRandomMatchesInitRandom(t *testing.T) {
 	be := qwenBackend(t)
 	cfg := qwenTiny(t)
 	cfg.TieWordEmbeddings = false // the untied head is drawn last
-	ts, err := InitRandom(cfg, 5)
+	ts, err := hfmodel.InitRandom(cfg, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

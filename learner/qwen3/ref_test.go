@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
@@ -31,9 +32,9 @@ func qwenBackend(t testing.TB) backends.Backend {
 	return b
 }
 
-func qwenTiny(t testing.TB) Config {
+func qwenTiny(t testing.TB) hfmodel.Config {
 	t.Helper()
-	c, err := Preset(PresetTiny)
+	c, err := hfmodel.Preset(hfmodel.PresetTiny)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +44,9 @@ func qwenTiny(t testing.TB) Config {
 // qwenSharpWeights are random weights larger than transformers' initialisation (projections
 // N(0, 0.25²), norms 1 ± 0.2), so that attention is far from uniform and every part of the
 // model (RoPE, masks, norms) moves the logits visibly.
-func qwenSharpWeights(t testing.TB, cfg Config, seed uint64) []safetensors.Tensor {
+func qwenSharpWeights(t testing.TB, cfg hfmodel.Config, seed uint64) []safetensors.Tensor {
 	t.Helper()
-	ts, err := InitRandom(cfg, seed)
+	ts, err := hfmodel.InitRandom(cfg, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func qwenSharpWeights(t testing.TB, cfg Config, seed uint64) []safetensors.Tenso
 	for i, x := range ts {
 		f, _ := x.Float32(nil)
 		for j := range f {
-			if isNormWeight(x.Name) {
+			if hfmodel.IsNormWeight(x.Name) {
 				f[j] = float32(1 + 0.2*rng.NormFloat64())
 			} else {
 				f[j] *= 12.5
@@ -67,11 +68,11 @@ func qwenSharpWeights(t testing.TB, cfg Config, seed uint64) []safetensors.Tenso
 // refModel is an independent float64 implementation of Qwen3 written from the architecture's
 // definition: loops over positions and heads, RoPE by its pairwise rotation formula.
 type refModel struct {
-	cfg Config
+	cfg hfmodel.Config
 	w   map[string][]float64
 }
 
-func newRefModel(t testing.TB, cfg Config, ts []safetensors.Tensor) *refModel {
+func newRefModel(t testing.TB, cfg hfmodel.Config, ts []safetensors.Tensor) *refModel {
 	t.Helper()
 	r := &refModel{cfg: cfg, w: map[string][]float64{}}
 	for _, x := range ts {
@@ -132,10 +133,10 @@ func (r *refModel) logits(tokens []int32) [][]float64 {
 	T := len(tokens)
 	x := make([][]float64, T)
 	for t, id := range tokens {
-		x[t] = append([]float64(nil), r.w[nameEmbed][int(id)*h:(int(id)+1)*h]...)
+		x[t] = append([]float64(nil), r.w[hfmodel.NameEmbed][int(id)*h:(int(id)+1)*h]...)
 	}
 	for l := range c.NumHiddenLayers {
-		W := func(mod string) []float64 { return r.w[layerName(l, mod)] }
+		W := func(mod string) []float64 { return r.w[hfmodel.LayerName(l, mod)] }
 		q := make([][][]float64, T) // [t][head][d]
 		k := make([][][]float64, T)
 		v := make([][][]float64, T)
@@ -197,13 +198,13 @@ func (r *refModel) logits(tokens []int32) [][]float64 {
 			}
 		}
 	}
-	head := r.w[nameEmbed]
+	head := r.w[hfmodel.NameEmbed]
 	if !c.TieWordEmbeddings {
-		head = r.w[nameLMHead]
+		head = r.w[hfmodel.NameLMHead]
 	}
 	out := make([][]float64, T)
 	for t := range T {
-		out[t] = refMatVec(head, refRMS(x[t], r.w[nameNorm], c.RMSNormEps), c.VocabSize)
+		out[t] = refMatVec(head, refRMS(x[t], r.w[hfmodel.NameNorm], c.RMSNormEps), c.VocabSize)
 	}
 	return out
 }

@@ -10,25 +10,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
-
-// TokenLogProb is a token id and its log-probability.
-type TokenLogProb struct {
-	Token   int32
-	LogProb float32
-}
-
-// TokenEvent is one sampled token, as GenerateStream reports it.
-type TokenEvent struct {
-	Row     int     // the prompt's index
-	Step    int     // 0 for the first generated token
-	Token   int32   // the sampled token
-	LogProb float32 // its log-probability (see Generation.LogProbs)
-	// Top holds the topLogProbs most likely tokens under the same distribution, most likely
-	// first (ties: lower id first); nil when topLogProbs is 0. It is reused between events:
-	// copy it to keep it.
-	Top []TokenLogProb
-}
 
 // GenerateStream is Generate with a callback: onToken sees every sampled token as soon as it
 // is sampled, row by row within a step, and may end its row by returning true (the row is then
@@ -37,8 +21,8 @@ type TokenEvent struct {
 // ended no further decode step runs. topLogProbs ≥ 0 asks for that many alternatives per
 // token in TokenEvent.Top. With a callback that never returns true, the result equals
 // Generate's for the same arguments and rng state.
-func (m *Model) GenerateStream(prompts [][]int32, sc SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(TokenEvent) bool) (*Generation, error) {
-	if err := m.cfg.CheckGenerate(prompts, sc, topLogProbs, rng != nil); err != nil {
+func (m *Model) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(engine.TokenEvent) bool) (*engine.Generation, error) {
+	if err := engine.CheckGenerate(m.cfg, prompts, sc, topLogProbs, rng != nil); err != nil {
 		return nil, err
 	}
 	maxP := 0
@@ -51,7 +35,7 @@ func (m *Model) GenerateStream(prompts [][]int32, sc SampleConfig, topLogProbs i
 		return nil, err
 	}
 	n := len(prompts)
-	b, p, s := GenerateShape(n, maxP, sc.MaxNewTokens)
+	b, p, s := hfmodel.GenerateShape(n, maxP, sc.MaxNewTokens)
 	tok := make([]int32, b*p)
 	valid := make([]int32, b*p)
 	pad := make([]int32, b)
@@ -65,10 +49,10 @@ func (m *Model) GenerateStream(prompts [][]int32, sc SampleConfig, topLogProbs i
 			}
 		}
 	}
-	gen := &Generation{Tokens: make([][]int32, n), LogProbs: make([][]float32, n), Stopped: make([]bool, n)}
+	gen := &engine.Generation{Tokens: make([][]int32, n), LogProbs: make([][]float32, n), Stopped: make([]bool, n)}
 	v := m.cfg.VocabSize
 	smp := newSampler(sc, v)
-	var top []TokenLogProb
+	var top []engine.TokenLogProb
 	next := make([]int32, b)
 	var caches []*tensors.Tensor
 	defer func() { finalize(caches) }()
@@ -108,7 +92,7 @@ func (m *Model) GenerateStream(prompts [][]int32, sc SampleConfig, topLogProbs i
 				if topLogProbs > 0 {
 					top = smp.top(topLogProbs, top)
 				}
-				if onToken(TokenEvent{Row: i, Step: step, Token: t, LogProb: lp, Top: top}) {
+				if onToken(engine.TokenEvent{Row: i, Step: step, Token: t, LogProb: lp, Top: top}) {
 					stop = true
 				}
 			}
@@ -134,7 +118,7 @@ func (m *Model) GenerateStream(prompts [][]int32, sc SampleConfig, topLogProbs i
 
 // top returns the k most likely tokens of the distribution the last sample call drew from
 // (softmax(z), z = logits/temperature, or the raw logits when greedy), most likely first.
-func (s *sampler) top(k int, dst []TokenLogProb) []TokenLogProb {
+func (s *sampler) top(k int, dst []engine.TokenLogProb) []engine.TokenLogProb {
 	k = min(k, len(s.z))
 	zmax := math.Inf(-1)
 	for _, z := range s.z {
@@ -154,7 +138,7 @@ func (s *sampler) top(k int, dst []TokenLogProb) []TokenLogProb {
 	})
 	dst = dst[:0]
 	for _, id := range ids {
-		dst = append(dst, TokenLogProb{Token: id, LogProb: float32(s.z[id] - lse)})
+		dst = append(dst, engine.TokenLogProb{Token: id, LogProb: float32(s.z[id] - lse)})
 	}
 	return dst
 }

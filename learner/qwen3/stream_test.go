@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
 func strmPrompts(seed uint64, vocab int) [][]int32 {
@@ -34,13 +36,13 @@ func TestGenerateStreamMatchesGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompts := strmPrompts(seed, m.Config().VocabSize)
-	sc := SampleConfig{MaxNewTokens: 12, Temperature: 1, StopTokens: []int32{7, 8}}
+	sc := engine.SampleConfig{MaxNewTokens: 12, Temperature: 1, StopTokens: []int32{7, 8}}
 	want, err := m.Generate(prompts, sc, rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var events []TokenEvent
-	got, err := m.GenerateStream(prompts, sc, 3, rand.New(rand.NewPCG(seed, 1)), func(ev TokenEvent) bool {
+	var events []engine.TokenEvent
+	got, err := m.GenerateStream(prompts, sc, 3, rand.New(rand.NewPCG(seed, 1)), func(ev engine.TokenEvent) bool {
 		ev.Top = slices.Clone(ev.Top)
 		events = append(events, ev)
 		return false
@@ -98,7 +100,7 @@ func TestGenerateStreamCallbackStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompts := strmPrompts(seed, m.Config().VocabSize)
-	got, err := m.GenerateStream(prompts, SampleConfig{MaxNewTokens: 10}, 0, nil, func(ev TokenEvent) bool {
+	got, err := m.GenerateStream(prompts, engine.SampleConfig{MaxNewTokens: 10}, 0, nil, func(ev engine.TokenEvent) bool {
 		if ev.Top != nil {
 			t.Errorf("alternatives without asking: %v", ev.Top)
 		}
@@ -115,7 +117,7 @@ func TestGenerateStreamCallbackStops(t *testing.T) {
 			t.Fatalf("row %d: %d tokens, stopped %v; want 10, false", r, len(got.Tokens[r]), got.Stopped[r])
 		}
 	}
-	stopAll, err := m.GenerateStream(prompts, SampleConfig{MaxNewTokens: 10}, 0, nil, func(TokenEvent) bool { return true })
+	stopAll, err := m.GenerateStream(prompts, engine.SampleConfig{MaxNewTokens: 10}, 0, nil, func(engine.TokenEvent) bool { return true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestGenerateStreamCallbackStops(t *testing.T) {
 			t.Fatalf("row %d: %d tokens after every row stopped at once", r, len(stopAll.Tokens[r]))
 		}
 	}
-	if _, err := m.GenerateStream(prompts, SampleConfig{MaxNewTokens: 1}, -1, nil, nil); !errors.Is(err, learner.ErrInvalidConfig) {
+	if _, err := m.GenerateStream(prompts, engine.SampleConfig{MaxNewTokens: 1}, -1, nil, nil); !errors.Is(err, learner.ErrInvalidConfig) {
 		t.Fatalf("topLogProbs -1: %v, want ErrInvalidConfig", err)
 	}
 }
@@ -132,11 +134,11 @@ func TestGenerateStreamCallbackStops(t *testing.T) {
 func TestInspect(t *testing.T) {
 	seed := qwenTestSeed(t)
 	dir := t.TempDir()
-	cfg, err := WriteRandomCheckpoint(dir, qwenTiny(t), seed, "")
+	cfg, err := hfmodel.WriteRandomCheckpoint(dir, qwenTiny(t), seed, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ins, err := Inspect(dir)
+	ins, err := hfmodel.Inspect(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,23 +154,23 @@ func TestInspect(t *testing.T) {
 			layered++
 		}
 	}
-	if layered != len(layerModules) || ins.Tensors != len(cfg.weightSpecs()) {
-		t.Fatalf("%d layer groups, %d tensors; want %d and %d", layered, ins.Tensors, len(layerModules), len(cfg.weightSpecs()))
+	if layered != len(hfmodel.LayerModules) || ins.Tensors != len(cfg.WeightSpecs()) {
+		t.Fatalf("%d layer groups, %d tensors; want %d and %d", layered, ins.Tensors, len(hfmodel.LayerModules), len(cfg.WeightSpecs()))
 	}
 	// A config that asks for another layer makes the check name the missing tensors.
-	js, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	js, err := os.ReadFile(filepath.Join(dir, hfmodel.ConfigFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	js = []byte(strings.Replace(string(js), `"num_hidden_layers": 2`, `"num_hidden_layers": 3`, 1))
-	if err := os.WriteFile(filepath.Join(dir, ConfigFile), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, hfmodel.ConfigFile), js, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ins, err = Inspect(dir)
+	ins, err = hfmodel.Inspect(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ins.Problems) != len(layerModules) || !strings.Contains(ins.Problems[0], "model.layers.2.") {
-		t.Fatalf("problems %v; want the %d tensors of layer 2 missing", ins.Problems, len(layerModules))
+	if len(ins.Problems) != len(hfmodel.LayerModules) || !strings.Contains(ins.Problems[0], "model.layers.2.") {
+		t.Fatalf("problems %v; want the %d tensors of layer 2 missing", ins.Problems, len(hfmodel.LayerModules))
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
 
@@ -63,7 +65,7 @@ func TestCheckpointWithTokenizerEndToEnd(t *testing.T) {
 	cfg := qwenTiny(t)
 	cfg.VocabSize = 100 // smaller than the tokenizer: raised to its 261 ids
 	dir := t.TempDir()
-	written, err := WriteRandomCheckpoint(dir, cfg, seed, tokPath)
+	written, err := hfmodel.WriteRandomCheckpoint(dir, cfg, seed, tokPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func TestCheckpointWithTokenizerEndToEnd(t *testing.T) {
 	imEnd, _ := tok.TokenID(tokenizer.ImEnd)
 	prompt := tok.Encode(tokenizer.ChatPrompt([]tokenizer.Message{{Role: tokenizer.RoleUser, Content: "Solve the MAPF instance."}}, true, false))
 	rng := rand.New(rand.NewPCG(seed, 11))
-	gen, err := m.Generate([][]int32{prompt, prompt[:10]}, SampleConfig{MaxNewTokens: 12, Temperature: 0.8, TopK: 50, TopP: 0.95, StopTokens: []int32{imEnd}}, rng)
+	gen, err := m.Generate([][]int32{prompt, prompt[:10]}, engine.SampleConfig{MaxNewTokens: 12, Temperature: 0.8, TopK: 50, TopP: 0.95, StopTokens: []int32{imEnd}}, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,17 +120,17 @@ func TestGenerateAndLoRAErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := SampleConfig{MaxNewTokens: 2}
+	sc := engine.SampleConfig{MaxNewTokens: 2}
 	for name, call := range map[string]func() error{
 		"no prompts":   func() error { _, err := m.Generate(nil, sc, nil); return err },
 		"empty prompt": func() error { _, err := m.Generate([][]int32{{}}, sc, nil); return err },
 		"bad token":    func() error { _, err := m.Generate([][]int32{{int32(cfg.VocabSize)}}, sc, nil); return err },
 		"no rng": func() error {
-			_, err := m.Generate([][]int32{{1}}, SampleConfig{MaxNewTokens: 2, Temperature: 1}, nil)
+			_, err := m.Generate([][]int32{{1}}, engine.SampleConfig{MaxNewTokens: 2, Temperature: 1}, nil)
 			return err
 		},
 		"too long": func() error {
-			_, err := m.Generate([][]int32{{1}}, SampleConfig{MaxNewTokens: cfg.MaxPositionEmbeddings}, nil)
+			_, err := m.Generate([][]int32{{1}}, engine.SampleConfig{MaxNewTokens: cfg.MaxPositionEmbeddings}, nil)
 			return err
 		},
 		"empty logits seq": func() error { _, err := m.Logits([][]int32{{}}); return err },
@@ -137,10 +139,10 @@ func TestGenerateAndLoRAErrors(t *testing.T) {
 			t.Errorf("%s: %v, want ErrBadBatch", name, err)
 		}
 	}
-	if err := m.AddLoRA(LoRAConfig{Rank: 0, Alpha: 1, Targets: []string{"q_proj"}}, 1); !errors.Is(err, learner.ErrInvalidConfig) {
+	if err := m.AddLoRA(hfmodel.LoRAConfig{Rank: 0, Alpha: 1, Targets: []string{"q_proj"}}, 1); !errors.Is(err, learner.ErrInvalidConfig) {
 		t.Errorf("rank 0: %v", err)
 	}
-	if err := m.AddLoRA(LoRAConfig{Rank: 2, Alpha: 1, Targets: []string{"lm_head"}}, 1); !errors.Is(err, learner.ErrInvalidConfig) {
+	if err := m.AddLoRA(hfmodel.LoRAConfig{Rank: 2, Alpha: 1, Targets: []string{"lm_head"}}, 1); !errors.Is(err, learner.ErrInvalidConfig) {
 		t.Errorf("bad target: %v", err)
 	}
 	if err := m.SaveAdapter(t.TempDir()); !errors.Is(err, learner.ErrInvalidConfig) {
@@ -149,7 +151,7 @@ func TestGenerateAndLoRAErrors(t *testing.T) {
 	if _, err := m.NewTrainer(learner.DefaultGRPOConfig()); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.AddLoRA(DefaultLoRAConfig(), 1); !errors.Is(err, learner.ErrInvalidConfig) {
+	if err := m.AddLoRA(hfmodel.DefaultLoRAConfig(), 1); !errors.Is(err, learner.ErrInvalidConfig) {
 		t.Errorf("AddLoRA after NewTrainer: %v", err)
 	}
 }

@@ -11,14 +11,16 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
 // qwenSeqLogProb returns Σ log π(completion) for each sample through the trainer's forward pass.
-func qwenSeqLogProb(t testing.TB, tr *gomlxtrain.Trainer, samples []Sample) []float64 {
+func qwenSeqLogProb(t testing.TB, tr *gomlxtrain.Trainer, samples []engine.Sample) []float64 {
 	t.Helper()
-	b, err := NewSeqBatch(samples)
+	b, err := engine.NewSeqBatch(samples)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,15 +39,15 @@ func qwenSeqLogProb(t testing.TB, tr *gomlxtrain.Trainer, samples []Sample) []fl
 
 // qwenSampled generates one completion per prompt at temperature 1 and returns them as samples
 // with their behaviour log-probs.
-func qwenSampled(t testing.TB, m *Model, prompts [][]int32, n int, rng *rand.Rand) []Sample {
+func qwenSampled(t testing.TB, m *Model, prompts [][]int32, n int, rng *rand.Rand) []engine.Sample {
 	t.Helper()
-	gen, err := m.Generate(prompts, SampleConfig{MaxNewTokens: n, Temperature: 1}, rng)
+	gen, err := m.Generate(prompts, engine.SampleConfig{MaxNewTokens: n, Temperature: 1}, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []Sample
+	var out []engine.Sample
 	for i, p := range prompts {
-		out = append(out, Sample{Prompt: p, Completion: gen.Tokens[i], LogProbs: gen.LogProbs[i]})
+		out = append(out, engine.Sample{Prompt: p, Completion: gen.Tokens[i], LogProbs: gen.LogProbs[i]})
 	}
 	return out
 }
@@ -70,7 +72,7 @@ func TestGRPOStepMovesLogProbs(t *testing.T) {
 
 	// The sampler's log-probs at temperature 1 are the trainer's: GRPO's ratio starts at 1.
 	before := qwenSeqLogProb(t, tr, samples)
-	b, _ := NewSeqBatch(samples)
+	b, _ := engine.NewSeqBatch(samples)
 	lp, _ := tr.LogProbs(b, nil)
 	for i := range b.Mask {
 		if b.Mask[i] == 1 && math.Abs(float64(lp[i]-b.BehaviourLogProbs[i])) > 1e-4 {
@@ -128,7 +130,7 @@ func TestLoRA(t *testing.T) {
 	probe := [][]int32{append(slices.Clone(prompts[0]), 1, 2, 3)}
 	base, _ := m.Logits(probe)
 
-	lc := LoRAConfig{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj", "down_proj"}}
+	lc := hfmodel.LoRAConfig{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj", "down_proj"}}
 	if err := m.AddLoRA(lc, seed); err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +143,9 @@ func TestLoRA(t *testing.T) {
 	}
 	snapshot := func() map[string][]float32 {
 		out := map[string][]float32{}
-		for _, s := range cfg.weightSpecs() {
-			v, _, _ := m.varOf(s.name)
-			out[s.name], _ = varFloats(v)
+		for _, s := range cfg.WeightSpecs() {
+			v, _, _ := m.varOf(s.Name)
+			out[s.Name], _ = varFloats(v)
 		}
 		return out
 	}
@@ -163,7 +165,7 @@ func TestLoRA(t *testing.T) {
 	}
 	samples := qwenSampled(t, m, prompts, 6, rng)
 	samples[0].Advantage, samples[1].Advantage = 1, -1
-	b, _ := NewSeqBatch(samples)
+	b, _ := engine.NewSeqBatch(samples)
 	for step := range 2 {
 		if _, err := tr.GRPOStep(b); err != nil {
 			t.Fatal(err)
@@ -193,14 +195,14 @@ func TestLoRA(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ac map[string]any
-	js, _ := os.ReadFile(filepath.Join(adir, AdapterConfigFile))
+	js, _ := os.ReadFile(filepath.Join(adir, hfmodel.AdapterConfigFile))
 	if err := json.Unmarshal(js, &ac); err != nil {
 		t.Fatal(err)
 	}
 	if ac["peft_type"] != "LORA" || ac["r"] != 4.0 || ac["lora_alpha"] != 8.0 || ac["task_type"] != "CAUSAL_LM" || len(ac["target_modules"].([]any)) != 3 {
 		t.Errorf("adapter_config.json: %v", ac)
 	}
-	ts, _, err := safetensors.ReadFile(filepath.Join(adir, AdapterWeightsFile))
+	ts, _, err := safetensors.ReadFile(filepath.Join(adir, hfmodel.AdapterWeightsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,16 +286,16 @@ func BenchmarkGRPOStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	var samples []Sample
+	var samples []engine.Sample
 	for i := range 8 {
-		s := Sample{Prompt: qwenPrompts(rng, cfg.VocabSize, 17)[0], Completion: qwenPrompts(rng, cfg.VocabSize, 48)[0], Advantage: float32(i%2*2 - 1)}
+		s := engine.Sample{Prompt: qwenPrompts(rng, cfg.VocabSize, 17)[0], Completion: qwenPrompts(rng, cfg.VocabSize, 48)[0], Advantage: float32(i%2*2 - 1)}
 		s.LogProbs = make([]float32, len(s.Completion))
 		for j := range s.LogProbs {
 			s.LogProbs[j] = -6
 		}
 		samples = append(samples, s)
 	}
-	batch, err := NewSeqBatch(samples)
+	batch, err := engine.NewSeqBatch(samples)
 	if err != nil || batch.T != 64 {
 		b.Fatalf("batch T=%d: %v", batch.T, err)
 	}
@@ -318,7 +320,7 @@ func BenchmarkDecode(b *testing.B) {
 	}
 	rng := rand.New(rand.NewPCG(1, 3))
 	prompts := qwenPrompts(rng, cfg.VocabSize, 20, 30, 25, 32)
-	sc := SampleConfig{MaxNewTokens: 96, Temperature: 1}
+	sc := engine.SampleConfig{MaxNewTokens: 96, Temperature: 1}
 	if _, err := m.Generate(prompts, sc, rng); err != nil { // compile
 		b.Fatal(err)
 	}
@@ -343,16 +345,16 @@ func TestTailLogitsMatchFullLogits(t *testing.T) {
 	backend := qwenBackend(t)
 	dir := qwenCheckpoint(t, cfg, seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
-	var samples []Sample
+	var samples []engine.Sample
 	for i, p := range qwenPrompts(rng, cfg.VocabSize, 9, 3, 14, 6, 11) {
 		c := qwenPrompts(rng, cfg.VocabSize, 1+(i*4)%9)[0] // 1, 5, 9, 4, 8 tokens
 		lp := make([]float32, len(c))
 		for k := range lp {
 			lp[k] = -1 - rng.Float32()
 		}
-		samples = append(samples, Sample{Prompt: p, Completion: c, LogProbs: lp, Advantage: float32(i%3) - 1})
+		samples = append(samples, engine.Sample{Prompt: p, Completion: c, LogProbs: lp, Advantage: float32(i%3) - 1})
 	}
-	tail, err := NewSeqBatch(samples)
+	tail, err := engine.NewSeqBatch(samples)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +390,7 @@ func TestTailLogitsMatchFullLogits(t *testing.T) {
 		if r.bc, err = tr.BCStep(b); err != nil {
 			t.Fatal(err)
 		}
-		v, _, _ := m.varOf(nameEmbed) // tied: the head's gradient and the embedding's meet here
+		v, _, _ := m.varOf(hfmodel.NameEmbed) // tied: the head's gradient and the embedding's meet here
 		if r.weights, err = varFloats(v); err != nil {
 			t.Fatal(err)
 		}

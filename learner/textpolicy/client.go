@@ -151,14 +151,14 @@ func (c *Client) Update([]gridnet.ReplayedGroup) (learner.UpdateStats, learner.S
 }
 
 // Play implements train.Policy (PlayContext with a background context).
-func (c *Client) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
+func (c *Client) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	return c.PlayContext(context.Background(), ins, groupSize, temperature, seed)
 }
 
 // PlayModel plays as PlayContext does, naming model instead of Options.Model in every request:
 // one client samples each policy version an inference engine serves under its own name (a LoRA
 // adapter, "t2t-v3"), with one length schedule for them all. "" names Options.Model.
-func (c *Client) PlayModel(ctx context.Context, model string, ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
+func (c *Client) PlayModel(ctx context.Context, model string, ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	if strings.TrimSpace(model) == "" {
 		model = c.o.Model
 	}
@@ -175,12 +175,12 @@ type clientChoice struct {
 
 // PlayContext plays groupSize completions per instance (see Client); the first failure
 // cancels the requests still running and is returned.
-func (c *Client) PlayContext(ctx context.Context, ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
+func (c *Client) PlayContext(ctx context.Context, ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	return c.play(ctx, c.o.Model, ins, groupSize, temperature, seed)
 }
 
 // play is PlayContext with the model id of the requests.
-func (c *Client) play(ctx context.Context, model string, ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
+func (c *Client) play(ctx context.Context, model string, ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	if groupSize < 1 {
 		return nil, &OptionError{"groupSize", groupSize, "must be ≥ 1"}
 	}
@@ -224,7 +224,7 @@ func (c *Client) play(ctx context.Context, model string, ins []*env.Instance, gr
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ro := &gridnet.Rollout{}
+	ro := &learner.Rollout{}
 	var lengths []int
 	for i, in := range ins {
 		for _, ch := range results[i] {

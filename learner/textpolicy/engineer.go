@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/t2t-lab/t2t/engineer"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
 
@@ -50,7 +50,7 @@ func (c *EngineerChat) Chat(ctx context.Context, msgs []engineer.ChatMessage, te
 	} else if maxTokens > room {
 		maxTokens = room
 	}
-	sc := qwen3.SampleConfig{MaxNewTokens: maxTokens, Temperature: temperature, StopTokens: c.LM.Stop}
+	sc := engine.SampleConfig{MaxNewTokens: maxTokens, Temperature: temperature, StopTokens: c.LM.Stop}
 	var rng *rand.Rand
 	if temperature > 0 {
 		rng = rand.New(rand.NewPCG(c.Seed, 0xe6e1+c.calls.Add(1)))

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 	"github.com/t2t-lab/t2t/learner/torch"
@@ -54,7 +55,7 @@ func NewLM(m engine.Model, tok *tokenizer.Tokenizer) (*LM, error) {
 // LoadLM loads a Hugging Face Qwen3 directory (qwen3.Load) on a GoMLX backend, and its
 // tokenizer.json.
 func LoadLM(backend backends.Backend, dir string) (*LM, error) {
-	return loadLM(dir, func() (engine.Model, error) { return engine.LoadGoMLX(backend, dir) })
+	return loadLM(dir, func() (engine.Model, error) { return qwen3.LoadEngine(backend, dir) })
 }
 
 // OpenModel loads a Hugging Face Qwen3 directory on the engine spec names: gomlx on
@@ -71,12 +72,12 @@ func OpenModel(ctx context.Context, spec engine.Spec, dir string) (engine.Model,
 	if err != nil {
 		return nil, err
 	}
-	return engine.LoadGoMLX(be, dir)
+	return qwen3.LoadEngine(be, dir)
 }
 
 // NewRandomModel builds a model of cfg with random weights on the engine spec names (gomlx:
 // qwen3.NewRandom; torch: the worker's own draw), for benchmarks.
-func NewRandomModel(ctx context.Context, spec engine.Spec, cfg qwen3.Config, seed uint64) (engine.Model, error) {
+func NewRandomModel(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, seed uint64) (engine.Model, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -91,7 +92,7 @@ func NewRandomModel(ctx context.Context, spec engine.Spec, cfg qwen3.Config, see
 	if err != nil {
 		return nil, err
 	}
-	return engine.NewGoMLX(m), nil
+	return qwen3.NewEngine(m), nil
 }
 
 // OpenLM is OpenModel plus the directory's tokenizer.json. The tokenizer is read first, so a
@@ -128,14 +129,14 @@ func (lm *LM) Close() error {
 }
 
 // Generate is Model.GenerateStream without a callback; it waits while Exclusive runs.
-func (lm *LM) Generate(prompts [][]int32, sc qwen3.SampleConfig, rng *rand.Rand) (*qwen3.Generation, error) {
+func (lm *LM) Generate(prompts [][]int32, sc engine.SampleConfig, rng *rand.Rand) (*engine.Generation, error) {
 	lm.mu.RLock()
 	defer lm.mu.RUnlock()
 	return lm.Model.GenerateStream(prompts, sc, 0, rng, nil)
 }
 
 // GenerateStream is Model.GenerateStream; it waits while Exclusive runs.
-func (lm *LM) GenerateStream(prompts [][]int32, sc qwen3.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(qwen3.TokenEvent) bool) (*qwen3.Generation, error) {
+func (lm *LM) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(engine.TokenEvent) bool) (*engine.Generation, error) {
 	lm.mu.RLock()
 	defer lm.mu.RUnlock()
 	return lm.Model.GenerateStream(prompts, sc, topLogProbs, rng, onToken)

@@ -11,7 +11,6 @@ import (
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gridnet"
-	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
@@ -166,7 +165,7 @@ func (p *Policy) Prompt(in *env.Instance) []int32 {
 // give the same completions. Rewards use the length schedule's weights as they stand when
 // Play starts; a sampled (temperature > 0) rollout then folds its share of short completions
 // into the schedule (greedy evaluation does not).
-func (p *Policy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*gridnet.Rollout, error) {
+func (p *Policy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	if groupSize < 1 {
 		return nil, &OptionError{"groupSize", groupSize, "must be ≥ 1"}
 	}
@@ -177,7 +176,7 @@ func (p *Policy) Play(ins []*env.Instance, groupSize int, temperature float64, s
 	sched := p.sched
 	p.mu.Unlock()
 	rng := rand.New(rand.NewPCG(seed, 0x7e47))
-	sc := qwen3.SampleConfig{MaxNewTokens: p.opt.MaxNewTokens, Temperature: temperature, StopTokens: p.lm.Stop}
+	sc := engine.SampleConfig{MaxNewTokens: p.opt.MaxNewTokens, Temperature: temperature, StopTokens: p.lm.Stop}
 	if temperature > 0 {
 		sc.TopK, sc.TopP = p.opt.TopK, p.opt.TopP
 	}
@@ -201,7 +200,7 @@ func (p *Policy) Play(ins []*env.Instance, groupSize int, temperature float64, s
 		copy(tokens[lo:hi], gen.Tokens)
 		copy(logps[lo:hi], gen.LogProbs)
 	}
-	ro := &gridnet.Rollout{Episodes: make([]learner.Episode, 0, n)}
+	ro := &learner.Rollout{Episodes: make([]learner.Episode, 0, n)}
 	lengths := make([]int, n)
 	for r := range n {
 		in := ins[r/groupSize]
@@ -239,7 +238,7 @@ func Judge(in *env.Instance, answer string, rep *env.Report) env.Plan {
 // and the version stays.
 func (p *Policy) Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	var sig learner.SignalStats
-	var samples []qwen3.Sample
+	var samples []engine.Sample
 	for gi, g := range groups {
 		n := len(g.Rewards)
 		if n == 0 || len(g.Actions) != n || len(g.LogProbs) != n || g.Instance == nil {
@@ -260,13 +259,13 @@ func (p *Policy) Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, le
 			if len(g.Actions[e]) == 0 {
 				continue
 			}
-			samples = append(samples, qwen3.Sample{Prompt: prompt, Completion: g.Actions[e], LogProbs: g.LogProbs[e], Advantage: adv[e]})
+			samples = append(samples, engine.Sample{Prompt: prompt, Completion: g.Actions[e], LogProbs: g.LogProbs[e], Advantage: adv[e]})
 		}
 	}
 	if len(samples) == 0 {
 		return learner.UpdateStats{Step: p.version.Load()}, sig, nil
 	}
-	batch, err := qwen3.NewSeqBatch(samples)
+	batch, err := engine.NewSeqBatch(samples)
 	if err != nil {
 		return learner.UpdateStats{}, sig, err
 	}

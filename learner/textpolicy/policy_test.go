@@ -14,6 +14,7 @@ import (
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/gridnet"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
@@ -52,7 +53,7 @@ func tpLM(t testing.TB, seed uint64) *LM {
 	if tpErr != nil {
 		t.Fatal(tpErr)
 	}
-	cfg, err := qwen3.Preset(qwen3.PresetTiny)
+	cfg, err := hfmodel.Preset(hfmodel.PresetTiny)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func tpLM(t testing.TB, seed uint64) *LM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lm, err := NewLM(engine.NewGoMLX(m), tpTok)
+	lm, err := NewLM(qwen3.NewEngine(m), tpTok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestPlayRolloutWellFormed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen, err := lm.Generate([][]int32{p.Prompt(ins[0]), p.Prompt(ins[1])}, qwen3.SampleConfig{MaxNewTokens: 16, StopTokens: lm.Stop}, nil)
+	gen, err := lm.Generate([][]int32{p.Prompt(ins[0]), p.Prompt(ins[1])}, engine.SampleConfig{MaxNewTokens: 16, StopTokens: lm.Stop}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 	"github.com/t2t-lab/t2t/report"
 )
@@ -50,13 +49,13 @@ func (p *Policy) Target(in *env.Instance) ([]int32, error) {
 // Target tokens after each prompt, through the learner.Trainer (BCStep) that GRPO uses, while
 // no generation runs. It counts as a policy version.
 func (p *Policy) SFTStep(ins []*env.Instance) (learner.UpdateStats, error) {
-	samples := make([]qwen3.Sample, 0, len(ins))
+	samples := make([]engine.Sample, 0, len(ins))
 	for _, in := range ins {
 		target, err := p.Target(in)
 		if err != nil {
 			return learner.UpdateStats{}, err
 		}
-		samples = append(samples, qwen3.Sample{Prompt: p.Prompt(in), Completion: target})
+		samples = append(samples, engine.Sample{Prompt: p.Prompt(in), Completion: target})
 	}
 	return p.BCStep(samples)
 }
@@ -64,8 +63,8 @@ func (p *Policy) SFTStep(ins []*env.Instance) (learner.UpdateStats, error) {
 // BCStep runs one supervised (behaviour-cloning) step on samples: the mean cross-entropy of
 // each Completion after its Prompt (token ids), as SFTStep does for env answers; any text can
 // be taught this way (an engineer's answer to its prompt, say). It counts as a policy version.
-func (p *Policy) BCStep(samples []qwen3.Sample) (learner.UpdateStats, error) {
-	batch, err := qwen3.NewSeqBatch(samples)
+func (p *Policy) BCStep(samples []engine.Sample) (learner.UpdateStats, error) {
+	batch, err := engine.NewSeqBatch(samples)
 	if err != nil {
 		return learner.UpdateStats{}, err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/qwen3"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
@@ -22,9 +22,9 @@ import (
 // worker held are lost, so a run resumes from its last checkpoint.
 type Model struct {
 	wk       *Worker
-	cfg      qwen3.Config
+	cfg      hfmodel.Config
 	srcDir   string // tokenizer files Save copies
-	lora     *qwen3.LoRAConfig
+	lora     *hfmodel.LoRAConfig
 	device   string
 	autocast string
 }
@@ -33,7 +33,7 @@ type Model struct {
 // configuration is read and checked here first (qwen3.LoadConfig), so a bad config.json is the
 // same typed error as on the gomlx engine and no worker starts.
 func Load(ctx context.Context, spec engine.Spec, dir string) (*Model, error) {
-	cfg, err := qwen3.LoadConfig(dir)
+	cfg, err := hfmodel.LoadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func Load(ctx context.Context, spec engine.Spec, dir string) (*Model, error) {
 
 // NewRandom starts a worker and builds a model of cfg with random weights in the worker's
 // memory (normal(0, 0.02); not the gomlx engine's draw), for benchmarks.
-func NewRandom(ctx context.Context, spec engine.Spec, cfg qwen3.Config, seed uint64) (*Model, error) {
+func NewRandom(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, seed uint64) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func NewRandom(ctx context.Context, spec engine.Spec, cfg qwen3.Config, seed uin
 	return m, nil
 }
 
-func start(ctx context.Context, spec engine.Spec, cfg qwen3.Config) (*Model, error) {
+func start(ctx context.Context, spec engine.Spec, cfg hfmodel.Config) (*Model, error) {
 	spec.Kind = engine.Torch
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func (m *Model) Device() string {
 }
 
 // Config implements engine.Model.
-func (m *Model) Config() qwen3.Config { return m.cfg }
+func (m *Model) Config() hfmodel.Config { return m.cfg }
 
 // tokenEvent is one decode step of a streamed generate.
 type tokenEvent struct {
@@ -150,8 +150,8 @@ type genReply struct {
 // rng; an onToken that ends a row sends the worker a cancel for it, and tokens the worker
 // produced for that row after it are dropped, so the result is the same as the gomlx engine's
 // for the same tokens.
-func (m *Model) GenerateStream(prompts [][]int32, sc qwen3.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(qwen3.TokenEvent) bool) (*qwen3.Generation, error) {
-	if err := m.cfg.CheckGenerate(prompts, sc, topLogProbs, rng != nil); err != nil {
+func (m *Model) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(engine.TokenEvent) bool) (*engine.Generation, error) {
+	if err := engine.CheckGenerate(m.cfg, prompts, sc, topLogProbs, rng != nil); err != nil {
 		return nil, err
 	}
 	var seed uint64
@@ -171,7 +171,7 @@ func (m *Model) GenerateStream(prompts [][]int32, sc qwen3.SampleConfig, topLogP
 	delivered := make([]int, n) // tokens passed to onToken per row
 	ended := make([]bool, n)    // rows onToken ended
 	nEnded := 0
-	var top []qwen3.TokenLogProb
+	var top []engine.TokenLogProb
 	onEvent := func(body []byte, send func(map[string]any) error) error {
 		var ev tokenEvent
 		if err := msgpack.Unmarshal(body, &ev); err != nil || len(ev.Tokens) != n || len(ev.LogProbs) != n {
@@ -183,12 +183,12 @@ func (m *Model) GenerateStream(prompts [][]int32, sc qwen3.SampleConfig, topLogP
 			if ev.Tokens[r] < 0 || ended[r] {
 				continue
 			}
-			te := qwen3.TokenEvent{Row: r, Step: ev.Step, Token: int32(ev.Tokens[r]), LogProb: float32(ev.LogProbs[r])}
+			te := engine.TokenEvent{Row: r, Step: ev.Step, Token: int32(ev.Tokens[r]), LogProb: float32(ev.LogProbs[r])}
 			if topLogProbs > 0 && r < len(ev.Top) {
 				top = top[:0]
 				for _, pair := range ev.Top[r] {
 					if len(pair) == 2 {
-						top = append(top, qwen3.TokenLogProb{Token: int32(num(pair[0])), LogProb: float32(num(pair[1]))})
+						top = append(top, engine.TokenLogProb{Token: int32(num(pair[0])), LogProb: float32(num(pair[1]))})
 					}
 				}
 				te.Top = top
@@ -216,7 +216,7 @@ func (m *Model) GenerateStream(prompts [][]int32, sc qwen3.SampleConfig, topLogP
 		m.wk.kill()
 		return nil, fmt.Errorf("%w: generate: %d token rows for %d prompts", ErrProtocol, len(rep.Tokens), n)
 	}
-	gen := &qwen3.Generation{Tokens: make([][]int32, n), LogProbs: make([][]float32, n), Stopped: slices.Clone(rep.Stopped)}
+	gen := &engine.Generation{Tokens: make([][]int32, n), LogProbs: make([][]float32, n), Stopped: slices.Clone(rep.Stopped)}
 	for r := range n {
 		t, err := bytesI32(rep.Tokens[r])
 		if err != nil {
@@ -400,7 +400,7 @@ func (m *Model) Step(kind engine.StepKind, b *learner.SeqBatch) (learner.UpdateS
 }
 
 // AddLoRA implements engine.Model.
-func (m *Model) AddLoRA(cfg qwen3.LoRAConfig, seed uint64) error {
+func (m *Model) AddLoRA(cfg hfmodel.LoRAConfig, seed uint64) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -418,9 +418,9 @@ func (m *Model) AddLoRA(cfg qwen3.LoRAConfig, seed uint64) error {
 }
 
 // LoRA implements engine.Model.
-func (m *Model) LoRA() (qwen3.LoRAConfig, bool) {
+func (m *Model) LoRA() (hfmodel.LoRAConfig, bool) {
 	if m.lora == nil {
-		return qwen3.LoRAConfig{}, false
+		return hfmodel.LoRAConfig{}, false
 	}
 	c := *m.lora
 	c.Targets = slices.Clone(c.Targets)
@@ -441,7 +441,7 @@ func (m *Model) LoadAdapter(dir string) error {
 	if err := m.wk.call("load_adapter", map[string]any{"dir": abs}, &rep, nil); err != nil {
 		return err
 	}
-	m.lora = &qwen3.LoRAConfig{Rank: rep.Rank, Alpha: rep.Alpha, Targets: rep.Targets}
+	m.lora = &hfmodel.LoRAConfig{Rank: rep.Rank, Alpha: rep.Alpha, Targets: rep.Targets}
 	return nil
 }
 
@@ -468,7 +468,7 @@ func (m *Model) Save(dir string, dtype safetensors.DType) error {
 	if err := m.wk.call("save", map[string]any{"dir": abs, "dtype": name}, nil, nil); err != nil {
 		return err
 	}
-	return qwen3.CopyTokenizerFiles(m.srcDir, abs)
+	return hfmodel.CopyTokenizerFiles(m.srcDir, abs)
 }
 
 // Reload implements engine.Model: the worker loads dir in place of its model (its optimizer
@@ -477,7 +477,7 @@ func (m *Model) Reload(dir string) error {
 	if m.lora != nil {
 		return fmt.Errorf("torch: Reload: %w: LoRA adapters are attached", learner.ErrInvalidConfig)
 	}
-	cfg, err := qwen3.LoadConfig(dir)
+	cfg, err := hfmodel.LoadConfig(dir)
 	if err != nil {
 		return err
 	}
@@ -496,8 +496,8 @@ func (m *Model) Reload(dir string) error {
 }
 
 // Memory implements engine.Model.
-func (m *Model) Memory(batch, seqLen int) qwen3.MemoryEstimate {
-	return qwen3.EstimateMemory(m.cfg, batch, seqLen, m.lora != nil)
+func (m *Model) Memory(batch, seqLen int) hfmodel.MemoryEstimate {
+	return hfmodel.EstimateMemory(m.cfg, batch, seqLen, m.lora != nil)
 }
 
 // Stats is the worker's memory report.

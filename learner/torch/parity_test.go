@@ -14,6 +14,7 @@ import (
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
@@ -33,17 +34,17 @@ func requireTorch(t *testing.T) string {
 }
 
 // checkpoint writes a random Qwen3 of cfg to a temp dir.
-func checkpoint(t *testing.T, cfg qwen3.Config, seed uint64) string {
+func checkpoint(t *testing.T, cfg hfmodel.Config, seed uint64) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "ckpt")
-	if _, err := qwen3.WriteRandomCheckpoint(dir, cfg, seed, ""); err != nil {
+	if _, err := hfmodel.WriteRandomCheckpoint(dir, cfg, seed, ""); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-func tinyConfig(t *testing.T) qwen3.Config {
-	cfg, err := qwen3.Preset(qwen3.PresetTiny)
+func tinyConfig(t *testing.T) hfmodel.Config {
+	cfg, err := hfmodel.Preset(hfmodel.PresetTiny)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func tinyConfig(t *testing.T) qwen3.Config {
 
 // fourLayerConfig is the 4-layer shape (hidden 256, intermediate 768, vocab 512), untied
 // to cover the separate head.
-func fourLayerConfig(t *testing.T) qwen3.Config {
+func fourLayerConfig(t *testing.T) hfmodel.Config {
 	cfg := tinyConfig(t)
 	cfg.NumHiddenLayers, cfg.HiddenSize, cfg.IntermediateSize = 4, 256, 768
 	cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim = 4, 2, 64
@@ -61,13 +62,13 @@ func fourLayerConfig(t *testing.T) qwen3.Config {
 }
 
 // pair loads dir on both engines.
-func pair(t *testing.T, dir string) (*engine.GoMLXModel, *Model) {
+func pair(t *testing.T, dir string) (*qwen3.EngineModel, *Model) {
 	t.Helper()
 	be, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := engine.LoadGoMLX(be, dir)
+	g, err := qwen3.LoadEngine(be, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestParityLogits(t *testing.T) {
 	const seed = 7
 	for _, tc := range []struct {
 		name string
-		cfg  qwen3.Config
+		cfg  hfmodel.Config
 	}{{"tiny", tinyConfig(t)}, {"4-layer", fourLayerConfig(t)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Logf("seed %d", seed)
@@ -141,12 +142,12 @@ func TestParityLogits(t *testing.T) {
 func grpoBatch(t *testing.T, m engine.Model, rng *rand.Rand) *learner.SeqBatch {
 	t.Helper()
 	vocab := m.Config().VocabSize
-	var samples []qwen3.Sample
+	var samples []engine.Sample
 	for i, pl := range []int{5, 9, 3, 12} {
 		seqs := randomSeqs(rng, vocab, pl, 2+i)
-		samples = append(samples, qwen3.Sample{Prompt: seqs[0], Completion: seqs[1], LogProbs: make([]float32, len(seqs[1])), Advantage: float32(i) - 1.5})
+		samples = append(samples, engine.Sample{Prompt: seqs[0], Completion: seqs[1], LogProbs: make([]float32, len(seqs[1])), Advantage: float32(i) - 1.5})
 	}
-	b, err := qwen3.NewSeqBatch(samples)
+	b, err := engine.NewSeqBatch(samples)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,13 +285,13 @@ func TestParityGreedyAndStream(t *testing.T) {
 	cfg := tinyConfig(t)
 	g, tm := pair(t, checkpoint(t, cfg, seed))
 	prompts := randomSeqs(rand.New(rand.NewPCG(seed, 5)), cfg.VocabSize, 3, 8, 5)
-	sc := qwen3.SampleConfig{MaxNewTokens: 12, StopTokens: []int32{7}}
+	sc := engine.SampleConfig{MaxNewTokens: 12, StopTokens: []int32{7}}
 	gg, err := g.GenerateStream(prompts, sc, 0, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var events []qwen3.TokenEvent
-	gt, err := tm.GenerateStream(prompts, sc, 3, nil, func(ev qwen3.TokenEvent) bool {
+	var events []engine.TokenEvent
+	gt, err := tm.GenerateStream(prompts, sc, 3, nil, func(ev engine.TokenEvent) bool {
 		events = append(events, ev)
 		return ev.Row == 1 && ev.Step == 2 // end row 1 after its third token
 	})
@@ -355,7 +356,7 @@ func TestLoRAAdapterCrossLoad(t *testing.T) {
 	cfg := tinyConfig(t)
 	dir := checkpoint(t, cfg, seed)
 	g, tm := pair(t, dir)
-	lc := qwen3.LoRAConfig{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj", "down_proj"}}
+	lc := hfmodel.LoRAConfig{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "v_proj", "down_proj"}}
 	if err := tm.AddLoRA(lc, seed); err != nil {
 		t.Fatal(err)
 	}

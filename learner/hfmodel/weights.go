@@ -1,4 +1,4 @@
-package qwen3
+package hfmodel
 
 import (
 	"fmt"
@@ -18,30 +18,30 @@ import (
 
 // Hugging Face tensor names.
 const (
-	nameEmbed  = "model.embed_tokens.weight"
-	nameNorm   = "model.norm.weight"
-	nameLMHead = "lm_head.weight"
+	NameEmbed  = "model.embed_tokens.weight"
+	NameNorm   = "model.norm.weight"
+	NameLMHead = "lm_head.weight"
 )
 
 // Per-layer module names, in checkpoint order.
-var layerModules = []string{
+var LayerModules = []string{
 	"input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
 	"self_attn.q_norm", "self_attn.k_norm", "post_attention_layernorm",
 	"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
 }
 
-// weightSpec is one expected tensor: its Hugging Face name and shape.
-type weightSpec struct {
-	name  string
-	shape []int
+// WeightSpec is one expected tensor: its Hugging Face name and shape.
+type WeightSpec struct {
+	Name  string
+	Shape []int
 }
 
-func layerName(l int, module string) string {
+func LayerName(l int, module string) string {
 	return fmt.Sprintf("model.layers.%d.%s.weight", l, module)
 }
 
-// moduleShape returns the weight shape of a per-layer module ([out, in] for projections).
-func (c Config) moduleShape(module string) []int {
+// ModuleShape returns the weight shape of a per-layer module ([out, in] for projections).
+func (c Config) ModuleShape(module string) []int {
 	h, d := c.HiddenSize, c.HeadDim
 	q, kv := c.NumAttentionHeads*d, c.NumKeyValueHeads*d
 	switch module {
@@ -63,24 +63,24 @@ func (c Config) moduleShape(module string) []int {
 	panic("qwen3: unknown module " + module)
 }
 
-// weightSpecs lists every tensor of a checkpoint of c, in the order Save writes them.
-func (c Config) weightSpecs() []weightSpec {
-	specs := []weightSpec{{nameEmbed, []int{c.VocabSize, c.HiddenSize}}}
+// WeightSpecs lists every tensor of a checkpoint of c, in the order Save writes them.
+func (c Config) WeightSpecs() []WeightSpec {
+	specs := []WeightSpec{{NameEmbed, []int{c.VocabSize, c.HiddenSize}}}
 	for l := range c.NumHiddenLayers {
-		for _, m := range layerModules {
-			specs = append(specs, weightSpec{layerName(l, m), c.moduleShape(m)})
+		for _, m := range LayerModules {
+			specs = append(specs, WeightSpec{LayerName(l, m), c.ModuleShape(m)})
 		}
 	}
-	specs = append(specs, weightSpec{nameNorm, []int{c.HiddenSize}})
+	specs = append(specs, WeightSpec{NameNorm, []int{c.HiddenSize}})
 	if !c.TieWordEmbeddings {
-		specs = append(specs, weightSpec{nameLMHead, []int{c.VocabSize, c.HiddenSize}})
+		specs = append(specs, WeightSpec{NameLMHead, []int{c.VocabSize, c.HiddenSize}})
 	}
 	return specs
 }
 
-// isNormWeight reports whether a tensor name is an RMSNorm weight (initialised to ones).
-func isNormWeight(name string) bool {
-	return strings.HasSuffix(name, "layernorm.weight") || strings.HasSuffix(name, "_norm.weight") || name == nameNorm
+// IsNormWeight reports whether a tensor name is an RMSNorm weight (initialised to ones).
+func IsNormWeight(name string) bool {
+	return strings.HasSuffix(name, "layernorm.weight") || strings.HasSuffix(name, "_norm.weight") || name == NameNorm
 }
 
 // InitRandom draws the weights of a model of shape cfg from seed, as transformers initialises
@@ -90,24 +90,24 @@ func InitRandom(cfg Config, seed uint64) ([]safetensors.Tensor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	out := make([]safetensors.Tensor, 0, len(cfg.weightSpecs()))
-	drawRandom(cfg, seed, func(s weightSpec, data []float32) {
-		out = append(out, safetensors.F32Tensor(s.name, s.shape, data))
+	out := make([]safetensors.Tensor, 0, len(cfg.WeightSpecs()))
+	DrawRandom(cfg, seed, func(s WeightSpec, data []float32) {
+		out = append(out, safetensors.F32Tensor(s.Name, s.Shape, data))
 	})
 	return out, nil
 }
 
-// drawRandom draws InitRandom's weights tensor by tensor, in weightSpecs order, and hands each
+// DrawRandom draws InitRandom's weights tensor by tensor, in WeightSpecs order, and hands each
 // to fn (which may keep the slice).
-func drawRandom(cfg Config, seed uint64, fn func(s weightSpec, data []float32)) {
+func DrawRandom(cfg Config, seed uint64, fn func(s WeightSpec, data []float32)) {
 	rng := rand.New(rand.NewPCG(seed, 0x7177656e33))
-	for _, s := range cfg.weightSpecs() {
+	for _, s := range cfg.WeightSpecs() {
 		n := 1
-		for _, d := range s.shape {
+		for _, d := range s.Shape {
 			n *= d
 		}
 		data := make([]float32, n)
-		if isNormWeight(s.name) {
+		if IsNormWeight(s.Name) {
 			for i := range data {
 				data[i] = 1
 			}
@@ -142,16 +142,16 @@ func WriteRandomCheckpoint(dir string, cfg Config, seed uint64, tokenizerJSONPat
 	if err != nil {
 		return cfg, err
 	}
-	if err := writeHFDir(dir, cfg, ts, safetensors.F32); err != nil {
+	if err := WriteHFDir(dir, cfg, ts, safetensors.F32); err != nil {
 		return cfg, err
 	}
 	if tokenizerJSONPath != "" {
-		if err := copyFile(tokenizerJSONPath, filepath.Join(dir, "tokenizer.json")); err != nil {
+		if err := CopyFile(tokenizerJSONPath, filepath.Join(dir, "tokenizer.json")); err != nil {
 			return cfg, err
 		}
 		side := filepath.Join(filepath.Dir(tokenizerJSONPath), "tokenizer_config.json")
 		if _, err := os.Stat(side); err == nil {
-			if err := copyFile(side, filepath.Join(dir, "tokenizer_config.json")); err != nil {
+			if err := CopyFile(side, filepath.Join(dir, "tokenizer_config.json")); err != nil {
 				return cfg, err
 			}
 		}
@@ -159,9 +159,9 @@ func WriteRandomCheckpoint(dir string, cfg Config, seed uint64, tokenizerJSONPat
 	return cfg, nil
 }
 
-// writeHFDir writes config.json and model.safetensors (tensors converted to dtype) into dir,
+// WriteHFDir writes config.json and model.safetensors (tensors converted to dtype) into dir,
 // each through a temporary file renamed into place.
-func writeHFDir(dir string, cfg Config, ts []safetensors.Tensor, dtype safetensors.DType) error {
+func WriteHFDir(dir string, cfg Config, ts []safetensors.Tensor, dtype safetensors.DType) error {
 	torch := map[safetensors.DType]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}[dtype]
 	if torch == "" {
 		return fmt.Errorf("qwen3: save dtype %s: %w", dtype, learner.ErrInvalidConfig)
@@ -211,7 +211,7 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 	return nil
 }
 
-func copyFile(src, dst string) error {
+func CopyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -223,35 +223,35 @@ func copyFile(src, dst string) error {
 	})
 }
 
-// readWeights reads and checks every tensor of cfg from dir's safetensors (single file or
+// ReadWeights reads and checks every tensor of cfg from dir's safetensors (single file or
 // sharded) into float32. Nothing is returned unless all tensors are present with the right
 // shapes and float dtypes and no unexpected tensor is there (a tied checkpoint may carry
 // lm_head.weight, which is ignored, and rotary inv_freq buffers are ignored).
-func readWeights(dir string, cfg Config) (map[string][]float32, error) {
+func ReadWeights(dir string, cfg Config) (map[string][]float32, error) {
 	set, err := safetensors.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("qwen3: %w", err)
 	}
 	defer set.Close()
-	specs := cfg.weightSpecs()
+	specs := cfg.WeightSpecs()
 	want := map[string]bool{}
 	for _, s := range specs {
-		want[s.name] = true
-		info, ok := set.Info(s.name)
+		want[s.Name] = true
+		info, ok := set.Info(s.Name)
 		if !ok {
-			return nil, &WeightError{Tensor: s.name, Problem: ProblemMissing, Want: s.shape}
+			return nil, &WeightError{Tensor: s.Name, Problem: ProblemMissing, Want: s.Shape}
 		}
-		if !slices.Equal(info.Shape, s.shape) {
-			return nil, &WeightError{Tensor: s.name, Problem: ProblemShape, Want: s.shape, Got: info.Shape}
+		if !slices.Equal(info.Shape, s.Shape) {
+			return nil, &WeightError{Tensor: s.Name, Problem: ProblemShape, Want: s.Shape, Got: info.Shape}
 		}
 		switch info.DType {
 		case safetensors.F32, safetensors.BF16, safetensors.F16, safetensors.F64:
 		default:
-			return nil, &WeightError{Tensor: s.name, Problem: ProblemDType, Want: s.shape, Got: info.Shape, DType: string(info.DType)}
+			return nil, &WeightError{Tensor: s.Name, Problem: ProblemDType, Want: s.Shape, Got: info.Shape, DType: string(info.DType)}
 		}
 	}
 	for _, name := range set.Names() {
-		if want[name] || (name == nameLMHead && cfg.TieWordEmbeddings) || strings.HasSuffix(name, "rotary_emb.inv_freq") {
+		if want[name] || (name == NameLMHead && cfg.TieWordEmbeddings) || strings.HasSuffix(name, "rotary_emb.inv_freq") {
 			continue
 		}
 		info, _ := set.Info(name)
@@ -259,7 +259,7 @@ func readWeights(dir string, cfg Config) (map[string][]float32, error) {
 	}
 	out := make(map[string][]float32, len(specs))
 	for _, s := range specs {
-		t, err := set.Read(s.name)
+		t, err := set.Read(s.Name)
 		if err != nil {
 			return nil, fmt.Errorf("qwen3: %w", err)
 		}
@@ -269,10 +269,10 @@ func readWeights(dir string, cfg Config) (map[string][]float32, error) {
 		}
 		for _, x := range f {
 			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return nil, &WeightError{Tensor: s.name, Problem: ProblemNonFinite, Want: s.shape, Got: t.Shape}
+				return nil, &WeightError{Tensor: s.Name, Problem: ProblemNonFinite, Want: s.Shape, Got: t.Shape}
 			}
 		}
-		out[s.name] = f
+		out[s.Name] = f
 	}
 	return out, nil
 }

@@ -1,6 +1,8 @@
-package qwen3
+package hfmodel
 
-import "testing"
+import (
+	"testing"
+)
 
 // The FLOPs formula against a hand count for the tiny preset (hidden 64, 2 layers, 4 q / 2 kv
 // heads of 16, intermediate 128, vocab 512, tied).

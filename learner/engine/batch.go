@@ -1,4 +1,4 @@
-package qwen3
+package engine
 
 import (
 	"fmt"

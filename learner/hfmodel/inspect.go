@@ -1,4 +1,4 @@
-package qwen3
+package hfmodel
 
 import (
 	"fmt"
@@ -80,24 +80,24 @@ func Inspect(dir string) (*Inspection, error) {
 		ins.Groups = append(ins.Groups, *groups[k])
 	}
 	seen := map[string]bool{}
-	for _, s := range cfg.weightSpecs() {
-		seen[s.name] = true
-		info, ok := set.Info(s.name)
+	for _, s := range cfg.WeightSpecs() {
+		seen[s.Name] = true
+		info, ok := set.Info(s.Name)
 		var werr *WeightError
 		switch {
 		case !ok:
-			werr = &WeightError{Tensor: s.name, Problem: ProblemMissing, Want: s.shape}
-		case !slices.Equal(info.Shape, s.shape):
-			werr = &WeightError{Tensor: s.name, Problem: ProblemShape, Want: s.shape, Got: info.Shape}
+			werr = &WeightError{Tensor: s.Name, Problem: ProblemMissing, Want: s.Shape}
+		case !slices.Equal(info.Shape, s.Shape):
+			werr = &WeightError{Tensor: s.Name, Problem: ProblemShape, Want: s.Shape, Got: info.Shape}
 		case !slices.Contains([]safetensors.DType{safetensors.F32, safetensors.BF16, safetensors.F16, safetensors.F64}, info.DType):
-			werr = &WeightError{Tensor: s.name, Problem: ProblemDType, Want: s.shape, Got: info.Shape, DType: string(info.DType)}
+			werr = &WeightError{Tensor: s.Name, Problem: ProblemDType, Want: s.Shape, Got: info.Shape, DType: string(info.DType)}
 		}
 		if werr != nil {
 			ins.Problems = append(ins.Problems, werr.Error())
 		}
 	}
 	for _, name := range names {
-		if !seen[name] && !(name == nameLMHead && cfg.TieWordEmbeddings) {
+		if !seen[name] && !(name == NameLMHead && cfg.TieWordEmbeddings) {
 			info, _ := set.Info(name)
 			ins.Problems = append(ins.Problems, (&WeightError{Tensor: name, Problem: ProblemUnexpected, Got: info.Shape}).Error())
 		}

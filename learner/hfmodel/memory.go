@@ -1,4 +1,4 @@
-package qwen3
+package hfmodel
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func (e MemoryEstimate) String() string {
 func (c Config) LoRAParams(lc LoRAConfig) int64 {
 	var n int64
 	for _, t := range lc.Targets {
-		s := c.moduleShape(layerModules[loraModule[t]])
+		s := c.ModuleShape(loraModules[t])
 		n += int64(lc.Rank) * int64(s[0]+s[1])
 	}
 	return n * int64(c.NumHiddenLayers)

@@ -1,4 +1,4 @@
-package qwen3
+package hfmodel
 
 // TrainFLOPsPerToken is the model FLOPs of one trained token of a sequence of seqLen tokens:
 // the PaLM (Chowdhery et al. 2022, appendix B) count
