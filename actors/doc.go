@@ -8,6 +8,8 @@
 //	Runner   RunUnit(ctx, WorkUnit) (UnitDone, error)          — env + inference (rollout side)
 //	Updater  Update(ctx, []Group) (newVersion int64, error)      — GRPO step (learner side)
 //	Proposer Propose(ctx, runID, stage) (version, json, error)  — environment engineer
+//	         CloseStage(ctx, runID, stage) error (optional: StageCloser) — closes a finished stage
+//	         (evaluation, checkpoint) before the next is proposed
 //	Clock    Now() time.Time                                     — lease deadlines (ManualClock in tests)
 //
 // # Use

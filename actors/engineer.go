@@ -17,6 +17,14 @@ type Proposer interface {
 	Propose(ctx context.Context, runID string, stage int) (version string, configJSON []byte, err error)
 }
 
+// StageCloser is a Proposer that also closes each finished stage (evaluates the policy, saves a
+// checkpoint, writes the stage's report) before the next one is designed: after a StageDone the
+// engineer actor calls CloseStage for that stage, then Propose for the next. The run's last
+// stage, which has no next, is closed by whoever runs the system once Run returns.
+type StageCloser interface {
+	CloseStage(ctx context.Context, runID string, stage int) error
+}
+
 // EngineerStats are the engineer's counters.
 type EngineerStats struct {
 	Proposed uint64 // configs sent to the coordinator
@@ -78,7 +86,7 @@ func (a *engineerActor) Receive(c actor.Context) {
 		if !ok {
 			return
 		}
-		v, js, err := a.propose(m.RunID, stage)
+		v, js, err := a.closeAndPropose(m.RunID, stage)
 		if err != nil {
 			a.logger.Error("engineer: proposal failed", "run", m.RunID, "stage", stage, "error", err)
 		}
@@ -88,11 +96,17 @@ func (a *engineerActor) Receive(c actor.Context) {
 	}
 }
 
-func (a *engineerActor) propose(runID string, stage int) (v string, js []byte, err error) {
+// closeAndPropose closes the stage before stage (a StageCloser), then proposes stage's config.
+func (a *engineerActor) closeAndPropose(runID string, stage int) (v string, js []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("proposer panicked: %v", p)
 		}
 	}()
+	if c, ok := a.proposer.(StageCloser); ok {
+		if err := c.CloseStage(a.ctx, runID, stage-1); err != nil {
+			return "", nil, fmt.Errorf("closing stage %d: %w", stage-1, err)
+		}
+	}
 	return a.proposer.Propose(a.ctx, runID, stage)
 }

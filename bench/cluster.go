@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/t2t-lab/t2t/cluster/store"
-	"github.com/t2t-lab/t2t/train"
 )
 
 // ClusterOptions configure Cluster. DefaultClusterOptions gives the defaults named per field;
@@ -38,7 +37,7 @@ func DefaultClusterOptions() ClusterOptions {
 // ClusterProfileNames lists the profiles Cluster can simulate (train.DefaultClusterProfiles).
 func ClusterProfileNames() []string {
 	var out []string
-	for _, p := range train.DefaultClusterProfiles() {
+	for _, p := range DefaultClusterProfiles() {
 		out = append(out, p.Name)
 	}
 	return out
@@ -52,7 +51,7 @@ func (o ClusterOptions) Validate() error {
 }
 
 // profiles validates o and returns the profiles it names.
-func (o ClusterOptions) profiles() ([]train.ClusterProfile, error) {
+func (o ClusterOptions) profiles() ([]ClusterProfile, error) {
 	bad := func(field string, v any, reason string) error { return optionError("ClusterOptions", field, v, reason) }
 	for _, r := range o.Rollouts {
 		if r < 1 || r > 4096 {
@@ -65,13 +64,13 @@ func (o ClusterOptions) profiles() ([]train.ClusterProfile, error) {
 	if o.RecordUnits < 1 {
 		return nil, bad("RecordUnits", o.RecordUnits, "want >= 1")
 	}
-	profs := train.DefaultClusterProfiles()
+	profs := DefaultClusterProfiles()
 	if len(o.Profiles) == 0 {
 		return profs, nil
 	}
-	var pick []train.ClusterProfile
+	var pick []ClusterProfile
 	for _, n := range o.Profiles {
-		i := slices.IndexFunc(profs, func(p train.ClusterProfile) bool { return p.Name == n })
+		i := slices.IndexFunc(profs, func(p ClusterProfile) bool { return p.Name == n })
 		if i < 0 {
 			return nil, bad("Profiles", n, "unknown profile (have "+strings.Join(ClusterProfileNames(), ", ")+")")
 		}
@@ -81,11 +80,11 @@ func (o ClusterOptions) profiles() ([]train.ClusterProfile, error) {
 }
 
 // Cluster simulates one coordinator, one learner and R rollout actors for each profile and R
-// of o (train.BenchCluster), with Redis' RecordUnit cost measured first (on o.RedisURL, or the
+// of o (train.SimulateCluster), with Redis' RecordUnit cost measured first (on o.RedisURL, or the
 // embedded Redis), writes the report to w (the cost, then per profile a table of episodes/s
 // fed to the learner, discards, lag and busy shares, and where it saturates) and returns the
 // points.
-func Cluster(ctx context.Context, o ClusterOptions, w io.Writer) ([]train.ClusterBenchPoint, error) {
+func Cluster(ctx context.Context, o ClusterOptions, w io.Writer) ([]ClusterPoint, error) {
 	profs, err := o.profiles()
 	if err != nil {
 		return nil, err
@@ -95,7 +94,7 @@ func Cluster(ctx context.Context, o ClusterOptions, w io.Writer) ([]train.Cluste
 		return nil, fmt.Errorf("redis: %w", err)
 	}
 	defer st.Close()
-	rc, err := train.MeasureRecordUnit(ctx, st, o.RedisURL, o.RecordUnits)
+	rc, err := MeasureRecordUnit(ctx, st, o.RedisURL, o.RecordUnits)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +105,7 @@ func Cluster(ctx context.Context, o ClusterOptions, w io.Writer) ([]train.Cluste
 	fmt.Fprintf(w, "Redis RecordUnit of a 16-instance unit: %s client, %s server; simulated at %s (%s)\n",
 		rc.Client.Round(time.Microsecond), rc.Server.Round(time.Microsecond), cost.Round(time.Microsecond), what)
 	t0 := time.Now()
-	points, err := train.BenchCluster(train.ClusterBenchOptions{Profiles: profs, Rollouts: o.Rollouts, RecordCost: cost, Seed: o.Seed})
+	points, err := SimulateCluster(ClusterSimOptions{Profiles: profs, Rollouts: o.Rollouts, RecordCost: cost, Seed: o.Seed})
 	if err != nil {
 		return nil, err
 	}
@@ -120,16 +119,16 @@ func Cluster(ctx context.Context, o ClusterOptions, w io.Writer) ([]train.Cluste
 }
 
 // writeProfile writes one profile's header, table and saturation line.
-func writeProfile(w io.Writer, p train.ClusterProfile, points []train.ClusterBenchPoint) error {
-	var mine []train.ClusterBenchPoint
+func writeProfile(w io.Writer, p ClusterProfile, points []ClusterPoint) error {
+	var mine []ClusterPoint
 	for _, pt := range points {
 		if pt.Profile == p.Name {
 			mine = append(mine, pt)
 		}
 	}
-	var wire train.WireCosts
+	var wire WireCosts
 	if len(mine) > 0 {
-		wire = train.WireCosts{CoordMsg: mine[0].Config.CoordMsgCost, LearnerMsg: mine[0].Config.LearnerMsgCost}
+		wire = WireCosts{CoordMsg: mine[0].Config.CoordMsgCost, LearnerMsg: mine[0].Config.LearnerMsgCost}
 	}
 	fmt.Fprintf(w, "\nprofile %s: %s\n  unit %s ± %.0f%%, update %s, %d groups of %d per unit, batch %d, wire %s per coordinator message, %s per UnitGroups (measured)\n",
 		p.Name, p.Note, p.UnitLatency, 100*p.UnitJitter, p.StepTime, p.InstancesPerUnit, p.GroupSize, p.LearnerBatch,
@@ -150,7 +149,7 @@ func writeProfile(w io.Writer, p train.ClusterProfile, points []train.ClusterBen
 
 // saturation names where a profile's throughput stops growing: the
 // smallest R within 5% of its best, and what is busy there.
-func saturation(ps []train.ClusterBenchPoint) string {
+func saturation(ps []ClusterPoint) string {
 	if len(ps) == 0 {
 		return ""
 	}

@@ -1,6 +1,6 @@
 // Package bench holds the benchmarks behind `t2t bench`: GRPO steps and batched KV-cache
 // decoding of a Qwen3 model on either compute engine (learner/engine), and the simulated
-// cluster of train.BenchCluster.
+// cluster of train.SimulateCluster.
 //
 // # Use
 //

@@ -74,10 +74,7 @@ func Run(ctx context.Context, cfg Config, run *RunSetup) error {
 	defer st.Close()
 	p.st = st
 	if cfg.RedisURL != "" {
-		if p.ps, err = train.OpenPolicyStore(ctx, cfg.RedisURL, ""); err != nil {
-			return err
-		}
-		defer p.ps.Close()
+		p.ps = train.NewPolicyStore(st)
 	}
 	if !cfg.Roles.Run {
 		return p.serveRollouts(ctx)

@@ -37,7 +37,7 @@ type Options struct {
 	LearnerBatch     int `json:"Batch"`
 	Rollouts         int `json:"Rollouts"`
 	InstancesPerUnit int `json:"PerUnit"`
-	// Policy ("gridnet" or "scripted"), Hidden (gridnet layer widths as
+	// Policy (kind: "gridnet", "scripted" or "qwen3"), Hidden (gridnet layer widths as
 	// t2t experiment's --hidden takes them), Device, MistakeRate (scripted)
 	// and LR describe the policy NewPolicy builds. Run reads only Policy
 	// (for the report); they are here so that NewPolicy can take them from

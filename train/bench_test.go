@@ -84,7 +84,7 @@ func BenchmarkPipeline(b *testing.B) {
 					b.Fatal(err)
 				}
 				ro, _ := waitPolicy{}.Play(ins, group, 1, 0)
-				res := unitResult(fmt.Sprintf("plain-%d", i), 0, store.SplitTrain, fmt.Sprintf("u%d", u), ro.Episodes, 0, cfg.Hash())
+				res := AggregateEpisodes(fmt.Sprintf("plain-%d", i), 0, store.SplitTrain, fmt.Sprintf("u%d", u), ro.Episodes, 0, cfg.Hash())
 				if _, err := st.RecordUnit(ctx, res); err != nil {
 					b.Fatal(err)
 				}

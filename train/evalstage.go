@@ -58,9 +58,9 @@ func (r *run) evalStage(ctx context.Context, stage int, rep *StageReport) error 
 	return nil
 }
 
-// finishStage evaluates the policy after stage, reads the stage's training
+// closeStage closes stage, a step of the run loop: it evaluates the policy, reads the training
 // outcome from Redis and appends the stage report.
-func (r *run) finishStage(ctx context.Context, stage int) (*StageReport, error) {
+func (r *run) closeStage(ctx context.Context, stage int) (*StageReport, error) {
 	if r.gate != nil {
 		// The stage's last batch may still be in the learner.
 		if _, err := r.gate.wait(ctx, true); err != nil {

@@ -57,7 +57,7 @@ func evalResult(pol Policy, play evaluate.Player, runID string, stage int, split
 	if err != nil {
 		return store.UnitResult{}, err
 	}
-	return unitResult(runID, stage, split, unitID, eps, version, configVersion), nil
+	return AggregateEpisodes(runID, stage, split, unitID, eps, version, configVersion), nil
 }
 
 // runEval plays evaluation unit u: the instances [Lo, Hi) of the suite its

@@ -10,9 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/t2t-lab/t2t/actors"
+	"github.com/t2t-lab/t2t/cluster/store"
 )
 
 // The flow of a run: what became of the groups the rollouts sent the
@@ -204,7 +203,7 @@ func (p *PolicyStore) PutFlow(ctx context.Context, rec FlowRecord) error {
 	if err != nil {
 		return err
 	}
-	if err := p.rdb.Set(ctx, p.key(rec.RunID, "flow"), b, 0).Err(); err != nil {
+	if err := p.st.PutFlow(ctx, rec.RunID, b); err != nil {
 		return fmt.Errorf("train: put flow of run %s: %w", rec.RunID, err)
 	}
 	return nil
@@ -212,8 +211,8 @@ func (p *PolicyStore) PutFlow(ctx context.Context, rec FlowRecord) error {
 
 // Flow reads the run's flow record; ok is false when the run wrote none.
 func (p *PolicyStore) Flow(ctx context.Context, runID string) (rec FlowRecord, ok bool, err error) {
-	b, err := p.rdb.Get(ctx, p.key(runID, "flow")).Bytes()
-	if errors.Is(err, redis.Nil) {
+	b, err := p.st.Flow(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
 		return FlowRecord{}, false, nil
 	}
 	if err != nil {

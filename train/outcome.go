@@ -9,10 +9,9 @@ import (
 // maxExamplesPerUnit bounds the failure examples a unit sends to Redis.
 const maxExamplesPerUnit = 2
 
-// unitResult turns a rollout into the store's per-unit outcome record:
-// counts by (map size, agents) and failure category, and a few failure
-// examples.
-func unitResult(runID string, stage int, split, unitID string, eps []learner.Episode, policyVersion int64, configVersion string) store.UnitResult {
+// AggregateEpisodes is the record of one work unit: eps counted per (size, agents) bucket with
+// their failure categories and a few failed examples, under the unit's ids and versions.
+func AggregateEpisodes(runID string, stage int, split, unitID string, eps []learner.Episode, policyVersion int64, configVersion string) store.UnitResult {
 	r := store.UnitResult{
 		RunID: runID, Stage: stage, Split: split, UnitID: unitID,
 		Buckets: map[store.Key]store.Counts{}, PolicyVersion: policyVersion, ConfigVersion: configVersion,

@@ -12,7 +12,7 @@ import (
 
 // Policy is what a run trains: it plays episodes and learns from groups.
 type Policy interface {
-	// Name is "gridnet" or "scripted".
+	// Name is the policy kind: "gridnet", "scripted", "qwen3" or "endpoint".
 	Name() string
 	// Play plays groupSize episodes per instance; temperature 0 is greedy.
 	// The same seed, weights and instances give the same rollout.

@@ -8,10 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
@@ -25,22 +22,11 @@ import (
 // publishes the run's description (RunSpec) before the first stage and
 // every policy version after each update; a rollout node reads the spec
 // when it sees a run's first unit and loads the newest weights when the
-// learner's version moved past the one it holds.
-//
-// Redis keys (P is the prefix, "t2t" by default; R the run id, in the {R}
-// hash tag that keeps every key of a run in one Redis Cluster slot, as
-// cluster/store does):
-//
-//	P:run:{R}:spec            string  JSON RunSpec; written before the run starts
-//	P:run:{R}:policy:latest   string  decimal version of the newest published policy
-//	P:run:{R}:policy:<v>      string  version v's gridnet weights (safetensors bytes, the
-//	                                  model.safetensors of a checkpoint); scripted policies
-//	                                  publish versions only. The newest KeepPolicies are kept.
-//
-// A publication writes the weights, then moves latest, in one MULTI/EXEC,
-// so whoever reads latest finds its weights (unless KeepPolicies newer
-// versions were published in between; Load then retries with the newer
-// latest).
+// learner's version moved past the one it holds. The Redis keys are
+// cluster/store's (P:run:{R}:spec, P:run:{R}:policy:latest,
+// P:run:{R}:policy:<v>; see its key schema): gridnet weights travel
+// through Redis, LLM weights as checkpoint directories or pushed to an
+// inference engine (push.go).
 
 // ErrNoSpec: the run has published no RunSpec (its coordinator has not
 // started it, or the run id is wrong).
@@ -48,9 +34,6 @@ var ErrNoSpec = errors.New("train: run spec not published")
 
 // ErrNoPolicy: the run has published no policy version yet.
 var ErrNoPolicy = errors.New("train: no policy published")
-
-// KeepPolicies is the number of newest policy versions kept in Redis.
-const KeepPolicies = 4
 
 // RunSpec is what a rollout node needs to run a run's units: the run seed
 // (stage instances are generated from it), the group size and how to build
@@ -60,7 +43,7 @@ type RunSpec struct {
 	RunID     string `json:"run_id"`
 	Seed      uint64 `json:"seed"`
 	GroupSize int    `json:"group_size"`
-	// Policy is "gridnet" or "scripted".
+	// Policy is the policy kind: "gridnet", "scripted", "qwen3" or "endpoint".
 	Policy string `json:"policy"`
 	// MistakeRate is the scripted policy's mistake rate.
 	MistakeRate float64 `json:"mistake_rate,omitempty"`
@@ -133,36 +116,39 @@ func (s RunSpec) NewPolicy(device, apiKey string) (Policy, error) {
 	return pol, nil
 }
 
-// PolicyStore publishes and reads run specs and policy versions in Redis
-// (see the key list above). It is safe for concurrent use.
+// PolicyStore publishes and reads run specs and policy versions through the
+// cluster's store. It is safe for concurrent use.
 type PolicyStore struct {
-	rdb    *redis.Client
-	prefix string
+	st  *store.Store
+	own bool // Close closes st
 }
 
-// OpenPolicyStore connects to the Redis at url (redis://host:port/db) and
-// pings it. prefix is the key prefix ("" for "t2t", as cluster/store).
+// OpenPolicyStore connects to the Redis at url (redis://host:port/db),
+// retrying transient failures as the store does. prefix is the key prefix
+// ("" for "t2t").
 func OpenPolicyStore(ctx context.Context, url, prefix string) (*PolicyStore, error) {
-	if prefix == "" {
-		prefix = "t2t"
+	if url == "" {
+		return nil, fmt.Errorf("%w: the policy store needs a Redis URL", ErrOptions)
 	}
-	ro, err := store.ParseURL(url)
+	st, err := store.Open(ctx, store.Options{URL: url, Prefix: prefix})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOptions, err)
+		if errors.Is(err, store.ErrInvalid) {
+			return nil, fmt.Errorf("%w: %w", ErrOptions, err)
+		}
+		return nil, fmt.Errorf("train: policy store: %w", err)
 	}
-	rdb := redis.NewClient(ro)
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("train: policy store: ping %s: %w", ro.Addr, err)
-	}
-	return &PolicyStore{rdb: rdb, prefix: prefix}, nil
+	return &PolicyStore{st: st, own: true}, nil
 }
 
-// Close closes the connection pool.
-func (p *PolicyStore) Close() error { return p.rdb.Close() }
+// NewPolicyStore uses an open store; Close leaves it open.
+func NewPolicyStore(st *store.Store) *PolicyStore { return &PolicyStore{st: st} }
 
-func (p *PolicyStore) key(runID, suffix string) string {
-	return p.prefix + ":run:{" + runID + "}:" + suffix
+// Close closes the connection pool the store opened itself.
+func (p *PolicyStore) Close() error {
+	if p.own {
+		return p.st.Close()
+	}
+	return nil
 }
 
 // PutSpec writes the run's spec (last writer wins).
@@ -171,7 +157,7 @@ func (p *PolicyStore) PutSpec(ctx context.Context, s RunSpec) error {
 	if err != nil {
 		return err
 	}
-	if err := p.rdb.Set(ctx, p.key(s.RunID, "spec"), b, 0).Err(); err != nil {
+	if err := p.st.PutSpec(ctx, s.RunID, b); err != nil {
 		return fmt.Errorf("train: put spec of run %s: %w", s.RunID, err)
 	}
 	return nil
@@ -179,8 +165,8 @@ func (p *PolicyStore) PutSpec(ctx context.Context, s RunSpec) error {
 
 // Spec reads the run's spec; ErrNoSpec when there is none.
 func (p *PolicyStore) Spec(ctx context.Context, runID string) (RunSpec, error) {
-	b, err := p.rdb.Get(ctx, p.key(runID, "spec")).Bytes()
-	if errors.Is(err, redis.Nil) {
+	b, err := p.st.Spec(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
 		return RunSpec{}, fmt.Errorf("%w: run %s", ErrNoSpec, runID)
 	}
 	if err != nil {
@@ -194,24 +180,9 @@ func (p *PolicyStore) Spec(ctx context.Context, runID string) (RunSpec, error) {
 }
 
 // Publish makes version the run's latest policy, with its weights (nil for
-// a policy without weights), and drops the version KeepPolicies older.
+// a policy without weights in Redis); see store.PublishPolicy.
 func (p *PolicyStore) Publish(ctx context.Context, runID string, version int64, weights []byte) error {
-	// The transaction is idempotent; a server still loading its AOF fails it (EXECABORT), so it
-	// is retried as the store retries its own writes.
-	err := store.Retry(ctx, store.Options{}, "publish policy", func(ctx context.Context) error {
-		_, err := p.rdb.TxPipelined(ctx, func(tx redis.Pipeliner) error {
-			if weights != nil {
-				tx.Set(ctx, p.key(runID, "policy:"+strconv.FormatInt(version, 10)), weights, 0)
-			}
-			tx.Set(ctx, p.key(runID, "policy:latest"), version, 0)
-			if old := version - KeepPolicies; old >= 0 {
-				tx.Del(ctx, p.key(runID, "policy:"+strconv.FormatInt(old, 10)))
-			}
-			return nil
-		})
-		return err
-	})
-	if err != nil {
+	if err := p.st.PublishPolicy(ctx, runID, version, weights); err != nil {
 		return fmt.Errorf("train: publish policy %d of run %s: %w", version, runID, err)
 	}
 	return nil
@@ -219,8 +190,8 @@ func (p *PolicyStore) Publish(ctx context.Context, runID string, version int64, 
 
 // Latest returns the run's newest published version; ErrNoPolicy when none.
 func (p *PolicyStore) Latest(ctx context.Context, runID string) (int64, error) {
-	v, err := p.rdb.Get(ctx, p.key(runID, "policy:latest")).Int64()
-	if errors.Is(err, redis.Nil) {
+	v, err := p.st.LatestPolicy(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
 		return 0, fmt.Errorf("%w: run %s", ErrNoPolicy, runID)
 	}
 	if err != nil {
@@ -232,8 +203,8 @@ func (p *PolicyStore) Latest(ctx context.Context, runID string) (int64, error) {
 // Weights returns version's weights; ErrNoPolicy when they are not (or no
 // longer) stored.
 func (p *PolicyStore) Weights(ctx context.Context, runID string, version int64) ([]byte, error) {
-	b, err := p.rdb.Get(ctx, p.key(runID, "policy:"+strconv.FormatInt(version, 10))).Bytes()
-	if errors.Is(err, redis.Nil) {
+	b, err := p.st.PolicyWeights(ctx, runID, version)
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: run %s version %d", ErrNoPolicy, runID, version)
 	}
 	if err != nil {

@@ -16,20 +16,27 @@ import (
 	"github.com/t2t-lab/t2t/env"
 )
 
-// Propose implements actors.Proposer: close the finished stage (evaluate,
-// checkpoint, report), then ask the strategy for the next config.
+// CloseStage implements actors.StageCloser: the engineer actor closes a
+// finished stage (evaluation, checkpoint, report; closeStage) before it
+// asks for the next stage's config.
+func (r *run) CloseStage(ctx context.Context, _ string, stage int) error {
+	_, err := r.closeStage(ctx, stage)
+	return err
+}
+
+// Propose implements actors.Proposer: ask the strategy for stage's config
+// (the stage before it is closed) and note its rationale in that stage's
+// report.
 func (r *run) Propose(ctx context.Context, runID string, stage int) (string, []byte, error) {
-	rep, err := r.finishStage(ctx, stage-1)
-	if err != nil {
-		return "", nil, err
-	}
 	defer r.traces.end(stage - 1)
 	cfg, b, rationale, err := r.propose(ctx, stage, false)
 	if err != nil {
 		return "", nil, err
 	}
 	r.mu.Lock()
-	rep.Rationale = rationale
+	if n := len(r.res.Stages); n > 0 && r.res.Stages[n-1].Stage == stage-1 {
+		r.res.Stages[n-1].Rationale = rationale
+	}
 	r.mu.Unlock()
 	return cfg.Hash(), b, nil
 }

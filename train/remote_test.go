@@ -56,7 +56,7 @@ func TestPolicyStoreSpecVersionsAndPruning(t *testing.T) {
 	}
 	for v := range int64(6) {
 		w, err := ps.Weights(ctx, "r1", v)
-		kept := v > 5-KeepPolicies
+		kept := v > 5-store.KeepPolicies
 		switch {
 		case kept && (err != nil || !slices.Equal(w, []byte{byte(v), 1, 2})):
 			t.Fatalf("version %d: %v %v", v, w, err)

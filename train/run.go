@@ -225,7 +225,7 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 		return r.res, err
 	}
 	tr.evaluating(opt.Stages - 1)
-	_, err = r.finishStage(ctx, opt.Stages-1)
+	_, err = r.closeStage(ctx, opt.Stages-1)
 	r.traces.end(opt.Stages - 1)
 	if err == nil {
 		printFlowTotal(opt.Out, r.res.Flow())

@@ -157,7 +157,7 @@ func (e *unitExecutor) playChunk(ctx context.Context, u actors.WorkUnit, c int, 
 		}
 		return 0, fmt.Errorf("unit %s: %w", u.UnitID, err)
 	}
-	pr := unitResult(e.runID, u.Stage, store.SplitTrain, u.UnitID, ro.Episodes, version, u.ConfigVersion)
+	pr := AggregateEpisodes(e.runID, u.Stage, store.SplitTrain, u.UnitID, ro.Episodes, version, u.ConfigVersion)
 	if c == 0 {
 		out.result = pr
 	} else {

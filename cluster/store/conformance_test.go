@@ -29,6 +29,7 @@ func runConformance(t *testing.T, open storeOpener) {
 	t.Run("Audit", func(t *testing.T) { storeTestAudit(t, open) })
 	t.Run("Checkpoints", func(t *testing.T) { storeTestCheckpoints(t, open) })
 	t.Run("RunState", func(t *testing.T) { storeTestRunState(t, open) })
+	t.Run("SpecAndPolicies", func(t *testing.T) { storeTestPolicies(t, open) })
 	t.Run("InvalidInput", func(t *testing.T) { storeTestInvalid(t, open) })
 }
 

@@ -42,6 +42,11 @@
 //	| P:run:{R}:audit                | hash   | "<stage>:<attempt>" → JSON AuditRecord; set once             | AppendAudit (engineer)             | Audit (reports, debugging)       |
 //	| P:run:{R}:checkpoints          | hash   | "<version>" → JSON CheckpointRecord; set once                | PutCheckpoint (learner)            | Checkpoints, LatestCheckpoint    |
 //	|                                |        |                                                              |                                    | (resume, inference nodes)        |
+//	| P:run:{R}:spec                 | string | JSON train.RunSpec (seed, group size, policy kind)           | PutSpec (coordinator)              | Spec (rollout nodes)             |
+//	| P:run:{R}:policy:latest        | string | decimal version of the newest published policy               | PublishPolicy (learner)            | LatestPolicy (rollout nodes)     |
+//	| P:run:{R}:policy:<v>           | string | version v's weights (gridnet: model.safetensors bytes); the  | PublishPolicy (learner)            | PolicyWeights (rollout nodes)    |
+//	|                                |        | newest KeepPolicies are kept; LLM weights travel as files    |                                    |                                  |
+//	| P:run:{R}:flow                 | string | JSON train.FlowRecord: groups arrived, used, discarded, lag  | PutFlow (learner's run loop)       | Flow (status pages)              |
 //
 // Nothing expires: a run's keys stay until deleted by hand
 // (redis-cli --scan --pattern 'P:run:{R}:*' | xargs redis-cli del).

@@ -13,7 +13,6 @@ import (
 
 	"github.com/t2t-lab/t2t/bench"
 	"github.com/t2t-lab/t2t/cluster/store"
-	"github.com/t2t-lab/t2t/train"
 )
 
 const benchClusterUsage = `t2t bench cluster [--redis redis://host:port/db] [--rollouts 1,2,4,...] [--profiles gridnet,...] [--svg F] [--json F]
@@ -60,7 +59,7 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *svg != "" {
-		if err := os.WriteFile(*svg, train.ClusterBenchSVG(points), 0o644); err != nil {
+		if err := os.WriteFile(*svg, bench.ClusterSVG(points), 0o644); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package train
+package bench
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/train"
 )
 
 // The cluster benchmark (t2t bench cluster): actors.Simulate over R = 1 …
@@ -72,8 +73,8 @@ func DefaultClusterProfiles() []ClusterProfile {
 	return []ClusterProfile{grid, unpaced, qwen, ctl}
 }
 
-// ClusterBenchOptions configure BenchCluster.
-type ClusterBenchOptions struct {
+// ClusterSimOptions configure SimulateCluster.
+type ClusterSimOptions struct {
 	Profiles []ClusterProfile
 	Rollouts []int // R values; default 1, 2, 4, …, 1024 (1,000 rounded to a power of two)
 	// RecordCost is Redis' server time per RecordUnit (MeasureRecordUnit).
@@ -82,8 +83,8 @@ type ClusterBenchOptions struct {
 	Seed uint64
 }
 
-// ClusterBenchPoint is one simulated (profile, R).
-type ClusterBenchPoint struct {
+// ClusterPoint is one simulated (profile, R).
+type ClusterPoint struct {
 	Profile string
 	R       int
 	actors.SimResult
@@ -166,17 +167,17 @@ func MeasureRecordUnit(ctx context.Context, st *store.Store, serverURL string, n
 	if err != nil {
 		return RecordCost{}, err
 	}
-	ro, err := (&ScriptedPolicy{MistakeRate: 0.1}).Play(ins, 8, 1, 7)
+	ro, err := (&train.ScriptedPolicy{MistakeRate: 0.1}).Play(ins, 8, 1, 7)
 	if err != nil {
 		return RecordCost{}, err
 	}
 	runID := fmt.Sprintf("bench-record-%d", time.Now().UnixNano())
-	res := unitResult(runID, 0, store.SplitTrain, "", ro.Episodes, 0, "cfg")
+	res := train.AggregateEpisodes(runID, 0, store.SplitTrain, "", ro.Episodes, 0, "cfg")
 	var rdb *redis.Client
 	if serverURL != "" {
 		ro, err := store.ParseURL(serverURL)
 		if err != nil {
-			return RecordCost{}, fmt.Errorf("%w: %w", ErrOptions, err)
+			return RecordCost{}, fmt.Errorf("%w: %w", train.ErrOptions, err)
 		}
 		rdb = redis.NewClient(ro)
 		defer rdb.Close()
@@ -230,8 +231,8 @@ func scriptUsec(ctx context.Context, rdb *redis.Client) (float64, error) {
 	return total, nil
 }
 
-// BenchCluster simulates every profile at every R.
-func BenchCluster(opt ClusterBenchOptions) ([]ClusterBenchPoint, error) {
+// SimulateCluster simulates every profile at every R.
+func SimulateCluster(opt ClusterSimOptions) ([]ClusterPoint, error) {
 	if len(opt.Profiles) == 0 {
 		opt.Profiles = DefaultClusterProfiles()
 	}
@@ -240,7 +241,7 @@ func BenchCluster(opt ClusterBenchOptions) ([]ClusterBenchPoint, error) {
 			opt.Rollouts = append(opt.Rollouts, r)
 		}
 	}
-	var out []ClusterBenchPoint
+	var out []ClusterPoint
 	for _, p := range opt.Profiles {
 		w, err := MeasureWire(p)
 		if err != nil {
@@ -256,19 +257,19 @@ func BenchCluster(opt ClusterBenchOptions) ([]ClusterBenchPoint, error) {
 			if err != nil {
 				return nil, fmt.Errorf("profile %s, R=%d: %w", p.Name, r, err)
 			}
-			out = append(out, ClusterBenchPoint{Profile: p.Name, R: r, SimResult: res})
+			out = append(out, ClusterPoint{Profile: p.Name, R: r, SimResult: res})
 		}
 	}
 	return out, nil
 }
 
-// ClusterBenchSVG draws episodes per second fed to the learner against R
+// ClusterSVG draws episodes per second fed to the learner against R
 // (log-log), one line per profile, the bottleneck marked at each point:
 // a circle for the learner, a square for the coordinator, a diamond for
 // Redis, nothing when the rollouts (or the window) limit.
-func ClusterBenchSVG(points []ClusterBenchPoint) []byte {
+func ClusterSVG(points []ClusterPoint) []byte {
 	const W, H, L, R, T, B = 720, 400, 70, 170, 30, 50
-	byProf := map[string][]ClusterBenchPoint{}
+	byProf := map[string][]ClusterPoint{}
 	var names []string
 	minR, maxR, minE, maxE := math.Inf(1), 0.0, math.Inf(1), 0.0
 	for _, p := range points {
