@@ -163,41 +163,104 @@ func messageText(raw json.RawMessage, param string) (string, *reqError) {
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	if rerr := s.decodeBody(w, r, &req); rerr != nil {
+	c := s.cur.Load()
+	spec, rerr := s.parseChat(w, r, c, &req)
+	if rerr != nil {
 		writeReqError(w, rerr)
 		return
 	}
-	c := s.cur.Load()
+	n, prompt := len(spec.rows), spec.rows[0]
+	g := s.newGenCall(c, spec, "chatcmpl", req.Stream, "n", n, "prompt_tokens", len(prompt))
+	g.promptTokens = len(prompt) // the n choices share one prompt
+	wantLP := req.Logprobs != nil && *req.Logprobs
+	lps := func(toks []genToken) *chatLogprobs {
+		if !wantLP {
+			return nil
+		}
+		return chatLogprobsOf(c, toks, req.ReturnTokensAsTokenIDs)
+	}
+	if !req.Stream {
+		res, _, ok := s.run(w, r, g, nil)
+		if !ok {
+			return
+		}
+		resp := chatResponse{ID: g.id, Object: "chat.completion", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Usage: g.usageOf(res)}
+		for i := range res {
+			resp.Choices = append(resp.Choices, chatChoice{Index: i, Message: chatRespMessage{Role: "assistant", Content: string(res[i].text)},
+				Logprobs: lps(res[i].toks), FinishReason: res[i].finish})
+		}
+		g.log.Info("chat completion", "completion_tokens", resp.Usage.CompletionTokens)
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	var chunk func(choices []chatChunkChoice, u *usage) error
+	res, sse, ok := s.run(w, r, g, func(sse *sse) error {
+		chunk = func(choices []chatChunkChoice, u *usage) error {
+			return sse.send(chatChunk{ID: g.id, Object: "chat.completion.chunk", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Choices: choices, Usage: u})
+		}
+		empty := ""
+		for i := range n {
+			if err := chunk([]chatChunkChoice{{Index: i, Delta: chatDelta{Role: "assistant", Content: &empty}}}, nil); err != nil {
+				return err
+			}
+		}
+		g.job.stream = func(row int, gr *genRow, final bool) error {
+			text, toks := gr.pending(g.job.stops, final)
+			if text != "" || (len(toks) > 0 && wantLP) {
+				if err := chunk([]chatChunkChoice{{Index: row, Delta: chatDelta{Content: &text}, Logprobs: lps(toks)}}, nil); err != nil {
+					return err
+				}
+			}
+			if !final || gr.finish == "" {
+				return nil
+			}
+			reason := gr.finish
+			return chunk([]chatChunkChoice{{Index: row, Delta: chatDelta{}, FinishReason: &reason}}, nil)
+		}
+		return nil
+	})
+	if !ok {
+		return
+	}
+	defer sse.finish()
+	u := g.usageOf(res)
+	if req.StreamOptions.IncludeUsage {
+		if err := chunk([]chatChunkChoice{}, &u); err != nil {
+			return
+		}
+	}
+	g.log.Info("chat completion streamed", "completion_tokens", u.CompletionTokens)
+	sse.done()
+}
+
+// parseChat reads a /v1/chat/completions request into its rows (the rendered prompt n times).
+func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, c *served, req *chatRequest) (genSpec, *reqError) {
+	if rerr := s.decodeBody(w, r, req); rerr != nil {
+		return genSpec{}, rerr
+	}
 	ad, model, rerr := s.resolveModel(c, req.Model)
 	if rerr != nil {
-		writeReqError(w, rerr)
-		return
+		return genSpec{}, rerr
 	}
-	text, rerr := chatPrompt(&req)
+	text, rerr := chatPrompt(req)
 	if rerr != nil {
-		writeReqError(w, rerr)
-		return
+		return genSpec{}, rerr
 	}
 	prompt, rerr := s.encodePrompt(c, text, "messages")
 	if rerr != nil {
-		writeReqError(w, rerr)
-		return
+		return genSpec{}, rerr
 	}
 	sc, n, rerr := s.sampling(&req.samplingParams, c, []int{len(prompt)}, s.opt.DefaultMaxTokens)
 	if rerr != nil {
-		writeReqError(w, rerr)
-		return
+		return genSpec{}, rerr
 	}
-	wantLP := req.Logprobs != nil && *req.Logprobs
 	top := 0
 	if req.TopLogprobs != nil {
-		if !wantLP {
-			return400(w, "top_logprobs", "top_logprobs needs logprobs: true")
-			return
+		if req.Logprobs == nil || !*req.Logprobs {
+			return genSpec{}, badRequest("top_logprobs", "top_logprobs needs logprobs: true")
 		}
 		if *req.TopLogprobs < 0 || *req.TopLogprobs > s.opt.MaxTopLogprobs {
-			return400(w, "top_logprobs", fmt.Sprintf("top_logprobs %d: must be in [0, %d]", *req.TopLogprobs, s.opt.MaxTopLogprobs))
-			return
+			return genSpec{}, badRequest("top_logprobs", "top_logprobs %d: must be in [0, %d]", *req.TopLogprobs, s.opt.MaxTopLogprobs)
 		}
 		top = *req.TopLogprobs
 	}
@@ -205,105 +268,22 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	for i := range rows {
 		rows[i] = prompt
 	}
-	job := &genJob{lm: c.lm, use: s.adapterUse(c.lm, ad), rows: rows, sc: sc, top: top, stops: newStopMatcher(req.Stop), seed: s.requestSeed(req.Seed)}
-	job.sc.StopTokens = c.lm.Stop
-	id, created := s.newID("chatcmpl"), s.opt.Now().Unix()
-	fp := fmt.Sprintf("t2t-r%d", c.revision)
-	lps := func(toks []genToken) *chatLogprobs {
-		if !wantLP {
-			return nil
-		}
-		out := &chatLogprobs{Content: make([]tokenLogprob, len(toks))}
-		for i, t := range toks {
-			str, bs := tokenString(c.lm, t.id, req.ReturnTokensAsTokenIDs)
-			e := tokenLogprob{Token: str, Logprob: float64(t.lp), Bytes: bs, TopLogprobs: []topLogprob{}}
-			for _, a := range t.top {
-				as, ab := tokenString(c.lm, a.Token, req.ReturnTokensAsTokenIDs)
-				e.TopLogprobs = append(e.TopLogprobs, topLogprob{Token: as, Logprob: float64(a.LogProb), Bytes: ab})
-			}
-			out.Content[i] = e
-		}
-		return out
-	}
-	log := s.opt.Logger.With("id", id, "model", model, "n", n, "prompt_tokens", len(prompt), "max_tokens", sc.MaxNewTokens, "stream", req.Stream)
-	release, ok := s.admit(w, r, job, log)
-	if !ok {
-		return
-	}
-	defer release()
-	if !req.Stream {
-		res, err := job.run(r.Context())
-		release() // the model is free: the answer's writing does not hold it
-		if err != nil {
-			s.genFailed(w, log, err)
-			return
-		}
-		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: model, SystemFingerprint: fp}
-		for i := range res {
-			g := &res[i]
-			resp.Choices = append(resp.Choices, chatChoice{Index: i, Message: chatRespMessage{Role: "assistant", Content: string(g.text)},
-				Logprobs: lps(g.toks), FinishReason: g.finish})
-			resp.Usage.CompletionTokens += len(g.toks)
-		}
-		resp.Usage.PromptTokens = len(prompt)
-		resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
-		log.Info("chat completion", "completion_tokens", resp.Usage.CompletionTokens)
-		writeJSON(w, http.StatusOK, resp)
-		return
-	}
-	sse, err := newSSE(w)
-	if err != nil {
-		s.genFailed(w, log, err)
-		return
-	}
-	defer sse.finish()
-	chunk := func(choices []chatChunkChoice, u *usage) error {
-		return sse.send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, SystemFingerprint: fp, Choices: choices, Usage: u})
-	}
-	empty := ""
-	for i := range n {
-		if err := chunk([]chatChunkChoice{{Index: i, Delta: chatDelta{Role: "assistant", Content: &empty}}}, nil); err != nil {
-			return
-		}
-	}
-	job.stream = func(row int, g *genRow, final bool) error {
-		text, toks := g.pending(job.stops, final)
-		if text != "" || (len(toks) > 0 && wantLP) {
-			if err := chunk([]chatChunkChoice{{Index: row, Delta: chatDelta{Content: &text}, Logprobs: lps(toks)}}, nil); err != nil {
-				return err
-			}
-		}
-		if final {
-			reason := g.finish
-			if reason == "" {
-				return nil
-			}
-			return chunk([]chatChunkChoice{{Index: row, Delta: chatDelta{}, FinishReason: &reason}}, nil)
-		}
-		return nil
-	}
-	res, err := job.run(r.Context())
-	release()
-	if err != nil {
-		sse.fail(log, err)
-		return
-	}
-	u := usage{PromptTokens: len(prompt)}
-	for i := range res {
-		u.CompletionTokens += len(res[i].toks)
-	}
-	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	if req.StreamOptions.IncludeUsage {
-		if err := chunk([]chatChunkChoice{}, &u); err != nil {
-			return
-		}
-	}
-	log.Info("chat completion streamed", "completion_tokens", u.CompletionTokens)
-	sse.done()
+	return genSpec{ad: ad, model: model, rows: rows, sc: sc, top: top, stop: req.Stop, seed: req.Seed}, nil
 }
 
-func return400(w http.ResponseWriter, param, msg string) {
-	writeReqError(w, badRequest(param, "%s", msg))
+// chatLogprobsOf is the chat log-probs of toks.
+func chatLogprobsOf(c *served, toks []genToken, asIDs bool) *chatLogprobs {
+	out := &chatLogprobs{Content: make([]tokenLogprob, len(toks))}
+	for i, t := range toks {
+		str, bs := tokenString(c.lm, t.id, asIDs)
+		e := tokenLogprob{Token: str, Logprob: float64(t.lp), Bytes: bs, TopLogprobs: []topLogprob{}}
+		for _, a := range t.top {
+			as, ab := tokenString(c.lm, a.Token, asIDs)
+			e.TopLogprobs = append(e.TopLogprobs, topLogprob{Token: as, Logprob: float64(a.LogProb), Bytes: ab})
+		}
+		out.Content[i] = e
+	}
+	return out
 }
 
 // genFailed answers a generation error: bad input the checks above missed is a 422, anything

@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 )
 
@@ -79,20 +78,93 @@ func (s *Server) completionPrompts(raw json.RawMessage, c *served) ([][]int32, [
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if rerr := s.decodeBody(w, r, &req); rerr != nil {
-		writeReqError(w, rerr)
-		return
-	}
 	c := s.cur.Load()
-	ad, model, rerr := s.resolveModel(c, req.Model)
+	spec, texts, rerr := s.parseCompletion(w, r, c, &req)
 	if rerr != nil {
 		writeReqError(w, rerr)
 		return
+	}
+	g := s.newGenCall(c, spec, "cmpl", req.Stream)
+	n := len(spec.rows) / len(texts)
+	echo := func(row int) string {
+		if req.Echo {
+			return texts[row/n]
+		}
+		return ""
+	}
+	lps := func(toks []genToken, offset int) *completionLogprobs {
+		if req.Logprobs == nil {
+			return nil
+		}
+		return completionLogprobsOf(g.c, toks, offset, req.ReturnTokensAsTokenIDs)
+	}
+	if !req.Stream {
+		res, _, ok := s.run(w, r, g, nil)
+		if !ok {
+			return
+		}
+		u := g.usageOf(res)
+		resp := completionResponse{ID: g.id, Object: "text_completion", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Usage: &u}
+		for i := range res {
+			reason, e := res[i].finish, echo(i)
+			resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: e + string(res[i].text), Logprobs: lps(res[i].toks, len(e)), FinishReason: &reason})
+		}
+		g.log.Info("completion", "completion_tokens", u.CompletionTokens)
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	var chunk func(ch []completionChoice, u *usage) error
+	res, sse, ok := s.run(w, r, g, func(sse *sse) error {
+		chunk = func(ch []completionChoice, u *usage) error {
+			return sse.send(completionResponse{ID: g.id, Object: "text_completion", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Choices: ch, Usage: u})
+		}
+		if req.Echo {
+			for i := range spec.rows {
+				if err := chunk([]completionChoice{{Index: i, Text: echo(i)}}, nil); err != nil {
+					return err
+				}
+			}
+		}
+		g.job.stream = func(row int, gr *genRow, final bool) error {
+			text, toks := gr.pending(g.job.stops, final)
+			var reason *string
+			if final && gr.finish != "" {
+				f := gr.finish
+				reason = &f
+			}
+			if text == "" && reason == nil && (len(toks) == 0 || req.Logprobs == nil) {
+				return nil
+			}
+			return chunk([]completionChoice{{Index: row, Text: text, Logprobs: lps(toks, len(echo(row))), FinishReason: reason}}, nil)
+		}
+		return nil
+	})
+	if !ok {
+		return
+	}
+	defer sse.finish()
+	if req.StreamOptions.IncludeUsage {
+		u := g.usageOf(res)
+		if err := chunk([]completionChoice{}, &u); err != nil {
+			return
+		}
+	}
+	sse.done()
+}
+
+// parseCompletion reads a /v1/completions request into the rows to sample (each prompt n
+// times) and the prompts' texts (for echo).
+func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request, c *served, req *completionRequest) (genSpec, []string, *reqError) {
+	if rerr := s.decodeBody(w, r, req); rerr != nil {
+		return genSpec{}, nil, rerr
+	}
+	ad, model, rerr := s.resolveModel(c, req.Model)
+	if rerr != nil {
+		return genSpec{}, nil, rerr
 	}
 	prompts, texts, rerr := s.completionPrompts(req.Prompt, c)
 	if rerr != nil {
-		writeReqError(w, rerr)
-		return
+		return genSpec{}, nil, rerr
 	}
 	lens := make([]int, len(prompts))
 	for i, p := range prompts {
@@ -100,14 +172,12 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, n, rerr := s.sampling(&req.samplingParams, c, lens, 16)
 	if rerr != nil {
-		writeReqError(w, rerr)
-		return
+		return genSpec{}, nil, rerr
 	}
-	top := -1
+	top := 0
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > s.opt.MaxTopLogprobs {
-			return400(w, "logprobs", fmt.Sprintf("logprobs %d: must be in [0, %d]", *req.Logprobs, s.opt.MaxTopLogprobs))
-			return
+			return genSpec{}, nil, badRequest("logprobs", "logprobs %d: must be in [0, %d]", *req.Logprobs, s.opt.MaxTopLogprobs)
 		}
 		top = *req.Logprobs
 	}
@@ -117,111 +187,26 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			rows = append(rows, p)
 		}
 	}
-	job := &genJob{lm: c.lm, use: s.adapterUse(c.lm, ad), rows: rows, sc: sc, top: max(top, 0), stops: newStopMatcher(req.Stop), seed: s.requestSeed(req.Seed)}
-	job.sc.StopTokens = c.lm.Stop
-	id, created := s.newID("cmpl"), s.opt.Now().Unix()
-	fp := fmt.Sprintf("t2t-r%d", c.revision)
-	lps := func(toks []genToken, offset int) *completionLogprobs {
-		if top < 0 {
-			return nil
-		}
-		out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
-		for _, t := range toks {
-			str, _ := tokenString(c.lm, t.id, req.ReturnTokensAsTokenIDs)
-			out.Tokens = append(out.Tokens, str)
-			out.TokenLogprobs = append(out.TokenLogprobs, float64(t.lp))
-			alts := map[string]float64{}
-			for _, a := range t.top {
-				as, _ := tokenString(c.lm, a.Token, req.ReturnTokensAsTokenIDs)
-				if _, dup := alts[as]; !dup {
-					alts[as] = float64(a.LogProb)
-				}
-			}
-			out.TopLogprobs = append(out.TopLogprobs, alts)
-			out.TextOffset = append(out.TextOffset, offset+t.text)
-		}
-		return out
-	}
-	echo := func(row int) string {
-		if req.Echo {
-			return texts[row/n]
-		}
-		return ""
-	}
-	promptTokens := 0
-	for _, p := range rows {
-		promptTokens += len(p)
-	}
-	log := s.opt.Logger.With("id", id, "model", model, "rows", len(rows), "max_tokens", sc.MaxNewTokens, "stream", req.Stream)
-	release, ok := s.admit(w, r, job, log)
-	if !ok {
-		return
-	}
-	defer release()
-	if !req.Stream {
-		res, err := job.run(r.Context())
-		release() // the model is free: the answer's writing does not hold it
-		if err != nil {
-			s.genFailed(w, log, err)
-			return
-		}
-		u := usage{PromptTokens: promptTokens}
-		resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, SystemFingerprint: fp, Usage: &u}
-		for i := range res {
-			g := &res[i]
-			reason := g.finish
-			e := echo(i)
-			resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: e + string(g.text), Logprobs: lps(g.toks, len(e)), FinishReason: &reason})
-			u.CompletionTokens += len(g.toks)
-		}
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-		log.Info("completion", "completion_tokens", u.CompletionTokens)
-		writeJSON(w, http.StatusOK, resp)
-		return
-	}
-	sse, err := newSSE(w)
-	if err != nil {
-		s.genFailed(w, log, err)
-		return
-	}
-	defer sse.finish()
-	chunk := func(ch []completionChoice, u *usage) error {
-		return sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, SystemFingerprint: fp, Choices: ch, Usage: u})
-	}
-	if req.Echo {
-		for i := range rows {
-			if err := chunk([]completionChoice{{Index: i, Text: echo(i)}}, nil); err != nil {
-				return
+	return genSpec{ad: ad, model: model, rows: rows, sc: sc, top: top, stop: req.Stop, seed: req.Seed}, texts, nil
+}
+
+// completionLogprobsOf is the legacy completions log-probs of toks; offset is where their text
+// starts in the choice's text.
+func completionLogprobsOf(c *served, toks []genToken, offset int, asIDs bool) *completionLogprobs {
+	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
+	for _, t := range toks {
+		str, _ := tokenString(c.lm, t.id, asIDs)
+		out.Tokens = append(out.Tokens, str)
+		out.TokenLogprobs = append(out.TokenLogprobs, float64(t.lp))
+		alts := map[string]float64{}
+		for _, a := range t.top {
+			as, _ := tokenString(c.lm, a.Token, asIDs)
+			if _, dup := alts[as]; !dup {
+				alts[as] = float64(a.LogProb)
 			}
 		}
+		out.TopLogprobs = append(out.TopLogprobs, alts)
+		out.TextOffset = append(out.TextOffset, offset+t.text)
 	}
-	job.stream = func(row int, g *genRow, final bool) error {
-		text, toks := g.pending(job.stops, final)
-		var reason *string
-		if final && g.finish != "" {
-			f := g.finish
-			reason = &f
-		}
-		if text == "" && reason == nil && (len(toks) == 0 || top < 0) {
-			return nil
-		}
-		return chunk([]completionChoice{{Index: row, Text: text, Logprobs: lps(toks, len(echo(row))), FinishReason: reason}}, nil)
-	}
-	res, err := job.run(r.Context())
-	release()
-	if err != nil {
-		sse.fail(log, err)
-		return
-	}
-	if req.StreamOptions.IncludeUsage {
-		u := usage{PromptTokens: promptTokens}
-		for i := range res {
-			u.CompletionTokens += len(res[i].toks)
-		}
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-		if err := chunk([]completionChoice{}, &u); err != nil {
-			return
-		}
-	}
-	sse.done()
+	return out
 }

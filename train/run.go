@@ -153,22 +153,14 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	r.flow.ps, r.flow.on = ps, opt.OnFlow
 	r.flow.rec = FlowRecord{RunID: opt.RunID, MaxLag: opt.MaxLag, StalenessK: opt.StalenessK, KeepLateK: opt.KeepLateK, KeepStale: opt.KeepStale}
 	r.flow.warn = func(err error) { opt.Logger.Warn("train: flow record not written", "error", err) }
-	var err error
-	valSpec := env.ValidationSpec(opt.SuiteSeed, opt.ValPerSize)
-	if r.val, err = env.GenerateSuite(&valSpec, 0, valSpec.Len()); err != nil {
-		return nil, err
-	}
-	evalSpec := env.PaperEvalSpec(opt.SuiteSeed, opt.EvalPerSize)
-	if r.eval, err = env.GenerateSuite(&evalSpec, 0, evalSpec.Len()); err != nil {
-		return nil, err
-	}
-	if r.evalPlan, err = evalSplits(&valSpec, &evalSpec); err != nil {
+	if err := r.suites(); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(opt.Out, "run %s: %s policy, %d stages × %d instances (group %d), engineer %s; validation %d, benchmark %d instances\n",
 		opt.RunID, pol.Name(), opt.Stages, opt.Config.Instances, opt.GroupSize, opt.Strategy.Name(), len(r.val), len(r.eval))
 	first := 0
 	if opt.Resume {
+		var err error
 		if first, err = r.resumeStages(ctx); err != nil {
 			return nil, err
 		}
@@ -177,13 +169,35 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 		}
 	}
 	if opt.RolloutEngine != nil {
+		var err error
 		if r.push, err = startPush(ctx, opt, pol); err != nil {
 			return nil, err
 		}
 		defer r.push.stop()
 	}
+	return r.stages(ctx, first)
+}
+
+// suites generates the validation and benchmark suites and plans their evaluation units.
+func (r *run) suites() (err error) {
+	valSpec := env.ValidationSpec(r.opt.SuiteSeed, r.opt.ValPerSize)
+	if r.val, err = env.GenerateSuite(&valSpec, 0, valSpec.Len()); err != nil {
+		return err
+	}
+	evalSpec := env.PaperEvalSpec(r.opt.SuiteSeed, r.opt.EvalPerSize)
+	if r.eval, err = env.GenerateSuite(&evalSpec, 0, evalSpec.Len()); err != nil {
+		return err
+	}
+	r.evalPlan, err = evalSplits(&valSpec, &evalSpec)
+	return err
+}
+
+// stages runs stages first… of the run on the in-process actor system (the initial
+// evaluation first, unless resumed) and closes the last one.
+func (r *run) stages(ctx context.Context, first int) (*Result, error) {
+	opt, pol, st := r.opt, r.pol, r.st
 	if opt.Deterministic {
-		r.gate = newDetGate(ctx, pol, opt.LearnerBatch, cancel)
+		r.gate = newDetGate(ctx, pol, opt.LearnerBatch, r.abort)
 	}
 	r.units = localExecutor(opt, pol, st)
 	r.units.traces, r.units.gate, r.units.lost = r.traces, r.gate, r.lost

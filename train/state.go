@@ -60,9 +60,17 @@ type stateTracker struct {
 	done chan struct{}
 }
 
+// The tracker is what the actor system calls: it must close stages too.
+var _ interface {
+	actors.Runner
+	actors.Updater
+	actors.Proposer
+	actors.StageCloser
+} = (*stateTracker)(nil)
+
 // track starts recording the run's state and wraps sc.StageHeaders; the
-// returned tracker is the Runner, Updater and Proposer to give the actor
-// system. Call stop when the run ends.
+// returned tracker is the Runner, Updater, Proposer and StageCloser to give
+// the actor system. Call stop when the run ends.
 func (r *run) track(ctx context.Context, sc *actors.SystemConfig) *stateTracker {
 	t := &stateTracker{r: r, runCtx: ctx, ctx: context.WithoutCancel(ctx), headers: sc.StageHeaders,
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
@@ -204,10 +212,15 @@ func (t *stateTracker) Update(ctx context.Context, groups []actors.Group) (int64
 	return v, err
 }
 
-// Propose implements actors.Proposer: the stage before stage is being
-// evaluated and the engineer designs stage.
+// CloseStage implements actors.StageCloser: stage's units are done and it
+// is being evaluated.
+func (t *stateTracker) CloseStage(ctx context.Context, runID string, stage int) error {
+	t.evaluating(stage)
+	return t.r.CloseStage(ctx, runID, stage)
+}
+
+// Propose implements actors.Proposer: the engineer designs stage.
 func (t *stateTracker) Propose(ctx context.Context, runID string, stage int) (string, []byte, error) {
-	t.evaluating(stage - 1)
 	return t.r.Propose(ctx, runID, stage)
 }
 

@@ -68,124 +68,171 @@ func Play(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*lear
 	if want := env.ObsSize(env.ObsRadius); obsSize != want {
 		return nil, fmt.Errorf("%w: gridnet observation size %d, env gives %d", learner.ErrCheckpointMismatch, obsSize, want)
 	}
-	type live struct {
-		sim   *env.Sim
-		ep    int
-		moves [env.MaxAgents]env.Move
+	p, err := newPlayer(g, ins, cfg, rng)
+	if err != nil {
+		return nil, err
 	}
-	ro := &learner.Rollout{ObsSize: obsSize}
-	var lives []*live
+	// Each joint step is decided in rounds: all agents at once, or (with
+	// Sequential) agent 0 of every live episode, then agent 1, and so on.
+	rounds := 1
+	if cfg.Sequential {
+		for _, in := range ins {
+			rounds = max(rounds, len(in.Agents))
+		}
+	}
+	for len(p.active) > 0 {
+		for round := range rounds {
+			if err := p.round(round); err != nil {
+				return nil, err
+			}
+		}
+		p.step()
+	}
+	return p.finish(), nil
+}
+
+// player is the state of one Play call.
+type player struct {
+	g       *Net
+	cfg     RolloutConfig
+	rng     *rand.Rand
+	obsSize int
+	ro      *learner.Rollout
+	lives   []*liveEpisode
+	active  []*liveEpisode
+	perEp   []episodeDecisions // each episode's decisions, laid out contiguously by finish
+	// one round's batch
+	obs     []float32
+	legal   []bool
+	actions []int32
+	logps   []float32
+	slots   []agentSlot
+}
+
+// liveEpisode is an episode being played.
+type liveEpisode struct {
+	sim   *env.Sim
+	ep    int
+	moves [env.MaxAgents]env.Move
+}
+
+// episodeDecisions are one episode's decisions in its own flat buffers (one copy of an
+// observation now, one when the episodes are laid out at the end).
+type episodeDecisions struct {
+	obs   []float32
+	legal []bool
+	agent []int32
+	act   []int32
+	logp  []float32
+}
+
+// agentSlot is one decision of a round: agent a of a live episode.
+type agentSlot struct {
+	l *liveEpisode
+	a int
+}
+
+// newPlayer starts GroupSize episodes per instance.
+func newPlayer(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*player, error) {
+	p := &player{g: g, cfg: cfg, rng: rng, obsSize: g.ObsSize(), ro: &learner.Rollout{ObsSize: g.ObsSize()}}
 	for _, in := range ins {
 		if err := in.Validate(); err != nil {
 			return nil, err
 		}
 		steps := cfg.StepsPerSide * max(in.Width, in.Height)
 		for range cfg.GroupSize {
-			ro.Episodes = append(ro.Episodes, learner.Episode{Instance: in})
-			lives = append(lives, &live{sim: env.NewSim(in, steps), ep: len(ro.Episodes) - 1})
+			p.ro.Episodes = append(p.ro.Episodes, learner.Episode{Instance: in})
+			p.lives = append(p.lives, &liveEpisode{sim: env.NewSim(in, steps), ep: len(p.ro.Episodes) - 1})
 		}
 	}
-	// Decisions are collected per episode and laid out at the end so that
-	// an episode's decisions are contiguous.
-	var (
-		obs     []float32
-		legal   []bool
-		actions []int32
-		logps   []float32
-	)
-	// Each episode's decisions, in its own flat buffers (one copy of an
-	// observation now, one when the episodes are laid out at the end).
-	type decs struct {
-		obs   []float32
-		legal []bool
-		agent []int32
-		act   []int32
-		logp  []float32
-	}
-	perEp := make([]decs, len(ro.Episodes))
-	maxK := 0
-	for _, in := range ins {
-		maxK = max(maxK, len(in.Agents))
-	}
-	// Each joint step is decided in rounds: all agents at once, or (with
-	// Sequential) agent 0 of every live episode, then agent 1, and so on.
-	type slot struct {
-		l *live
-		a int
-	}
-	var slots []slot
-	active := lives
-	for len(active) > 0 {
-		rounds := 1
+	p.active = p.lives
+	p.perEp = make([]episodeDecisions, len(p.ro.Episodes))
+	return p, nil
+}
+
+// round decides the moves of round (every agent, or with Sequential agent round) of every
+// live episode in one Act call and records them.
+func (p *player) round(round int) error {
+	cfg := p.cfg
+	p.obs, p.legal, p.slots = p.obs[:0], p.legal[:0], p.slots[:0]
+	for _, l := range p.active {
+		k := l.sim.NumAgents()
+		lo, hi := 0, k
 		if cfg.Sequential {
-			rounds = maxK
-		}
-		for round := range rounds {
-			obs, legal, slots = obs[:0], legal[:0], slots[:0]
-			for _, l := range active {
-				k := l.sim.NumAgents()
-				lo, hi := 0, k
-				if cfg.Sequential {
-					if round >= k {
-						continue
-					}
-					lo, hi = round, round+1
-				}
-				for a := lo; a < hi; a++ {
-					obs = appendObs(l.sim, a, obs)
-					if cfg.MaskIllegal {
-						legal = appendMask(l.sim, a, cfg, legal)
-					}
-					slots = append(slots, slot{l, a})
-				}
-			}
-			n := len(slots)
-			if n == 0 {
-				// Every live episode has fewer agents than this round:
-				// the episodes with more agents have ended.
+			if round >= k {
 				continue
 			}
-			actions = slices.Grow(actions[:0], n)[:n]
-			logps = slices.Grow(logps[:0], n)[:n]
-			var lg []bool
+			lo, hi = round, round+1
+		}
+		for a := lo; a < hi; a++ {
+			p.obs = appendObs(l.sim, a, p.obs)
 			if cfg.MaskIllegal {
-				lg = legal
+				p.legal = appendMask(l.sim, a, cfg, p.legal)
 			}
-			if err := g.Act(obs, n, lg, cfg.Temperature, rng, actions, logps); err != nil {
-				return nil, err
-			}
-			for i, sl := range slots {
-				d := &perEp[sl.l.ep]
-				d.obs = append(d.obs, obs[i*obsSize:(i+1)*obsSize]...)
-				if cfg.MaskIllegal {
-					d.legal = append(d.legal, legal[i*env.NumMoves:(i+1)*env.NumMoves]...)
-				}
-				d.agent = append(d.agent, int32(sl.a))
-				d.act = append(d.act, actions[i])
-				d.logp = append(d.logp, logps[i])
-				sl.l.moves[sl.a] = env.Move(actions[i])
-				if cfg.Sequential {
-					sl.l.sim.SetIntent(sl.a, env.Move(actions[i]))
-				}
-			}
+			p.slots = append(p.slots, agentSlot{l, a})
 		}
-		next := active[:0:0]
-		for _, l := range active {
-			l.sim.Step(l.moves[:l.sim.NumAgents()])
-			if !l.sim.Done() {
-				next = append(next, l)
-			}
-		}
-		active = next
 	}
-	for _, l := range lives {
+	n := len(p.slots)
+	if n == 0 {
+		// Every live episode has fewer agents than this round: the episodes with more
+		// agents have ended.
+		return nil
+	}
+	p.actions = slices.Grow(p.actions[:0], n)[:n]
+	p.logps = slices.Grow(p.logps[:0], n)[:n]
+	var lg []bool
+	if cfg.MaskIllegal {
+		lg = p.legal
+	}
+	if err := p.g.Act(p.obs, n, lg, cfg.Temperature, p.rng, p.actions, p.logps); err != nil {
+		return err
+	}
+	p.record()
+	return nil
+}
+
+// record appends the round's decisions to their episodes and sets the agents' moves.
+func (p *player) record() {
+	for i, sl := range p.slots {
+		d := &p.perEp[sl.l.ep]
+		d.obs = append(d.obs, p.obs[i*p.obsSize:(i+1)*p.obsSize]...)
+		if p.cfg.MaskIllegal {
+			d.legal = append(d.legal, p.legal[i*env.NumMoves:(i+1)*env.NumMoves]...)
+		}
+		d.agent = append(d.agent, int32(sl.a))
+		d.act = append(d.act, p.actions[i])
+		d.logp = append(d.logp, p.logps[i])
+		sl.l.moves[sl.a] = env.Move(p.actions[i])
+		if p.cfg.Sequential {
+			sl.l.sim.SetIntent(sl.a, env.Move(p.actions[i]))
+		}
+	}
+}
+
+// step advances every live episode by its joint move and drops the finished ones.
+func (p *player) step() {
+	next := p.active[:0:0]
+	for _, l := range p.active {
+		l.sim.Step(l.moves[:l.sim.NumAgents()])
+		if !l.sim.Done() {
+			next = append(next, l)
+		}
+	}
+	p.active = next
+}
+
+// finish verifies and rewards every episode and lays out the decisions, each episode's
+// contiguous.
+func (p *player) finish() *learner.Rollout {
+	ro := p.ro
+	for _, l := range p.lives {
 		ep := &ro.Episodes[l.ep]
 		ep.Plan = l.sim.Plan()
 		env.Verify(ep.Instance, &ep.Plan, &ep.Report)
 		ep.Report.Failures = append([]env.Failure(nil), ep.Report.Failures...)
-		ep.Reward = env.AccuracyReward(ep.Instance, &ep.Report, cfg.Reward.Objective)
+		ep.Reward = env.AccuracyReward(ep.Instance, &ep.Report, p.cfg.Reward.Objective)
 		ep.Lo = len(ro.Actions)
-		d := &perEp[l.ep]
+		d := &p.perEp[l.ep]
 		ro.Obs = append(ro.Obs, d.obs...)
 		ro.Legal = append(ro.Legal, d.legal...)
 		ro.Actions = append(ro.Actions, d.act...)
@@ -193,7 +240,7 @@ func Play(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*lear
 		ro.Agent = append(ro.Agent, d.agent...)
 		ep.Hi = len(ro.Actions)
 	}
-	return ro, nil
+	return ro
 }
 
 // BatchFromRollouts turns rollouts into one GRPO batch: each episode's
