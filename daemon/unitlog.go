@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/t2t-lab/t2t/actors"
+	"github.com/t2t-lab/t2t/internal/outfile"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -41,7 +42,7 @@ func writeSummary(path, id string, roles Roles, s Summary) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.Write(path, nil, append(b, '\n'))
 }
 
 // UnitLine is one line of Config.UnitLogPath: a unit this process's

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -59,7 +58,7 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *svg != "" {
-		if err := os.WriteFile(*svg, bench.ClusterSVG(points), 0o644); err != nil {
+		if err := writeOut(*svg, stdout, bench.ClusterSVG(points)); err != nil {
 			return err
 		}
 	}
@@ -68,7 +67,7 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(*jsonOut, append(b, '\n'), 0o644)
+		return writeOut(*jsonOut, stdout, append(b, '\n'))
 	}
 	return nil
 }

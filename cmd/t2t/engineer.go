@@ -13,7 +13,6 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/engineer"
-	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/train"
@@ -154,13 +153,13 @@ func (f *proposeFlags) propose(ctx context.Context, h *engineer.History, stdout 
 	return err
 }
 
-// writeJSONFile writes v as indented JSON and a newline to path, atomically.
+// writeJSONFile writes v as indented JSON and a newline to path, as writeOut does.
 func writeJSONFile(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return fsutil.WriteBytesAtomic(path, append(b, '\n'))
+	return writeOut(path, nil, append(b, '\n'))
 }
 
 // proposeHistory reads the history `engineer propose` starts from: a file

@@ -7,11 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/env/movingai"
-	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/internal/progress"
 	"github.com/t2t-lab/t2t/train"
@@ -76,7 +76,7 @@ func envGen(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := errors.Join(inRange("n", *n, -1, 1<<20), inRange("workers", *workers, 0, 1024)); err != nil {
+	if err := errors.Join(inRange("n", *n, -1, 1<<20), inRange("workers", *workers, 0, 1024), checkOut("out", *out)); err != nil {
 		return err
 	}
 	cfg, err := loadConfig(*cfgPath)
@@ -116,7 +116,7 @@ func envSolve(args []string, stdout, stderr io.Writer) error {
 	if *in == "" {
 		return badInput("--in is required")
 	}
-	if err := errors.Join(inRange("max-nodes", *maxNodes, 0, 1<<30), inRange("workers", *workers, 0, 1024)); err != nil {
+	if err := errors.Join(inRange("max-nodes", *maxNodes, 0, 1<<30), inRange("workers", *workers, 0, 1024), checkOut("out", *out)); err != nil {
 		return err
 	}
 	recs, err := readRecords(*in, env.ReadOptions{StrictIDs: *strict}, false)
@@ -183,6 +183,9 @@ func envShow(args []string, stdout, stderr io.Writer) error {
 	}
 	if *cell < 8 || *cell > 256 {
 		return badInput("--cell %d out of range [8,256]", *cell)
+	}
+	if err := checkOut("out", *out); err != nil {
+		return err
 	}
 	in, err := sel.pick("in")
 	if err != nil {
@@ -257,6 +260,9 @@ func envSuite(args []string, stdout, stderr io.Writer) error {
 	if err := errors.Join(inRange("per-size", *perSize, 0, 10000), inRange("workers", *workers, 0, 1024)); err != nil {
 		return err
 	}
+	if err := makeOutDir("out", *out); err != nil {
+		return err
+	}
 	for _, name := range strings.Split(*names, ",") {
 		name = strings.TrimSpace(name)
 		spec, err := env.SuiteSized(name, *seed, *perSize)
@@ -269,8 +275,8 @@ func envSuite(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		base := *out + "/" + name
-		if err := fsutil.WriteBytesAtomic(base+".jsonl", data); err != nil {
+		base := filepath.Join(*out, name)
+		if err := writeOut(base+".jsonl", nil, data); err != nil {
 			return err
 		}
 		if err := writeJSONFile(base+".manifest.json", man); err != nil {
@@ -288,6 +294,11 @@ func envMovingAI(c movingai.Command) func(args []string, stdout, stderr io.Write
 		c.Register(fs)
 		if err := parseFlags(fs, args); err != nil {
 			return err
+		}
+		if ex, ok := c.(*movingai.ExportCommand); ok && ex.Out != "" && ex.In != "" {
+			if err := makeOutDir("out", ex.Out); err != nil { // its files go in this folder
+				return err
+			}
 		}
 		return c.Run(func(path string, data []byte) error { return writeOut(path, stdout, data) })
 	}

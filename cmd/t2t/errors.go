@@ -13,6 +13,7 @@ import (
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/experiment"
 	"github.com/t2t-lab/t2t/internal/limits"
+	"github.com/t2t-lab/t2t/internal/outfile"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/serve"
 	"github.com/t2t-lab/t2t/train"
@@ -47,6 +48,7 @@ func inputError(err error) error {
 		re  *daemon.RolesError
 		mi  *movingai.InputError
 		use *usageError
+		ope *outfile.PathError
 	)
 	switch {
 	case err == nil, errors.As(err, &use):
@@ -55,7 +57,7 @@ func inputError(err error) error {
 		return badInput("%s", oe.Usage())
 	case errors.As(err, &ce):
 		return badInput("%s", ce.Usage())
-	case errors.As(err, &ie), errors.As(err, &mi), errors.As(err, &su):
+	case errors.As(err, &ie), errors.As(err, &mi), errors.As(err, &su), errors.As(err, &ope):
 		return &usageError{err}
 	case errors.As(err, &xe):
 		return &usageError{fmt.Errorf("--%w", err)}

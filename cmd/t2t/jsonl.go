@@ -3,11 +3,12 @@ package main
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/t2t-lab/t2t/env"
-	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
+	"github.com/t2t-lab/t2t/internal/outfile"
 )
 
 // openIn opens path for reading; "-" is standard input.
@@ -59,14 +60,35 @@ func fileError(path string, err error) error {
 	return nil
 }
 
-// writeOut writes data to path atomically (temp file + rename); "-" or ""
-// is standard output.
+// writeOut writes data to path as package outfile does: a regular file or a
+// new path atomically, a symlink through to its target, a FIFO, a device or
+// "-"/"" (standard output) as a stream; a missing folder is bad input.
 func writeOut(path string, stdout io.Writer, data []byte) error {
-	if path == "" || path == "-" {
-		_, err := stdout.Write(data)
-		return err
+	return outfile.Write(path, stdout, data)
+}
+
+// checkOut is bad input (exit 2) when --name's path cannot be written, so
+// that a command fails before its work rather than after.
+func checkOut(name, path string) error {
+	if err := outfile.Check(path); err != nil {
+		return badInput("--%s: %v", name, err)
 	}
-	return fsutil.WriteBytesAtomic(path, data)
+	return nil
+}
+
+// makeOutDir makes the output folder --name names unless it exists; its
+// parent must exist (bad input else), as for writeOut's files.
+func makeOutDir(name, dir string) error {
+	err := os.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
+			return nil
+		}
+	}
+	if err != nil {
+		return badInput("--%s: %v", name, err)
+	}
+	return nil
 }
 
 // writeJSONL writes values one per line to path as writeOut does.

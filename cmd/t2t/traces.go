@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/traces"
 )
 
@@ -40,7 +39,7 @@ func runTraces(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *svg != "" {
-		if err := fsutil.WriteBytesAtomic(*svg, traces.TimelineSVG(spans)); err != nil {
+		if err := writeOut(*svg, stdout, traces.TimelineSVG(spans)); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "timeline → %s\n", *svg)
