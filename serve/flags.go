@@ -3,10 +3,13 @@ package serve
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/t2t-lab/t2t/internal/regfile"
 )
 
 // APIKeyEnv names the environment variable that holds the API key when --api-key is not
@@ -32,8 +35,42 @@ func RegisterFlags(fs *flag.FlagSet, o *Options) {
 	fs.Var((*ByteSize)(&o.MaxMemory), "max-memory", "memory budget of the generations running at once, bytes with an optional K, M, G or T suffix (powers of 1024);\n"+
 		"a request whose estimate exceeds it is answered 422 (default: half of MemAvailable at start; on a GPU, set the device memory left after the weights)")
 	fs.Var((*positive)(&o.MaxQueue), "max-queue", "requests that may wait for the model; more are answered 429 with Retry-After")
-	fs.StringVar(&o.APIKey, "api-key", "", "bearer token every request must send (default $"+APIKeyEnv+"; empty: none, with a warning off loopback)")
+	fs.StringVar(&o.APIKey, "api-key", "", "bearer token every request must send (default $"+APIKeyEnv+"; empty: none, with a warning off loopback); it shows in ps: prefer --api-key-file or $"+APIKeyEnv)
 	o.APIKey = os.Getenv(APIKeyEnv) // after StringVar, so that the usage text does not show it
+	fs.Func("api-key-file", "read the API key from `FILE` (its first line) rather than --api-key or $"+APIKeyEnv, func(path string) error {
+		k, err := ReadAPIKeyFile(path)
+		if err == nil {
+			o.APIKey = k
+		}
+		return err
+	})
+}
+
+// maxAPIKey bounds the first line of an API key file.
+const maxAPIKey = 4096
+
+// ReadAPIKeyFile returns the first line of the file at path (without its line end). A missing
+// file, one that is not a regular file, an empty first line or one over 4096 bytes is an error
+// that names the file and never holds its content.
+func ReadAPIKeyFile(path string) (string, error) {
+	f, err := regfile.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxAPIKey+2))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSuffix(line, "\r")
+	switch {
+	case len(line) > maxAPIKey:
+		return "", fmt.Errorf("%s: the first line is over %d bytes, want the API key", path, maxAPIKey)
+	case strings.TrimSpace(line) == "":
+		return "", fmt.Errorf("%s: the first line is empty, want the API key", path)
+	}
+	return line, nil
 }
 
 // positive is a flag.Value of an int ≥ 1.

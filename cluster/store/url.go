@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -41,6 +43,13 @@ func ParseURL(raw string) (*redis.Options, error) {
 	if err != nil {
 		return nil, &URLError{URL: RedactURL(raw), Reason: reason(err, raw)}
 	}
+	if ro.Network != "unix" {
+		_, port, err := net.SplitHostPort(ro.Addr)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+			// go-redis takes any port and fails at every dial: a malformed URL is bad input at once.
+			return nil, &URLError{URL: RedactURL(raw), Reason: fmt.Sprintf("port %q out of range [1,65535]", port)}
+		}
+	}
 	return ro, nil
 }
 
@@ -53,7 +62,7 @@ func reason(err error, raw string) string {
 		err = ue.Err
 	}
 	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "net/url: "), "redis: ")
-	if userinfo(raw) == "" {
+	if userinfo(raw) == "" && !secretQuery(raw) {
 		return msg
 	}
 	if i := strings.IndexAny(msg, "\":"); i >= 0 {
@@ -72,12 +81,61 @@ func userinfo(raw string) string {
 	return ""
 }
 
+// secretKey reports whether a URL query key may name a secret (password=,
+// sentinel_password=, token=, …): its value is never printed.
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	return strings.Contains(k, "pass") || strings.Contains(k, "secret") || strings.Contains(k, "token") || strings.Contains(k, "auth") || k == "pwd"
+}
+
+// secretQuery reports whether raw's query has a secretKey.
+func secretQuery(raw string) bool {
+	_, q, ok := strings.Cut(raw, "?")
+	if !ok {
+		return false
+	}
+	for _, kv := range strings.FieldsFunc(q, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, _, _ := strings.Cut(kv, "=")
+		if secretKey(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// redactQuery replaces the value of every secretKey in raw's query by "***".
+func redactQuery(raw string) string {
+	base, q, ok := strings.Cut(raw, "?")
+	if !ok || !secretQuery(raw) {
+		return raw
+	}
+	frag := ""
+	if i := strings.IndexByte(q, '#'); i >= 0 {
+		q, frag = q[:i], q[i:]
+	}
+	parts := strings.Split(q, "&")
+	for i, kv := range parts {
+		if k, _, _ := strings.Cut(kv, "="); secretKey(k) {
+			parts[i] = k + "=***"
+		}
+	}
+	return base + "?" + strings.Join(parts, "&") + frag
+}
+
 // RedactURL returns raw with its password replaced by "***", as logs and
-// status lines print it: redis://:***@host:port/db (a user name stays).
-// Without a password it returns raw unchanged. When raw does not parse, or
-// parses with an "@" outside its user info, everything between "://" and
-// the last "@" but the user name is replaced.
+// status lines print it: redis://:***@host:port/db (a user name stays);
+// the values of query options that may be secrets (password=…,
+// sentinel_password=…, token=…) are "***" too. Without a password it
+// returns raw unchanged. When raw does not parse, or parses with an "@"
+// outside its user info, everything between "://" and the last "@" but
+// the user name is replaced. It is the one redaction of Redis URLs: every
+// line that prints one calls it.
 func RedactURL(raw string) string {
+	return redactQuery(redactUserinfo(raw))
+}
+
+// redactUserinfo is RedactURL of the user info only.
+func redactUserinfo(raw string) string {
 	info := userinfo(raw)
 	if u, err := url.Parse(raw); err == nil && u.User != nil && u.User.String()+"@" == info {
 		if _, ok := u.User.Password(); !ok {

@@ -72,6 +72,10 @@ func TestRedactURL(t *testing.T) {
 		{"redis://:1/pw@h/0", "redis://:***@h/0"},
 		{"redis://bob:p w@h/0", "redis://bob:***@h/0"},
 		{"redis://:a@b@h/0", "redis://:***@h/0"},
+		// A password as a query option, however spelled.
+		{"redis://h:6379/0?password=sekret", "redis://h:6379/0?password=***"},
+		{"redis://h:6379/0?db=1&Sentinel_Password=s2&protocol=3", "redis://h:6379/0?db=1&Sentinel_Password=***&protocol=3"},
+		{"redis://:pw@h:6379/0?password=sekret#x", "redis://:***@h:6379/0?password=***#x"},
 	} {
 		if got := RedactURL(tc.in); got != tc.want {
 			t.Errorf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)
@@ -232,4 +236,25 @@ func FuzzReadPassword(f *testing.F) {
 			t.Fatalf("%q: %q, want %q", b, got, line)
 		}
 	})
+}
+
+// TestParseURLRefusesBadPortsAndHidesQueryPasswords: a port go-redis would
+// take and then fail to dial forever is a *URLError at once; a password
+// given as a query option never shows in the error.
+func TestParseURLRefusesBadPortsAndHidesQueryPasswords(t *testing.T) {
+	for _, raw := range []string{"redis://127.0.0.1:99999/0", "redis://h:0/0", "redis://:pw@h:65536/0"} {
+		var ue *URLError
+		if _, err := ParseURL(raw); !errors.As(err, &ue) || !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "pw@") {
+			t.Errorf("ParseURL(%q) = %v, want a redacted *URLError", raw, err)
+		}
+	}
+	for _, raw := range []string{"redis://h:6379/0", "redis://h/0", "unix:///tmp/r.sock?db=0"} {
+		if _, err := ParseURL(raw); err != nil {
+			t.Errorf("ParseURL(%q) = %v", raw, err)
+		}
+	}
+	_, err := ParseURL("redis://h:6379/0?password=sekret")
+	if err == nil || strings.Contains(err.Error(), "sekret") {
+		t.Fatalf("query password: %v", err)
+	}
 }

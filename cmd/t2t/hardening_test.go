@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/t2t-lab/t2t/serve"
+)
+
+// startServe starts `t2t serve` on a free loopback port with extra flags and returns the
+// process and its base URL (http://host:port).
+func startServe(t *testing.T, model string, extra ...string) (*nodeProc, string) {
+	t.Helper()
+	p := startNode(t, "serve", append([]string{"serve", "--model", model, "--addr", "127.0.0.1:0"}, extra...)...)
+	l := p.line("serving ", 2*time.Minute)
+	_, rest, ok := strings.Cut(l, " at http://")
+	addr, _, _ := strings.Cut(rest, "/v1")
+	if !ok || addr == "" {
+		t.Fatalf("no address in %q", l)
+	}
+	return p, "http://" + addr
+}
+
+// tinyModel writes a tiny random checkpoint (t2t model init) and returns its folder.
+func tinyModel(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := t2t(t, "model", "init", "--out", dir); code != 0 {
+		t.Fatalf("model init: exit %d: %s", code, e)
+	}
+	return dir
+}
+
+// getStatus GETs url with an optional bearer key and returns the status code.
+func getStatus(t *testing.T, url, key string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// TestServeAPIKeyFileAndEnv: `t2t serve --api-key-file FILE` and $T2T_API_KEY set the key a
+// real server checks, and the key never stands on the command line (ps).
+func TestServeAPIKeyFileAndEnv(t *testing.T) {
+	model := tinyModel(t)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("from-file-key\nsecond line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, base := startServe(t, model, "--api-key-file", keyFile)
+	if c := getStatus(t, base+"/v1/models", ""); c != http.StatusUnauthorized {
+		t.Fatalf("no key: %d, want 401", c)
+	}
+	if c := getStatus(t, base+"/v1/models", "from-file-key"); c != http.StatusOK {
+		t.Fatalf("file key: %d, want 200", c)
+	}
+	if cl, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/cmdline"); err == nil && bytes.Contains(cl, []byte("from-file-key")) {
+		t.Fatal("the key shows in the process's command line")
+	}
+
+	t.Setenv(serve.APIKeyEnv, "from-env-key")
+	_, base = startServe(t, model)
+	if c := getStatus(t, base+"/v1/models", "from-file-key"); c != http.StatusUnauthorized {
+		t.Fatalf("wrong key: %d, want 401", c)
+	}
+	if c := getStatus(t, base+"/v1/models", "from-env-key"); c != http.StatusOK {
+		t.Fatalf("env key: %d, want 200", c)
+	}
+
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{empty, filepath.Join(t.TempDir(), "missing")} {
+		if code, _, e := t2t(t, "serve", "--model", model, "--api-key-file", f); code != 2 || !strings.Contains(e, f) {
+			t.Fatalf("--api-key-file %s: exit %d, %s", f, code, e)
+		}
+	}
+}
+
+// TestRedisURLInputErrors: a malformed --redis URL (port 99999) is exit 2 at once (no 30 s of
+// retries), and a password given as a query option is never printed.
+func TestRedisURLInputErrors(t *testing.T) {
+	bin := nodeBinary(t)
+	for _, tc := range []struct{ url, secret string }{
+		{"redis://127.0.0.1:99999/0", ""},
+		{"redis://h:6379/0?password=sekret-q", "sekret-q"},
+		{"redis://:sekret-u@127.0.0.1:99999/0", "sekret-u"},
+	} {
+		cmd := exec.Command(bin, "status", "--redis", tc.url)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(25 * time.Second): // hang guard: the old behaviour retried for 30 s
+			cmd.Process.Kill()
+			t.Fatalf("%s: still running after 25 s (retrying a malformed URL?)", tc.url)
+		}
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Fatalf("%s: %v, want exit 2\n%s", tc.url, err, out.String())
+		}
+		if tc.secret != "" && strings.Contains(out.String(), tc.secret) {
+			t.Fatalf("%s: the password is printed: %s", tc.url, out.String())
+		}
+		if strings.Contains(out.String(), "retrying") {
+			t.Fatalf("%s: retried: %s", tc.url, out.String())
+		}
+	}
+}
