@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/serve"
 )
 
@@ -129,5 +130,27 @@ func TestRedisURLInputErrors(t *testing.T) {
 		if strings.Contains(out.String(), "retrying") {
 			t.Fatalf("%s: retried: %s", tc.url, out.String())
 		}
+	}
+}
+
+// TestNodeListenNeedsTLSOffLoopback: a real `t2t node` refuses a --listen other hosts can reach
+// without TLS (exit 2, naming the way out); --insecure-listen lets it pass with a warning.
+func TestNodeListenNeedsTLSOffLoopback(t *testing.T) {
+	t.Setenv(cluster.GossipKeyEnv, "")
+	// A malformed Redis port ends each run right after the flag checks (exit 2, no retries).
+	base := []string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:99999/0", "--gossip", "127.0.0.1:0", "--advertise", "127.0.0.1"}
+	p := startNode(t, "exposed", append(base, "--listen", "0.0.0.0:0")...)
+	if code := p.wait(time.Minute); code != 2 || !strings.Contains(p.stderr.String(), "--insecure-listen") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming --insecure-listen", code, p.stderr.String())
+	}
+	p = startNode(t, "insecure", append(base, "--listen", "0.0.0.0:0", "--insecure-listen")...)
+	p.wait(time.Minute)
+	if msg := p.stderr.String(); !strings.Contains(msg, "WARNING: the actor transport on 0.0.0.0:0 is plain gRPC") || strings.Contains(msg, "has no TLS") {
+		t.Fatalf("--insecure-listen: stderr %q; want the warning and no refusal", msg)
+	}
+	p = startNode(t, "loopback", append(base, "--listen", "127.0.0.1:0")...)
+	p.wait(time.Minute)
+	if msg := p.stderr.String(); strings.Contains(msg, "actor transport") {
+		t.Fatalf("loopback --listen: stderr %q; want no refusal or warning", msg)
 	}
 }

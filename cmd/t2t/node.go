@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -33,9 +34,11 @@ needs a gossip key (--gossip-key, --gossip-key-file or $T2T_GOSSIP_KEY) or --ins
 // nodeFlags are t2t node's flags: most are bound to the daemon's Config,
 // the rest are parsed into it by config (the run's flags are trainFlags).
 type nodeFlags struct {
-	cfg           daemon.Config
-	g             cluster.GossipFlags
-	roles, listen *string
+	cfg            daemon.Config
+	g              cluster.GossipFlags
+	roles, listen  *string
+	insecureListen *bool
+	warn           io.Writer // where config warns of --insecure-listen
 }
 
 func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
@@ -45,6 +48,7 @@ func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
 	f.g.Register(fs)
 	f.listen = fs.String("listen", c.Listen, "actor remote address host:port other nodes reach this one at (a routable IP in a real cluster; 0.0.0.0 stands for the --advertise IP, else this host's private IP); port 0 picks one")
 	c.TLS.Register(fs)
+	f.insecureListen = fs.Bool("insecure-listen", false, "allow the actor transport on an address other hosts can reach without TLS (--tls-*): anyone who reaches it can send actor messages")
 	fs.StringVar(&c.HTTPAddr, "http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
 	fs.IntVar(&c.Capacity, "capacity", c.Capacity, "rollout role: rollout actors on this node (default: its CPU count)")
 	fs.StringVar(&c.ServeAddr, "serve-addr", "", "coordinator with --policy qwen3: serve the trained model's OpenAI-compatible API here (host:port) so rollout nodes sample from its current weights")
@@ -78,6 +82,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if tf.Redis.URL() == "" && !roles.Full() {
 		return badInput("--roles %s is a multi-node role set: it needs --redis redis://host:port, one real Redis shared by every node (the embedded Redis serves one process only)", roles)
 	}
+	nf.warn = stderr
 	cfg, err := nf.config(roles)
 	if err != nil {
 		return err
@@ -139,6 +144,12 @@ func (f *nodeFlags) config(roles daemon.Roles) (daemon.Config, error) {
 	if err != nil {
 		return c, err
 	}
+	if err := exposedListen(*f.listen, host, c.TLS.Enabled(), false); err != nil {
+		if !*f.insecureListen {
+			return c, err
+		}
+		fmt.Fprintf(f.warn, "t2t node: WARNING: the actor transport on %s is plain gRPC reachable from other hosts (--insecure-listen): anyone who can reach it can send actor messages\n", *f.listen)
+	}
 	if host, err = daemon.RoutableHost(host, f.g.Advertise); err != nil {
 		return c, badInput("--listen %s: %v", *f.listen, err)
 	}
@@ -147,6 +158,19 @@ func (f *nodeFlags) config(roles daemon.Roles) (daemon.Config, error) {
 		c.Name, _ = os.Hostname()
 	}
 	return c, nil
+}
+
+// exposedListen refuses an actor address other hosts can reach (not a
+// loopback IP or "localhost") without TLS, unless --insecure-listen: the
+// same rule as gossip without a key.
+func exposedListen(listen, host string, tls, insecure bool) error {
+	ip := net.ParseIP(host)
+	if tls || insecure || host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return badInput("--listen %s: other hosts can reach this address and the actor transport has no TLS: "+
+		"anyone who reaches it could send actor messages. Set --tls-cert, --tls-key and --tls-ca, "+
+		"listen on 127.0.0.1 for one host, or pass --insecure-listen (a private network you trust)", listen)
 }
 
 func nodeLogger(verbose bool, stderr io.Writer) *slog.Logger {

@@ -612,6 +612,9 @@ func TestNodeBadInput(t *testing.T) {
 		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--gossip", "0.0.0.0:0"}, "--gossip 0.0.0.0:0: other hosts can reach"},
 		// --insecure lets the exposed gossip address pass: the next check (--listen) speaks.
 		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--gossip", "0.0.0.0:0", "--insecure", "--listen", "nohost"}, "--listen"},
+		// The actor port follows the gossip rule: off loopback it needs TLS or --insecure-listen.
+		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--listen", "0.0.0.0:0"}, "--listen 0.0.0.0:0: other hosts can reach"},
+		{[]string{"node", "--roles", "rollout", "--redis", "redis://127.0.0.1:1", "--listen", "10.1.2.3:0"}, "--insecure-listen"},
 	} {
 		code, _, stderr := t2t(t, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
