@@ -3,6 +3,7 @@ package env
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -33,17 +34,31 @@ type Record struct {
 // error, or a line over MaxJSONLLine bytes, fails the whole read (a
 // *LineError).
 func ReadRecords(r io.Reader, opt ReadOptions) ([]Record, error) {
+	return ReadRecordsUntil(r, opt, nil)
+}
+
+// errStop ends ReadRecordsUntil's scan.
+var errStop = errors.New("stop")
+
+// ReadRecordsUntil is ReadRecords that stops reading after the first record
+// for which stop returns true (that record included; nil: read all), so
+// that what follows it — bad lines, an over-long line — is never read.
+func ReadRecordsUntil(r io.Reader, opt ReadOptions, stop func(Record) bool) ([]Record, error) {
 	var out []Record
 	err := ScanJSONL(r, func(line int, b []byte) error {
-		in, err := decodeInstance(b, opt)
-		if err != nil {
-			out = append(out, Record{Line: line, Err: &LineError{Line: line, Err: err}})
+		rec := Record{Line: line}
+		if in, err := decodeInstance(b, opt); err != nil {
+			rec.Err = &LineError{Line: line, Err: err}
 		} else {
-			out = append(out, Record{Line: line, Instance: in})
+			rec.Instance = in
+		}
+		out = append(out, rec)
+		if stop != nil && stop(rec) {
+			return errStop
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && err != errStop {
 		return nil, err
 	}
 	return out, nil

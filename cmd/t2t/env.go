@@ -46,15 +46,30 @@ func addInstanceFlags(fs *flag.FlagSet, fileFlag string) instanceFlags {
 	}
 }
 
-// pick reads the selected instance; the file flag is required and every
-// line of the file must be a valid instance.
-func (f instanceFlags) pick(fileFlag string) (*env.Instance, error) {
+// pick reads the selected instance; the file flag is required. By line
+// (--line, or the first instance) it reads up to that line only, so later
+// lines may be anything; by --id it reads the whole file, reports each
+// line that is not an instance to stderr and goes on.
+func (f instanceFlags) pick(fileFlag string, stderr io.Writer) (*env.Instance, error) {
 	if *f.path == "" {
 		return nil, badInput("--%s is required", fileFlag)
 	}
-	recs, err := readRecords(*f.path, env.ReadOptions{StrictIDs: *f.strict}, true)
+	r, err := openIn(*f.path)
 	if err != nil {
 		return nil, err
+	}
+	defer r.Close()
+	byLine := *f.id == ""
+	recs, err := env.ReadRecordsUntil(r, env.ReadOptions{StrictIDs: *f.strict}, func(rec env.Record) bool {
+		return byLine && (*f.line <= 0 || rec.Line >= *f.line)
+	})
+	if err != nil {
+		return nil, fileError(*f.path, err)
+	}
+	for _, rec := range recs {
+		if rec.Err != nil && !byLine {
+			fmt.Fprintf(stderr, "%s:%d: skipped: %v\n", *f.path, rec.Line, errors.Unwrap(rec.Err))
+		}
 	}
 	in, err := env.Pick(recs, *f.id, *f.line)
 	return in, fileError(*f.path, err)
@@ -149,7 +164,7 @@ func envCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("--objective: %v", err)
 	}
-	in, err := sel.pick("instance")
+	in, err := sel.pick("instance", stderr)
 	if err != nil {
 		return err
 	}
@@ -187,7 +202,7 @@ func envShow(args []string, stdout, stderr io.Writer) error {
 	if err := checkOut("out", *out); err != nil {
 		return err
 	}
-	in, err := sel.pick("in")
+	in, err := sel.pick("in", stderr)
 	if err != nil {
 		return err
 	}
@@ -239,7 +254,7 @@ func envPrompt(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("--objective: %v", err)
 	}
-	in, err := sel.pick("in")
+	in, err := sel.pick("in", stderr)
 	if err != nil {
 		return err
 	}
@@ -296,6 +311,7 @@ func envMovingAI(c movingai.Command) func(args []string, stdout, stderr io.Write
 			return err
 		}
 		if ex, ok := c.(*movingai.ExportCommand); ok && ex.Out != "" && ex.In != "" {
+			ex.Report = stderr
 			if err := makeOutDir("out", ex.Out); err != nil { // its files go in this folder
 				return err
 			}

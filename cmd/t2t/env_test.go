@@ -107,7 +107,7 @@ func TestEnvBadInputExitsTwoNamingFileLineField(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(dir, "bad.jsonl")
 			os.WriteFile(p, []byte(good+"\n"+c.line2+"\n"), 0o644)
-			code, _, e := t2t(t, "env", "prompt", "--in", p)
+			code, _, e := t2t(t, "env", "prompt", "--in", p, "--line", "2")
 			if code != 2 {
 				t.Fatalf("exit %d, want 2 (stderr %q)", code, e)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -152,5 +153,67 @@ func TestNodeListenNeedsTLSOffLoopback(t *testing.T) {
 	p.wait(time.Minute)
 	if msg := p.stderr.String(); strings.Contains(msg, "actor transport") {
 		t.Fatalf("loopback --listen: stderr %q; want no refusal or warning", msg)
+	}
+}
+
+// TestEnvPickReadsUpToTheLineAsked: `env show|check|prompt --line 1` of a file whose line 2 is
+// broken (or over the line limit) works; the broken line asked for is exit 2 naming it; by
+// --id each bad line is reported and the search goes on. A real process reads a real file.
+func TestEnvPickReadsUpToTheLineAsked(t *testing.T) {
+	bin := nodeBinary(t)
+	dir := t.TempDir()
+	gen := filepath.Join(dir, "g.jsonl")
+	if code, _, e := t2t(t, "env", "gen", "--n", "2", "--seed", "3", "--out", gen); code != 0 {
+		t.Fatal(e)
+	}
+	b, err := os.ReadFile(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(string(b), "\n", 3)
+	var first struct{ ID string }
+	if err := json.Unmarshal([]byte(lines[1]), &first); err != nil {
+		t.Fatal(err)
+	}
+	mixed := filepath.Join(dir, "mixed.jsonl")
+	// line 1 good, line 2 broken, line 3 the second instance, line 4 broken again.
+	if err := os.WriteFile(mixed, []byte(lines[0]+"\n{\"width\":\n"+lines[1]+"\n[1,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string, string) {
+		cmd := exec.Command(bin, args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			return ee.ExitCode(), out.String(), errb.String()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, out.String(), errb.String()
+	}
+	for _, args := range [][]string{
+		{"env", "prompt", "--in", mixed, "--line", "1"},
+		{"env", "prompt", "--in", mixed},
+		{"env", "show", "--in", mixed, "--line", "1"},
+		{"env", "check", "--instance", mixed, "--line", "1", "--plan", "/dev/null"},
+	} {
+		if code, out, e := run(args...); code != 0 || out == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 0 and output", args, code, e)
+		}
+	}
+	if code, _, e := run("env", "prompt", "--in", mixed, "--line", "2"); code != 2 || !strings.Contains(e, "mixed.jsonl:2") {
+		t.Errorf("--line 2 (broken): exit %d, stderr %q; want 2 naming mixed.jsonl:2", code, e)
+	}
+	code, out, e := run("env", "prompt", "--in", mixed, "--id", first.ID)
+	if code != 0 || out == "" || !strings.Contains(e, "mixed.jsonl:2: skipped") || !strings.Contains(e, "mixed.jsonl:4: skipped") {
+		t.Errorf("--id past bad lines: exit %d, stderr %q; want 0 and lines 2 and 4 reported", code, e)
+	}
+	// A whole-file command (export) reports each bad line, exports the rest, exits 3.
+	exp := filepath.Join(dir, "exp")
+	code, _, e = run("env", "export", "--in", mixed, "--out", exp)
+	ents, _ := os.ReadDir(exp)
+	if code != 3 || !strings.Contains(e, "mixed.jsonl:2: skipped") || !strings.Contains(e, "mixed.jsonl:4: skipped") || len(ents) == 0 {
+		t.Errorf("export: exit %d, %d files, stderr %q; want 3, files, lines 2 and 4 reported", code, len(ents), e)
 	}
 }

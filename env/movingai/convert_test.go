@@ -1,6 +1,7 @@
 package movingai
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -313,9 +314,21 @@ func TestCommands(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(string(written[imp.Out])+"{\"width\":3}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// One bad line is reported and skipped; the good ones are exported; the error counts it.
+	var report bytes.Buffer
+	var be *env.BatchError
+	if err := (&ExportCommand{In: bad, Out: out, Report: &report}).Run(write); !errors.As(err, &be) || be.Failed != 1 || be.Total != 4 ||
+		!strings.Contains(report.String(), bad+":4: skipped") {
+		t.Fatalf("a bad JSONL line: %v (report %q)", err, report.String())
+	}
+	// A file of bad lines only is an input error naming the first.
+	allBad := filepath.Join(dir, "allbad.jsonl")
+	if err := os.WriteFile(allBad, []byte("\n{\"width\":3}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var ie *InputError
-	if err := (&ExportCommand{In: bad, Out: out}).Run(write); !errors.As(err, &ie) || ie.Path != bad || ie.Line != 4 {
-		t.Fatalf("a bad JSONL line: %v", err)
+	if err := (&ExportCommand{In: allBad, Out: out}).Run(write); !errors.As(err, &ie) || ie.Path != allBad || ie.Line != 2 {
+		t.Fatalf("only bad lines: %v", err)
 	}
 	if err := (&ImportCommand{MapPath: "/dev/zero", ScenPath: "s", Agents: 1}).Run(write); !errors.As(err, &ie) || ie.Path != "/dev/zero" ||
 		!errors.Is(err, limits.ErrTooLarge) || err.Error() != "/dev/zero: file too large: larger than 16777216 bytes, the limit of a map or scen file" {

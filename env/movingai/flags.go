@@ -3,6 +3,8 @@ package movingai
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -72,6 +74,9 @@ func (c *ImportCommand) Run(write func(path string, data []byte) error) error {
 // .map and .scen files in a folder (see Export).
 type ExportCommand struct {
 	In, Out string
+	// Report, when set, gets one line per input line that is not an
+	// instance ("FILE:LINE: skipped: reason"); the others are exported.
+	Report io.Writer
 }
 
 // Name is "export".
@@ -96,11 +101,28 @@ func (c *ExportCommand) Run(write func(path string, data []byte) error) error {
 		return fileErr(c.In, err)
 	}
 	defer f.Close()
-	ins, err := env.ReadInstances(f)
+	recs, err := env.ReadRecords(f, env.ReadOptions{})
 	if le := (*env.LineError)(nil); errors.As(err, &le) {
 		return &InputError{Path: c.In, Line: le.Line, Err: le.Err}
 	} else if err != nil {
 		return err
+	}
+	var ins []*env.Instance
+	bad := &env.BatchError{Total: len(recs)}
+	for _, r := range recs {
+		if r.Err == nil {
+			ins = append(ins, r.Instance)
+			continue
+		}
+		if bad.Failed++; bad.First == nil {
+			bad.First = r.Err
+		}
+		if c.Report != nil {
+			fmt.Fprintf(c.Report, "%s:%d: skipped: %v\n", c.In, r.Line, errors.Unwrap(r.Err))
+		}
+	}
+	if len(ins) == 0 && bad.First != nil {
+		return &InputError{Path: c.In, Line: recs[0].Line, Err: errors.Unwrap(recs[0].Err)}
 	}
 	files, err := Export(ins, c.In)
 	if err != nil {
@@ -110,6 +132,9 @@ func (c *ExportCommand) Run(write func(path string, data []byte) error) error {
 		if err := write(filepath.Join(c.Out, file.Name), file.Data); err != nil {
 			return err
 		}
+	}
+	if bad.Failed > 0 {
+		return bad // the good lines are exported; the status counts the others
 	}
 	return nil
 }
