@@ -276,10 +276,10 @@ func chatLogprobsOf(c *served, toks []genToken, asIDs bool) *chatLogprobs {
 	out := &chatLogprobs{Content: make([]tokenLogprob, len(toks))}
 	for i, t := range toks {
 		str, bs := tokenString(c.lm, t.id, asIDs)
-		e := tokenLogprob{Token: str, Logprob: float64(t.lp), Bytes: bs, TopLogprobs: []topLogprob{}}
+		e := tokenLogprob{Token: str, Logprob: jsonLogprob(t.lp), Bytes: bs, TopLogprobs: []topLogprob{}}
 		for _, a := range t.top {
 			as, ab := tokenString(c.lm, a.Token, asIDs)
-			e.TopLogprobs = append(e.TopLogprobs, topLogprob{Token: as, Logprob: float64(a.LogProb), Bytes: ab})
+			e.TopLogprobs = append(e.TopLogprobs, topLogprob{Token: as, Logprob: jsonLogprob(a.LogProb), Bytes: ab})
 		}
 		out.Content[i] = e
 	}

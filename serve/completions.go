@@ -197,12 +197,12 @@ func completionLogprobsOf(c *served, toks []genToken, offset int, asIDs bool) *c
 	for _, t := range toks {
 		str, _ := tokenString(c.lm, t.id, asIDs)
 		out.Tokens = append(out.Tokens, str)
-		out.TokenLogprobs = append(out.TokenLogprobs, float64(t.lp))
+		out.TokenLogprobs = append(out.TokenLogprobs, jsonLogprob(t.lp))
 		alts := map[string]float64{}
 		for _, a := range t.top {
 			as, _ := tokenString(c.lm, a.Token, asIDs)
 			if _, dup := alts[as]; !dup {
-				alts[as] = float64(a.LogProb)
+				alts[as] = jsonLogprob(a.LogProb)
 			}
 		}
 		out.TopLogprobs = append(out.TopLogprobs, alts)

@@ -1,14 +1,17 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -19,18 +22,32 @@ import (
 //	POST /v1/unload_lora_adapter  {"lora_name": N}                    → 200 text, 404
 //	GET  /v1/models               the base model, then each adapter (root = DIR, parent = base)
 //
+// A load reads and checks the adapter's files once, outside the generation slot and within
+// adapterReadTimeout (hfmodel.ReadAdapter: regular files only, so a FIFO never stalls the
+// server; the header bounded by what the model's adapter can hold, before the body is read;
+// finite values and scale), and holds it in memory: changes on disk later change nothing
+// until it is loaded again. A load whose client went away while it waited is dropped.
+//
 // A completion whose "model" is N samples through adapter N. The model holds one adapter at a
 // time: inside the generation slot, before a request that names another adapter (or the base
-// model) than the one attached, the server detaches it and attaches the other from its
-// directory (qwen3.Model.UnloadAdapter, LoadAdapter). That swap reads the adapter files again
-// and drops the compiled graphs, so the first generation after it compiles again; requests
-// grouped by adapter avoid it.
+// model) than the one attached, the server detaches it and attaches the other from memory
+// (qwen3.Model.UnloadAdapter, AttachAdapter). That swap drops the compiled graphs, so the
+// first generation after it compiles again; requests grouped by adapter avoid it.
 
 // adapter is a LoRA adapter loaded through /v1/load_lora_adapter.
 type adapter struct {
 	name    string
 	path    string // absolute
 	created int64
+	data    *hfmodel.Adapter // read and checked at load; nil for an engine that reads path itself
+}
+
+// adapterReadTimeout bounds reading and checking an adapter's files at load.
+const adapterReadTimeout = time.Minute
+
+// adapterAttacher is a model that attaches an adapter held in memory (qwen3.Model).
+type adapterAttacher interface {
+	AttachAdapter(*hfmodel.Adapter) error
 }
 
 // loraRequest is the body of /v1/load_lora_adapter and /v1/unload_lora_adapter.
@@ -94,7 +111,13 @@ func (s *Server) activate(lm *textpolicy.LM, ad *adapter) error {
 		if _, own := lm.Model.LoRA(); own {
 			return errOwnAdapters
 		}
-		if err := lm.Model.LoadAdapter(ad.path); err != nil {
+		var err error
+		if at, ok := lm.Model.(adapterAttacher); ok && ad.data != nil {
+			err = at.AttachAdapter(ad.data)
+		} else {
+			err = lm.Model.LoadAdapter(ad.path)
+		}
+		if err != nil {
 			return err
 		}
 		s.activeAd = ad
@@ -124,13 +147,26 @@ func (s *Server) handleLoadLoRA(w http.ResponseWriter, r *http.Request) {
 	}
 	ad := &adapter{name: req.LoraName, path: path, created: s.opt.Now().Unix()}
 	log := s.opt.Logger.With("lora_name", ad.name, "lora_path", path)
-	// Loading checks the adapter against the model: it runs in the generation slot, with a
-	// zero memory estimate (an adapter is small next to a generation's KV cache).
+	if _, ok := c.lm.Model.(adapterAttacher); ok {
+		data, err := readAdapter(r.Context(), path, c.lm.Model.Config())
+		if err != nil {
+			log.Warn("adapter load failed", "err", err)
+			writeReqError(w, badRequest("lora_path", "Loading lora %s failed: %v", ad.name, err))
+			return
+		}
+		ad.data = data
+	}
+	// Attaching runs in the generation slot, with a zero memory estimate (an adapter is small
+	// next to a generation's KV cache).
 	release, ok := s.admit(w, r, &genJob{lm: c.lm}, log)
 	if !ok {
 		return
 	}
 	defer release()
+	if r.Context().Err() != nil { // the client left while the load waited: drop it
+		log.Warn("adapter load dropped: the client went away")
+		return
+	}
 	s.adMu.Lock()
 	defer s.adMu.Unlock()
 	if slices.ContainsFunc(s.adapters, func(a *adapter) bool { return a.name == ad.name }) {
@@ -170,6 +206,29 @@ func (s *Server) handleUnloadLoRA(w http.ResponseWriter, r *http.Request) {
 	}
 	s.opt.Logger.Info("adapter unloaded", "lora_name", req.LoraName)
 	writeText(w, fmt.Sprintf("Success: LoRA adapter '%s' removed successfully.", req.LoraName))
+}
+
+// readAdapter reads and checks the adapter in dir for a model of configuration cfg
+// (hfmodel.ReadAdapter) outside the generation slot; it gives up when ctx ends or after
+// adapterReadTimeout (the read goes on in the background and its result is dropped).
+func readAdapter(ctx context.Context, dir string, cfg hfmodel.Config) (*hfmodel.Adapter, error) {
+	ctx, cancel := context.WithTimeout(ctx, adapterReadTimeout)
+	defer cancel()
+	type result struct {
+		ad  *hfmodel.Adapter
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ad, err := hfmodel.ReadAdapter(dir, cfg)
+		done <- result{ad, err}
+	}()
+	select {
+	case res := <-done:
+		return res.ad, res.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading %s: %w", dir, ctx.Err())
+	}
 }
 
 func (s *Server) hasAdapter(name string) bool {

@@ -55,6 +55,10 @@ func (s *Server) handleUpdateWeights(w http.ResponseWriter, r *http.Request) {
 	}
 	s.updMu.Lock()
 	defer s.updMu.Unlock()
+	if r.Context().Err() != nil { // the client left while the update waited: drop it
+		s.opt.Logger.Warn("weights update dropped: the client went away", "model_path", dir)
+		return
+	}
 	t0 := time.Now()
 	log := s.opt.Logger.With("model_path", dir)
 	lm, err := s.opt.LoadWeights(r.Context(), dir)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // OpenAI wire format: the parts of the chat-completions, completions and models APIs this
@@ -217,4 +218,18 @@ type health struct {
 	Status  string `json:"status"`
 	Queued  int    `json:"queued"`
 	Running int    `json:"running"`
+}
+
+// minLogprob is the log-probability written for a token whose own is not a finite number (NaN
+// or -Inf from a model gone wrong): OpenAI writes -9999.0 for tokens too unlikely to express,
+// and JSON has no NaN or infinity, so a stream never fails to encode.
+const minLogprob = -9999.0
+
+// jsonLogprob is lp as JSON can carry it: minLogprob when it is NaN or infinite.
+func jsonLogprob(lp float32) float64 {
+	f := float64(lp)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return minLogprob
+	}
+	return f
 }

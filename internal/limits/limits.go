@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/t2t-lab/t2t/internal/regfile"
 )
 
 // Limits of the files t2t reads whole.
@@ -56,4 +58,16 @@ func Read(r io.Reader, name string, max int64) ([]byte, error) {
 		return nil, &TooLargeError{Path: name, Limit: max}
 	}
 	return b, nil
+}
+
+// ReadRegularFile is ReadFile of a regular file only (package regfile): a FIFO, a device or a
+// socket is refused at once (*regfile.Error wrapping regfile.ErrNotRegular), never waited on.
+// Servers read the files a client names with it.
+func ReadRegularFile(path string, max int64) ([]byte, error) {
+	f, err := regfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(f, path, max)
 }

@@ -139,7 +139,7 @@ func (c Config) NumParams() int64 { return paramCount[int64](c) }
 // an activation other than SiLU) are rejected with a *learner.ConfigError. The result is
 // validated.
 func LoadConfig(dir string) (Config, error) {
-	js, err := limits.ReadFile(filepath.Join(dir, ConfigFile), limits.Config)
+	js, err := limits.ReadRegularFile(filepath.Join(dir, ConfigFile), limits.Config)
 	if err != nil {
 		return Config{}, fmt.Errorf("qwen3: %w", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/t2t-lab/t2t/internal/fsutil"
-	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
@@ -203,63 +202,14 @@ func (m *Model) SaveAdapter(dir string) error {
 }
 
 // LoadAdapter reads a PEFT LoRA adapter directory (as SaveAdapter writes; target_modules given
-// as a list, no DoRA, no rsLoRA) and attaches it, freezing the base weights. Every adapter
-// tensor is checked first; on error the model is unchanged.
+// as a list, no DoRA, no rsLoRA; hfmodel.ReadAdapter checks every file and tensor) and attaches
+// it, freezing the base weights. On error the model is unchanged.
 func (m *Model) LoadAdapter(dir string) error {
-	js, err := limits.ReadFile(filepath.Join(dir, hfmodel.AdapterConfigFile), limits.Config)
-	if err != nil {
-		return fmt.Errorf("qwen3: %w", err)
-	}
-	cfg, err := hfmodel.ParseAdapterConfig(js)
+	ad, err := hfmodel.ReadAdapter(dir, m.cfg)
 	if err != nil {
 		return err
 	}
-	ts, _, err := safetensors.ReadFile(filepath.Join(dir, hfmodel.AdapterWeightsFile))
-	if err != nil {
-		return fmt.Errorf("qwen3: %w", err)
-	}
-	byName := map[string]safetensors.Tensor{}
-	for _, t := range ts {
-		byName[t.Name] = t
-	}
-	values := map[loraKey][2][]float32{}
-	for l := range m.cfg.NumHiddenLayers {
-		for _, tgt := range cfg.Targets {
-			mod := loraModule[tgt]
-			shape := m.cfg.ModuleShape(hfmodel.LayerModules[mod])
-			var pair [2][]float32
-			for i, which := range []string{"A", "B"} {
-				name := hfmodel.PEFTName(l, mod, which)
-				want := []int{cfg.Rank, shape[1]}
-				if which == "B" {
-					want = []int{shape[0], cfg.Rank}
-				}
-				t, ok := byName[name]
-				if !ok {
-					return &hfmodel.WeightError{Tensor: name, Problem: hfmodel.ProblemMissing, Want: want}
-				}
-				if !slices.Equal(t.Shape, want) {
-					return &hfmodel.WeightError{Tensor: name, Problem: hfmodel.ProblemShape, Want: want, Got: t.Shape}
-				}
-				f, err := t.Float32(nil)
-				if err != nil {
-					return &hfmodel.WeightError{Tensor: name, Problem: hfmodel.ProblemDType, Want: want, Got: t.Shape, DType: string(t.DType)}
-				}
-				pair[i] = f
-				delete(byName, name)
-			}
-			values[loraKey{l, mod}] = pair
-		}
-	}
-	for name, t := range byName {
-		return &hfmodel.WeightError{Tensor: name, Problem: hfmodel.ProblemUnexpected, Got: t.Shape}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lora != nil || m.trained {
-		return fmt.Errorf("qwen3: LoadAdapter: %w: adapters already attached or a Trainer already built", learner.ErrInvalidConfig)
-	}
-	return m.attachLoRA(cfg, values)
+	return m.AttachAdapter(ad)
 }
 
 // UnloadAdapter detaches the LoRA adapters (their variables leave the model's context) and

@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	"github.com/t2t-lab/t2t/internal/limits"
+	"github.com/t2t-lab/t2t/internal/regfile"
 )
 
 // Safetensors (https://huggingface.co/docs/safetensors): an 8-byte little-endian header length
@@ -407,7 +408,7 @@ type File struct {
 // Open opens and validates the header of the file at path (the data must have
 // exactly the length the offsets tile).
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path) // a FIFO or a device is refused, never waited on
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +431,7 @@ func readHeader(f *os.File, path string) (*File, error) {
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
 	if n > maxHeader || int64(n)+8 > fi.Size() {
-		return nil, fmt.Errorf("%w: %s: header length %d (file %d bytes)", ErrMalformed, path, n, fi.Size())
+		return nil, fmt.Errorf("%w: %s: header length out of range (at most %d bytes, and within the file's %d)", ErrMalformed, path, maxHeader, fi.Size()) // n is file bytes: never printed
 	}
 	js := make([]byte, n)
 	if _, err := io.ReadFull(f, js); err != nil {
@@ -496,7 +497,7 @@ type Set struct {
 // shard the index names, and in no other.
 func OpenDir(dir string) (*Set, error) {
 	idxPath := filepath.Join(dir, IndexFile)
-	js, err := limits.ReadFile(idxPath, limits.Text)
+	js, err := limits.ReadRegularFile(idxPath, limits.Text)
 	if os.IsNotExist(err) {
 		s, err := Open(filepath.Join(dir, "model.safetensors"))
 		if err != nil {

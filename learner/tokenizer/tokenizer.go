@@ -115,7 +115,7 @@ type tjModel struct {
 
 // Load reads a Hugging Face tokenizer.json (a byte-level BPE model such as Qwen's or GPT-2's).
 func Load(path string) (*Tokenizer, error) {
-	js, err := limits.ReadFile(path, limits.Text)
+	js, err := limits.ReadRegularFile(path, limits.Text)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
