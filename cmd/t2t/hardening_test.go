@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -215,5 +216,35 @@ func TestEnvPickReadsUpToTheLineAsked(t *testing.T) {
 	ents, _ := os.ReadDir(exp)
 	if code != 3 || !strings.Contains(e, "mixed.jsonl:2: skipped") || !strings.Contains(e, "mixed.jsonl:4: skipped") || len(ents) == 0 {
 		t.Errorf("export: exit %d, %d files, stderr %q; want 3, files, lines 2 and 4 reported", code, len(ents), e)
+	}
+}
+
+// TestServeSIGHUPWithFIFOWeightsThenSIGTERM: a real `t2t serve` whose model.safetensors became
+// a FIFO reports the failed reload at SIGHUP (the FIFO is not waited on) and still exits at
+// SIGTERM.
+func TestServeSIGHUPWithFIFOWeightsThenSIGTERM(t *testing.T) {
+	model := tinyModel(t)
+	p, base := startServe(t, model)
+	weights := filepath.Join(model, "model.safetensors")
+	if err := os.Remove(weights); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(weights, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if l := p.line("reload failed", 2*time.Minute); !strings.Contains(l, "FIFO") {
+		t.Fatalf("reload line %q does not name the FIFO", l)
+	}
+	if c := getStatus(t, base+"/health", ""); c != http.StatusOK {
+		t.Fatalf("/health after the failed reload: %d", c)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(time.Minute); code != 0 {
+		t.Fatalf("exit %d after SIGTERM, want 0", code)
 	}
 }
