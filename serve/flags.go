@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -37,6 +38,13 @@ func RegisterFlags(fs *flag.FlagSet, o *Options) {
 	fs.Var((*positive)(&o.MaxQueue), "max-queue", "requests that may wait for the model; more are answered 429 with Retry-After")
 	fs.StringVar(&o.APIKey, "api-key", "", "bearer token every request must send (default $"+APIKeyEnv+"; empty: none, with a warning off loopback); it shows in ps: prefer --api-key-file or $"+APIKeyEnv)
 	o.APIKey = os.Getenv(APIKeyEnv) // after StringVar, so that the usage text does not show it
+	fs.Func("allow-origin", "serve cross-origin requests from `ORIGIN` (scheme://host[:port], or *; repeatable); others are refused (403)", func(origin string) error {
+		if u, err := url.Parse(origin); origin != "*" && (err != nil || u.Scheme == "" || u.Host == "") {
+			return fmt.Errorf("%q: want scheme://host[:port] or *", origin)
+		}
+		o.AllowOrigins = append(o.AllowOrigins, origin)
+		return nil
+	})
 	fs.Func("api-key-file", "read the API key from `FILE` (its first line) rather than --api-key or $"+APIKeyEnv, func(path string) error {
 		k, err := ReadAPIKeyFile(path)
 		if err == nil {

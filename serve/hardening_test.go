@@ -276,3 +276,75 @@ func TestAdapterBadContentRefused(t *testing.T) {
 		t.Fatalf("generation after the refusals: %v", err)
 	}
 }
+
+// doReq sends method url with body and headers over real HTTP and returns the status.
+func doReq(t *testing.T, method, url, body string, hdr map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// TestCrossSiteRequestsRefused: over real HTTP, a foreign Origin is 403, a state-changing
+// route takes JSON only (415), and without an API key a foreign Host (DNS rebinding) is 403;
+// --allow-origin (Options.AllowOrigins) lets a named origin in; with a key the Host is free.
+func TestCrossSiteRequestsRefused(t *testing.T) {
+	seed := srvTestSeed(t)
+	lm := srvCheckpoint(t, seed)
+	good := srvAdapter(t, lm.Dir, seed+1)
+	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return textpolicy.LoadLM(srvBackend, dir) }
+	_, hs, _ := srvStart(t, lm, serve.Options{LoadWeights: load})
+	weights, _ := json.Marshal(map[string]string{"model_path": lm.Dir})
+	host := strings.TrimPrefix(hs.URL, "http://")
+	evil := map[string]string{"Origin": "http://evil.example", "Content-Type": "text/plain"}
+	for _, tc := range []struct {
+		method, path, body string
+		hdr                map[string]string
+		want               int
+	}{
+		{"POST", "/update_weights_from_disk", string(weights), evil, http.StatusForbidden},
+		{"POST", "/update_weights_from_disk", string(weights), map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType},
+		{"POST", "/v1/load_lora_adapter", loraBody("form", good), map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, http.StatusUnsupportedMediaType},
+		{"POST", "/v1/unload_lora_adapter", `{"lora_name":"x"}`, map[string]string{}, http.StatusUnsupportedMediaType},
+		{"GET", "/v1/models", "", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+		{"GET", "/v1/models", "", map[string]string{"Host": "evil.example"}, http.StatusForbidden},
+		{"GET", "/v1/models", "", map[string]string{"Host": "evil.example:" + strings.Split(host, ":")[1]}, http.StatusForbidden},
+		{"GET", "/health", "", map[string]string{"Host": "evil.example"}, http.StatusOK},
+		{"GET", "/v1/models", "", map[string]string{"Host": "localhost"}, http.StatusOK},
+		{"GET", "/v1/models", "", map[string]string{"Origin": "http://" + host}, http.StatusOK},
+		{"POST", "/v1/load_lora_adapter", loraBody("json", good), map[string]string{"Content-Type": "application/json; charset=utf-8"}, http.StatusOK},
+	} {
+		if got := doReq(t, tc.method, hs.URL+tc.path, tc.body, tc.hdr); got != tc.want {
+			t.Errorf("%s %s %v: %d, want %d", tc.method, tc.path, tc.hdr, got, tc.want)
+		}
+	}
+	if code := doReq(t, "GET", hs.URL+"/v1/models", "", nil); code != http.StatusOK {
+		t.Fatalf("plain request: %d", code)
+	}
+
+	_, hs2, _ := srvStart(t, lm, serve.Options{AllowOrigins: []string{"http://ui.example"}})
+	if code := doReq(t, "GET", hs2.URL+"/v1/models", "", map[string]string{"Origin": "http://ui.example", "Host": "ui.example"}); code != http.StatusOK {
+		t.Fatalf("allowed origin: %d", code)
+	}
+	if code := doReq(t, "GET", hs2.URL+"/v1/models", "", map[string]string{"Origin": "http://evil.example"}); code != http.StatusForbidden {
+		t.Fatalf("other origin with an allow list: %d", code)
+	}
+	_, hs3, _ := srvStart(t, lm, serve.Options{APIKey: "k"})
+	if code := doReq(t, "GET", hs3.URL+"/v1/models", "", map[string]string{"Host": "any.example", "Authorization": "Bearer k"}); code != http.StatusOK {
+		t.Fatalf("a keyed server with another Host: %d", code)
+	}
+}

@@ -61,6 +61,10 @@ type Options struct {
 	// APIKey, when set, is the bearer token every request but /health must send
 	// ("Authorization: Bearer KEY"); others get 401.
 	APIKey string
+	// AllowOrigins names the origins (scheme://host[:port], or "*") whose cross-origin
+	// requests are served; others are answered 403 (origin.go). Their hosts are also served as
+	// a Host without an API key. Default: none.
+	AllowOrigins []string
 	// Seed seeds the sampling of requests that send no seed: the server draws each such
 	// request's seed from rand.NewPCG(Seed, ·) in arrival order. Default 0.
 	Seed uint64
@@ -220,6 +224,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusUnauthorized, "invalid_request_error", "", "invalid_api_key", "missing or wrong API key (Authorization: Bearer KEY)")
 			return
 		}
+	}
+	if rerr := s.crossSite(r); rerr != nil {
+		writeReqError(w, rerr)
+		return
 	}
 	if p := r.URL.Path; p == "" || p[0] != '/' || cleanPath(p) != p {
 		// ServeMux would redirect (3xx) to the clean path: no route of this API has one.

@@ -45,6 +45,7 @@ func TestStuckStreamDoesNotBlockOthers(t *testing.T) {
 	stuck := &stuckClient{h: http.Header{}, blocked: make(chan struct{}), release: make(chan struct{})}
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
 		strings.NewReader(`{"model":"tiny","stream":true,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Host = "localhost" // httptest's example.com is not served without an API key (origin.go)
 	first := make(chan struct{})
 	go func() {
 		s.ServeHTTP(stuck, req)
