@@ -221,6 +221,14 @@ type Config struct {
 	// lags and it is full, new events are dropped and counted
 	// (Stats.DroppedEvents). Default 256.
 	EventBuffer int
+	// LogEvery is the interval of the gossip layer's repeated warnings and errors: the first
+	// of a kind is logged, then at most one line per kind per LogEvery, with the count of
+	// those left out (junk packets at the port would otherwise log a line each). Default 10s.
+	LogEvery time.Duration
+	// OnLogLine, when set, is called for every warning or error the gossip layer reports,
+	// logged or left out, with its level ("warn" or "error"): a counter for /metrics (the
+	// daemon's t2t_gossip_log_lines_total). Default nil.
+	OnLogLine func(level string)
 }
 
 // DefaultConfig returns the configuration for a node on a LAN: bind
@@ -240,6 +248,7 @@ func DefaultConfig() Config {
 		JoinBackoffMax: 2 * time.Second,
 		LeaveTimeout:   5 * time.Second,
 		EventBuffer:    256,
+		LogEvery:       10 * time.Second,
 	}
 }
 

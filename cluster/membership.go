@@ -11,7 +11,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,7 +171,7 @@ func Join(ctx context.Context, cfg Config, meta NodeMeta, logger *slog.Logger) (
 	mc.Delegate = d
 	mc.Events = d
 	mc.Alive = d
-	mc.Logger = log.New(&mlLogWriter{logger: logger}, "", 0)
+	mc.Logger = log.New(newMLLogWriter(logger, cfg.LogEvery, cfg.OnLogLine, time.Now), "", 0)
 
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -544,30 +543,4 @@ func (d *mlDelegate) NotifyLeave(n *memberlist.Node) {
 	delete(m.members, n.Name)
 	m.emitLocked(Event{Kind: Failed, Node: meta})
 	m.logger.Info("member gone", slog.String("member", meta.ID), slog.String("how", Failed.String()))
-}
-
-// mlLogWriter turns memberlist's "[LEVEL] memberlist: text" log lines into
-// slog records.
-type mlLogWriter struct{ logger *slog.Logger }
-
-func (w *mlLogWriter) Write(p []byte) (int, error) {
-	line := string(bytes.TrimSpace(p))
-	level := slog.LevelInfo
-	for _, l := range []struct {
-		prefix string
-		level  slog.Level
-	}{
-		{"[DEBUG] ", slog.LevelDebug},
-		{"[INFO] ", slog.LevelInfo},
-		{"[WARN] ", slog.LevelWarn},
-		{"[ERR] ", slog.LevelError},
-		{"[ERROR] ", slog.LevelError},
-	} {
-		if rest, ok := strings.CutPrefix(line, l.prefix); ok {
-			line, level = rest, l.level
-			break
-		}
-	}
-	w.logger.Log(context.Background(), level, "memberlist", slog.String("detail", line))
-	return len(p), nil
 }

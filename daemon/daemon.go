@@ -110,6 +110,7 @@ func newProcess(cfg Config, run *RunSetup) (*process, error) {
 	if p.metrics, err = newMetrics(cfg.TelemetryName); err != nil {
 		return nil, err
 	}
+	p.cfg.Gossip.OnLogLine = p.metrics.gossipLogLine // rate-limited in the log, every one counted here
 	return p, nil
 }
 

@@ -32,6 +32,7 @@ const (
 	MetricLearnerWait    = "t2t_learner_wait_seconds"
 	MetricOutstanding    = "t2t_dispatch_outstanding_groups"
 	MetricDispatchWindow = "t2t_dispatch_window_groups"
+	MetricGossipLogLines = "t2t_gossip_log_lines_total" // label level: warn, error
 )
 
 // Reasons of MetricDiscarded.
@@ -65,7 +66,7 @@ type metrics struct {
 	m                                        *telemetry.Metrics
 	rolloutUnits, rolloutFailed, policyLoads prometheus.Counter
 	learnerStale, lateKept                   prometheus.Counter
-	discarded                                *prometheus.CounterVec
+	discarded, gossipLog                     *prometheus.CounterVec
 	policyVersion, learnerPending            prometheus.Gauge
 	discardShare, learnerWait                prometheus.Gauge
 	outstanding, window                      prometheus.Gauge
@@ -112,15 +113,28 @@ func newMetrics(name string) (*metrics, error) {
 		discarded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricDiscarded,
 			Help: "Groups the learner discarded, by reason: stale (older than the keep bound), late_stage (their stage was over), duplicate (a re-issued unit's second copy)."},
 			[]string{"reason"}),
+		gossipLog: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricGossipLogLines,
+			Help: "Warnings and errors of the gossip layer (junk or foreign packets at the gossip port, failed probes), logged or left out of the log by its rate limit."},
+			[]string{"level"}),
 	}
 	if err := m.Register(nm.rolloutUnits, nm.rolloutFailed, nm.policyLoads, nm.learnerStale, nm.lateKept,
-		nm.policyVersion, nm.learnerPending, nm.discardShare, nm.learnerWait, nm.outstanding, nm.window, nm.discarded); err != nil {
+		nm.policyVersion, nm.learnerPending, nm.discardShare, nm.learnerWait, nm.outstanding, nm.window, nm.discarded, nm.gossipLog); err != nil {
 		return nil, err
 	}
 	for _, reason := range []string{discardStale, discardLateStage, discardDuplicate} {
 		nm.discarded.WithLabelValues(reason) // every reason shows, at 0 until it happens
 	}
+	for _, level := range []string{"warn", "error"} {
+		nm.gossipLog.WithLabelValues(level)
+	}
 	return nm, nil
+}
+
+// gossipLogLine counts a warning or error of the gossip layer (cluster.Config.OnLogLine).
+func (nm *metrics) gossipLogLine(level string) {
+	if level == "warn" || level == "error" {
+		nm.gossipLog.WithLabelValues(level).Inc()
+	}
 }
 
 // attach makes the scrapes read the run's actor system.

@@ -37,6 +37,8 @@ func TestMetricsPage(t *testing.T) {
 	nm.remoteUnit(u)
 	nm.localUnit(u.Result)
 	nm.state(store.RunState{Stage: 3, PolicyVersion: 11})
+	nm.gossipLogLine("error")
+	nm.gossipLogLine("info") // not counted: only warnings and errors
 	now = now.Add(2 * time.Second)
 	if got := counterAndGaugeLines(scrape()); got != metricsPage {
 		t.Fatalf("/metrics:\n%s\nwant:\n%s", got, metricsPage)
@@ -79,6 +81,10 @@ t2t_episodes_per_second{node="test-node"} 12
 # HELP t2t_episodes_total Episodes finished (one sampled plan verified).
 # TYPE t2t_episodes_total counter
 t2t_episodes_total{node="test-node"} 36
+# HELP t2t_gossip_log_lines_total Warnings and errors of the gossip layer (junk or foreign packets at the gossip port, failed probes), logged or left out of the log by its rate limit.
+# TYPE t2t_gossip_log_lines_total counter
+t2t_gossip_log_lines_total{level="error",node="test-node"} 1
+t2t_gossip_log_lines_total{level="warn",node="test-node"} 0
 # HELP t2t_learner_discarded_groups_total Groups the learner discarded, by reason: stale (older than the keep bound), late_stage (their stage was over), duplicate (a re-issued unit's second copy).
 # TYPE t2t_learner_discarded_groups_total counter
 t2t_learner_discarded_groups_total{node="test-node",reason="duplicate"} 0

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/t2t-lab/t2t/cluster"
+	"github.com/t2t-lab/t2t/daemon"
 	"github.com/t2t-lab/t2t/serve"
 )
 
@@ -246,5 +248,40 @@ func TestServeSIGHUPWithFIFOWeightsThenSIGTERM(t *testing.T) {
 	}
 	if code := p.wait(time.Minute); code != 0 {
 		t.Fatalf("exit %d after SIGTERM, want 0", code)
+	}
+}
+
+// TestGossipJunkIsCountedNotLogged: junk UDP packets at a real node's gossip port are counted
+// in /metrics (t2t_gossip_log_lines_total) and rate-limited in its log (a few lines, not one
+// per packet).
+func TestGossipJunkIsCountedNotLogged(t *testing.T) {
+	redisURL := nodeRedis(t)
+	p := startNode(t, "junk", "node", "--roles", "rollout", "--name", "junk", "--gossip", "127.0.0.1:0", "--gossip-profile", "local",
+		"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--redis", redisURL)
+	httpAddr := nodeField(t, p.line("t2t node: http=", time.Minute), "http")
+	gossip := nodeField(t, p.line("t2t node: joined ", time.Minute), "gossip")
+	conn, err := net.Dial("udp", gossip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const sent = 2500
+	for i := range sent {
+		if _, err := conn.Write(bytes.Repeat([]byte{byte(i), 0xfe}, 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metric := daemon.MetricGossipLogLines + `{level="error"}`
+	var counted float64
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) { // polling a real process
+		if counted = metricsScrape(t, "http://"+httpAddr+"/metrics", "junk")[metric]; counted >= sent/2 {
+			break
+		}
+	}
+	if counted < sent/2 {
+		t.Fatalf("%s = %v after %d junk packets", metric, counted, sent)
+	}
+	if n := strings.Count(p.stderr.String(), "msg=memberlist"); n < 1 || n > 10 {
+		t.Fatalf("%d memberlist log lines for %v junk packets, want a few:\n%s", n, counted, nodeTail(p.stderr.String(), 2000))
 	}
 }
