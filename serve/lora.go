@@ -50,6 +50,12 @@ type adapterAttacher interface {
 	AttachAdapter(*hfmodel.Adapter) error
 }
 
+// adapterSwapper is a model that replaces the attached adapter's values in place when the
+// other has the same shapes and scale (qwen3.Model.SwapAdapter): no recompilation, flat memory.
+type adapterSwapper interface {
+	SwapAdapter(*hfmodel.Adapter) (bool, error)
+}
+
 // loraRequest is the body of /v1/load_lora_adapter and /v1/unload_lora_adapter.
 type loraRequest struct {
 	LoraName string `json:"lora_name"`
@@ -99,6 +105,17 @@ func (s *Server) activate(lm *textpolicy.LM, ad *adapter) error {
 		return fmt.Errorf("the %s engine cannot swap LoRA adapters (use the gomlx engine)", lm.Model.Engine())
 	}
 	return lm.Exclusive(func() error {
+		if sw, ok := lm.Model.(adapterSwapper); ok && s.activeAd != nil && ad != nil && ad.data != nil {
+			done, err := sw.SwapAdapter(ad.data)
+			if err != nil { // partly swapped: detach what is there
+				s.activeAd = nil
+				return errors.Join(err, un.UnloadAdapter())
+			}
+			if done {
+				s.activeAd = ad
+				return nil
+			}
+		}
 		if s.activeAd != nil {
 			if err := un.UnloadAdapter(); err != nil {
 				return err
