@@ -277,6 +277,26 @@ func TestAdapterBadContentRefused(t *testing.T) {
 	}
 }
 
+// TestWeightsUpdateErrorsHoldNoFileBytes: a weights update whose config.json is not JSON (a
+// secret, say) answers 400 naming the file and the offset, not its first character.
+func TestWeightsUpdateErrorsHoldNoFileBytes(t *testing.T) {
+	lm := srvCheckpoint(t, srvTestSeed(t))
+	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return textpolicy.LoadLM(srvBackend, dir) }
+	_, hs, _ := srvStart(t, lm, serve.Options{LoadWeights: load})
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	if err := os.CopyFS(dir, os.DirFS(lm.Dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(filepath.Join(dir, "config.json"), []byte("SECRET=hunter2")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]string{"model_path": dir})
+	code, body := postGuarded(t, hs.URL+"/update_weights_from_disk", string(b))
+	if code != http.StatusBadRequest || !strings.Contains(body, "not valid JSON") || strings.Contains(body, "'S'") || strings.Contains(body, "hunter2") {
+		t.Fatalf("%d %s; want 400 saying not valid JSON, without the file's bytes", code, body)
+	}
+}
+
 // doReq sends method url with body and headers over real HTTP and returns the status.
 func doReq(t *testing.T, method, url, body string, hdr map[string]string) int {
 	t.Helper()

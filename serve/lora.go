@@ -167,8 +167,8 @@ func (s *Server) handleLoadLoRA(w http.ResponseWriter, r *http.Request) {
 	if _, ok := c.lm.Model.(adapterAttacher); ok {
 		data, err := readAdapter(r.Context(), path, c.lm.Model.Config())
 		if err != nil {
-			log.Warn("adapter load failed", "err", err)
-			writeReqError(w, badRequest("lora_path", "Loading lora %s failed: %v", ad.name, err))
+			log.Warn("adapter load failed", "err", fileErrText(err))
+			writeReqError(w, badRequest("lora_path", "Loading lora %s failed: %s", ad.name, fileErrText(err)))
 			return
 		}
 		ad.data = data
@@ -191,8 +191,8 @@ func (s *Server) handleLoadLoRA(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.activate(c.lm, ad); err != nil {
-		log.Warn("adapter load failed", "err", err)
-		writeReqError(w, badRequest("lora_path", "Loading lora %s failed: %v", ad.name, err))
+		log.Warn("adapter load failed", "err", fileErrText(err))
+		writeReqError(w, badRequest("lora_path", "Loading lora %s failed: %s", ad.name, fileErrText(err)))
 		return
 	}
 	s.adapters = append(s.adapters, ad)

@@ -63,8 +63,8 @@ func (s *Server) handleUpdateWeights(w http.ResponseWriter, r *http.Request) {
 	log := s.opt.Logger.With("model_path", dir)
 	lm, err := s.opt.LoadWeights(r.Context(), dir)
 	if err != nil {
-		log.Warn("weights update failed", "err", err)
-		writeJSON(w, http.StatusBadRequest, weightsAnswer{Message: fmt.Sprintf("Failed to load %s: %v", dir, err)})
+		log.Warn("weights update failed", "err", fileErrText(err))
+		writeJSON(w, http.StatusBadRequest, weightsAnswer{Message: fmt.Sprintf("Failed to load %s: %s", dir, fileErrText(err))})
 		return
 	}
 	old := s.cur.Load()
