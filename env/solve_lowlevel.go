@@ -242,7 +242,6 @@ func (s *Solver) astar(a, ub int32) (int32, int32, bool, error) {
 	start, goal := s.start[a], s.goal[a]
 	h := s.goalDist[a*n : (a+1)*n]
 	lb, last := s.minCost, s.lastGoalBan
-	noWait := s.search.noWait
 	if start == goal && lb == 0 && last < 0 {
 		off := int32(len(s.arena))
 		s.arena = append(s.arena, start)
@@ -257,22 +256,11 @@ func (s *Solver) astar(a, ub int32) (int32, int32, bool, error) {
 	// paths (that avoid the blocked cells).
 	hEnd := s.finishDistances(goal, h, tcap)
 	s.finishDist = hEnd
-	need := int(tcap+1) * s.numCells
-	if len(s.visited) < need {
-		s.visited = append(s.visited, make([]uint32, need-len(s.visited))...)
-		s.visitedNode = append(s.visitedNode, make([]int32, need-len(s.visitedNode))...)
-	}
-	s.visitStamp++
-	if s.visitStamp == 0 {
-		clear(s.visited)
-		s.visitStamp = 1
-	}
-	stamp := s.visitStamp
-	s.llNodes = s.llNodes[:0]
-	s.llOpen.reset()
+	q := llSearch{h: h, hEnd: hEnd, goal: goal, lb: lb, last: last, ub: ub, tcap: tcap,
+		stamp: s.llReset(int(tcap+1) * s.numCells)}
 	f0 := max(h[start], lb)
 	s.llNodes = append(s.llNodes, llNode{cell: start, t: 0, parent: -1, f: f0})
-	s.visited[start] = stamp
+	s.visited[start] = q.stamp
 	s.visitedNode[start] = 0
 	s.llOpen.push(llKey(f0, 0, 0), 0, 0)
 	for s.llOpen.len() > 0 {
@@ -289,90 +277,117 @@ func (s *Solver) astar(a, ub int32) (int32, int32, bool, error) {
 		if s.expansions > s.search.maxExpansions {
 			return 0, 0, false, &BudgetError{Nodes: s.generated, Expansions: s.expansions}
 		}
-		cur := it.val
-		c, t, conf := xn.cell, xn.t, xn.conf
-		t2 := t + 1
-		for m := int32(0); m < 5; m++ {
-			var c2 int32
-			if m == 0 {
-				if noWait {
-					continue
-				}
-				c2 = c
-			} else {
-				c2 = s.neighbours[c*4+m-1]
-				if c2 < 0 {
-					continue
-				}
-			}
-			if t2 <= s.banHorizon {
-				if s.vertexBan[t2*n+c2] == s.banStamp {
-					continue
-				}
-				if m > 0 && s.edgeBan[(t2*n+c)*4+m-1] == s.banStamp {
-					continue
-				}
-			}
-			if bf := s.blockedFrom[c2]; bf >= 0 && t2 >= bf {
-				continue
-			}
-			f2 := max(t2+h[c2], lb)
-			if f2 > ub {
-				continue
-			}
-			conf2 := conf + s.avoid.count(c, c2, t2)
-			if c2 == goal && m != 0 && t2 >= lb && t2 > last {
-				// Final arrival: the agent stays here for good.
-				idx := int32(len(s.llNodes))
-				s.llNodes = append(s.llNodes, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: t2, term: true})
-				s.llOpen.push(llKey(t2, conf2, t2), 0, idx)
-				continue
-			}
-			if t2 >= tcap {
-				if c2 == goal {
-					continue // waiting on the goal past the horizon never helps
-				}
-				// No constraints ahead: finish along a shortest path.
-				if hEnd[c2] < 0 {
-					continue
-				}
-				f2 = t2 + hEnd[c2]
-				if f2 > ub {
-					continue
-				}
-				si := tcap*n + c2
-				if s.visited[si] == stamp {
-					e := &s.llNodes[s.visitedNode[si]]
-					if e.closed || e.conf <= conf2 {
-						continue
-					}
-					e.conf, e.parent = conf2, cur
-					s.llOpen.push(llKey(f2, conf2, t2), 0, s.visitedNode[si])
-					continue
-				}
-				idx := int32(len(s.llNodes))
-				s.llNodes = append(s.llNodes, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: f2, term: true})
-				s.visited[si], s.visitedNode[si] = stamp, idx
-				s.llOpen.push(llKey(f2, conf2, t2), 0, idx)
-				continue
-			}
-			si := t2*n + c2
-			if s.visited[si] == stamp {
-				e := &s.llNodes[s.visitedNode[si]]
-				if e.closed || e.conf <= conf2 {
-					continue
-				}
-				e.conf, e.parent = conf2, cur
-				s.llOpen.push(llKey(f2, conf2, t2), 0, s.visitedNode[si])
-				continue
-			}
-			idx := int32(len(s.llNodes))
-			s.llNodes = append(s.llNodes, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: f2})
-			s.visited[si], s.visitedNode[si] = stamp, idx
-			s.llOpen.push(llKey(f2, conf2, t2), 0, idx)
-		}
+		s.llExpand(&q, it.val)
 	}
 	return 0, 0, false, nil
+}
+
+// llSearch is what one astar call reads while it expands nodes: the
+// agent's distance tables, goal and cost bounds, the time past which no
+// constraint applies, and the visit stamp.
+type llSearch struct {
+	h, hEnd        []int32 // distances to the goal; and avoiding blocked cells
+	goal, lb, last int32   // goal cell, minCost, lastGoalBan
+	ub, tcap       int32   // cost bound; the time past which paths finish along hEnd
+	stamp          uint32  // visited[i] == stamp marks a visited (time, cell)
+}
+
+// llReset readies the low-level pool, open list and visited table (grown
+// to need entries) for a new search and returns its visit stamp.
+func (s *Solver) llReset(need int) uint32 {
+	if len(s.visited) < need {
+		s.visited = append(s.visited, make([]uint32, need-len(s.visited))...)
+		s.visitedNode = append(s.visitedNode, make([]int32, need-len(s.visitedNode))...)
+	}
+	s.visitStamp++
+	if s.visitStamp == 0 {
+		clear(s.visited)
+		s.visitStamp = 1
+	}
+	s.llNodes = s.llNodes[:0]
+	s.llOpen.reset()
+	return s.visitStamp
+}
+
+// llExpand generates the successors of pool node cur (wait and the four
+// moves) that the constraints, blocked cells and cost bound allow.
+func (s *Solver) llExpand(q *llSearch, cur int32) {
+	n := int32(s.numCells)
+	xn := &s.llNodes[cur]
+	c, t, conf := xn.cell, xn.t, xn.conf
+	t2 := t + 1
+	for m := int32(0); m < 5; m++ {
+		var c2 int32
+		if m == 0 {
+			if s.search.noWait {
+				continue
+			}
+			c2 = c
+		} else {
+			c2 = s.neighbours[c*4+m-1]
+			if c2 < 0 {
+				continue
+			}
+		}
+		if t2 <= s.banHorizon {
+			if s.vertexBan[t2*n+c2] == s.banStamp {
+				continue
+			}
+			if m > 0 && s.edgeBan[(t2*n+c)*4+m-1] == s.banStamp {
+				continue
+			}
+		}
+		if bf := s.blockedFrom[c2]; bf >= 0 && t2 >= bf {
+			continue
+		}
+		f2 := max(t2+q.h[c2], q.lb)
+		if f2 > q.ub {
+			continue
+		}
+		conf2 := conf + s.avoid.count(c, c2, t2)
+		if c2 == q.goal && m != 0 && t2 >= q.lb && t2 > q.last {
+			// Final arrival: the agent stays here for good.
+			idx := int32(len(s.llNodes))
+			s.llNodes = append(s.llNodes, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: t2, term: true})
+			s.llOpen.push(llKey(t2, conf2, t2), 0, idx)
+			continue
+		}
+		if t2 < q.tcap {
+			s.llReach(q.stamp, t2*n+c2, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: f2})
+			continue
+		}
+		if c2 == q.goal {
+			continue // waiting on the goal past the horizon never helps
+		}
+		// No constraints ahead: finish along a shortest path.
+		if q.hEnd[c2] < 0 {
+			continue
+		}
+		f2 = t2 + q.hEnd[c2]
+		if f2 > q.ub {
+			continue
+		}
+		s.llReach(q.stamp, q.tcap*n+c2, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: f2, term: true})
+	}
+}
+
+// llReach records node nd reaching visited slot si: a new node when the
+// slot is unvisited in this search, else a better parent for the node
+// there when nd has fewer conflicts and that node is still open.
+func (s *Solver) llReach(stamp uint32, si int32, nd llNode) {
+	if s.visited[si] == stamp {
+		e := &s.llNodes[s.visitedNode[si]]
+		if e.closed || e.conf <= nd.conf {
+			return
+		}
+		e.conf, e.parent = nd.conf, nd.parent
+		s.llOpen.push(llKey(nd.f, nd.conf, nd.t), 0, s.visitedNode[si])
+		return
+	}
+	idx := int32(len(s.llNodes))
+	s.llNodes = append(s.llNodes, nd)
+	s.visited[si], s.visitedNode[si] = stamp, idx
+	s.llOpen.push(llKey(nd.f, nd.conf, nd.t), 0, idx)
 }
 
 // llPath writes the path ending in pool node idx (and, for a node short of
