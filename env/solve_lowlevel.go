@@ -429,7 +429,6 @@ func (s *Solver) llPath(idx, a int32) (int32, int32, bool, error) {
 func (s *Solver) mdd(a, c int32) int32 {
 	n := int32(s.numCells)
 	start, goal := s.start[a], s.goal[a]
-	h := s.goalDist[a*n : (a+1)*n]
 	need := int(c+1) * s.numCells
 	if len(s.layerMark) < need {
 		s.layerMark = append(s.layerMark, make([]uint32, need-len(s.layerMark))...)
@@ -440,38 +439,68 @@ func (s *Solver) mdd(a, c int32) int32 {
 	}
 	fwd, bwd := s.layerStamp+1, s.layerStamp+2
 	s.layerStamp += 2
-	noWait := s.search.noWait
-	layer := s.layerCells[:0]
-	offs := s.layerStarts[:0]
+	q := mddSearch{h: s.goalDist[a*n : (a+1)*n], goal: goal, c: c}
+	layer, offs := s.mddForward(&q, start, fwd)
+	out := int32(len(s.arena))
+	for range c + 1 {
+		s.arena = append(s.arena, -1)
+	}
+	sum := s.arena[out : out+c+1]
+	if s.layerMark[c*n+goal] == fwd {
+		s.layerMark[c*n+goal] = bwd
+		sum[c] = goal
+	}
+	s.mddBackward(&q, layer, offs, bwd, sum)
+	s.layerCells = layer[:0]
+	s.layerStarts = offs[:0]
+	return out
+}
+
+// mddSearch is what one mdd call reads: the agent's distances to its goal,
+// the goal and the path cost.
+type mddSearch struct {
+	h       []int32
+	goal, c int32
+}
+
+// mddValid reports whether the step u -> v (move m) arriving at t2 is
+// allowed on a cost-q.c path.
+func (s *Solver) mddValid(q *mddSearch, u, v, m, t2 int32) bool {
+	n := int32(s.numCells)
+	if m == 0 && s.search.noWait {
+		return false
+	}
+	if t2 <= s.banHorizon {
+		if s.vertexBan[t2*n+v] == s.banStamp {
+			return false
+		}
+		if m > 0 && s.edgeBan[(t2*n+u)*4+m-1] == s.banStamp {
+			return false
+		}
+	}
+	if bf := s.blockedFrom[v]; bf >= 0 && t2 >= bf {
+		return false
+	}
+	if t2+q.h[v] > q.c {
+		return false
+	}
+	if t2 == q.c && (v != q.goal || m == 0) {
+		return false
+	}
+	return true
+}
+
+// mddForward builds the layers of cells reachable at t = 0..c by allowed
+// steps, marking each (t, cell) with fwd. layer[offs[t]:offs[t+1]] are the
+// cells at t.
+func (s *Solver) mddForward(q *mddSearch, start int32, fwd uint32) (layer, offs []int32) {
+	n := int32(s.numCells)
+	layer = s.layerCells[:0]
+	offs = s.layerStarts[:0]
 	offs = append(offs, 0)
 	layer = append(layer, start)
 	s.layerMark[start] = fwd
-	// valid reports whether the step u -> v arriving at t2 is allowed on a
-	// cost-c path.
-	valid := func(u, v, m, t2 int32) bool {
-		if m == 0 && noWait {
-			return false
-		}
-		if t2 <= s.banHorizon {
-			if s.vertexBan[t2*n+v] == s.banStamp {
-				return false
-			}
-			if m > 0 && s.edgeBan[(t2*n+u)*4+m-1] == s.banStamp {
-				return false
-			}
-		}
-		if bf := s.blockedFrom[v]; bf >= 0 && t2 >= bf {
-			return false
-		}
-		if t2+h[v] > c {
-			return false
-		}
-		if t2 == c && (v != goal || m == 0) {
-			return false
-		}
-		return true
-	}
-	for t := int32(0); t < c; t++ {
+	for t := int32(0); t < q.c; t++ {
 		lo, hi := offs[t], int32(len(layer))
 		offs = append(offs, hi)
 		for i := lo; i < hi; i++ {
@@ -484,7 +513,7 @@ func (s *Solver) mdd(a, c int32) int32 {
 						continue
 					}
 				}
-				if !valid(u, v, m, t+1) {
+				if !s.mddValid(q, u, v, m, t+1) {
 					continue
 				}
 				if si := (t+1)*n + v; s.layerMark[si] != fwd {
@@ -495,16 +524,15 @@ func (s *Solver) mdd(a, c int32) int32 {
 		}
 	}
 	offs = append(offs, int32(len(layer)))
-	out := int32(len(s.arena))
-	for range c + 1 {
-		s.arena = append(s.arena, -1)
-	}
-	sum := s.arena[out : out+c+1]
-	if s.layerMark[c*n+goal] == fwd {
-		s.layerMark[c*n+goal] = bwd
-		sum[c] = goal
-	}
-	for t := c - 1; t >= 0; t-- {
+	return layer, offs
+}
+
+// mddBackward walks the layers from t = c-1 down, marking with bwd the
+// cells with an allowed step to a bwd cell at t+1, and sets sum[t] where
+// exactly one cell is marked.
+func (s *Solver) mddBackward(q *mddSearch, layer, offs []int32, bwd uint32, sum []int32) {
+	n := int32(s.numCells)
+	for t := q.c - 1; t >= 0; t-- {
 		cnt, one := 0, int32(-1)
 		for i := offs[t]; i < offs[t+1]; i++ {
 			u := layer[i]
@@ -516,7 +544,7 @@ func (s *Solver) mdd(a, c int32) int32 {
 						continue
 					}
 				}
-				if s.layerMark[(t+1)*n+v] == bwd && valid(u, v, m, t+1) {
+				if s.layerMark[(t+1)*n+v] == bwd && s.mddValid(q, u, v, m, t+1) {
 					s.layerMark[t*n+u] = bwd
 					cnt++
 					one = u
@@ -528,9 +556,6 @@ func (s *Solver) mdd(a, c int32) int32 {
 			sum[t] = one
 		}
 	}
-	s.layerCells = layer[:0]
-	s.layerStarts = offs[:0]
-	return out
 }
 
 // mddOf returns agent a's MDD summary at node x, computing it if needed.
