@@ -352,42 +352,38 @@ func (s *Solver) llExpand(q *llSearch, cur int32) {
 			s.llOpen.push(llKey(t2, conf2, t2), 0, idx)
 			continue
 		}
-		if t2 < q.tcap {
-			s.llReach(q.stamp, t2*n+c2, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: f2})
+		si := t2*n + c2
+		term := false
+		if t2 >= q.tcap {
+			if c2 == q.goal {
+				continue // waiting on the goal past the horizon never helps
+			}
+			// No constraints ahead: finish along a shortest path.
+			if q.hEnd[c2] < 0 {
+				continue
+			}
+			f2 = t2 + q.hEnd[c2]
+			if f2 > q.ub {
+				continue
+			}
+			si, term = q.tcap*n+c2, true
+		}
+		// A visited slot keeps its node: give it a better parent when this
+		// reaches it with fewer conflicts and it is still open.
+		if s.visited[si] == q.stamp {
+			e := &s.llNodes[s.visitedNode[si]]
+			if e.closed || e.conf <= conf2 {
+				continue
+			}
+			e.conf, e.parent = conf2, cur
+			s.llOpen.push(llKey(f2, conf2, t2), 0, s.visitedNode[si])
 			continue
 		}
-		if c2 == q.goal {
-			continue // waiting on the goal past the horizon never helps
-		}
-		// No constraints ahead: finish along a shortest path.
-		if q.hEnd[c2] < 0 {
-			continue
-		}
-		f2 = t2 + q.hEnd[c2]
-		if f2 > q.ub {
-			continue
-		}
-		s.llReach(q.stamp, q.tcap*n+c2, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: f2, term: true})
+		idx := int32(len(s.llNodes))
+		s.llNodes = append(s.llNodes, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: f2, term: term})
+		s.visited[si], s.visitedNode[si] = q.stamp, idx
+		s.llOpen.push(llKey(f2, conf2, t2), 0, idx)
 	}
-}
-
-// llReach records node nd reaching visited slot si: a new node when the
-// slot is unvisited in this search, else a better parent for the node
-// there when nd has fewer conflicts and that node is still open.
-func (s *Solver) llReach(stamp uint32, si int32, nd llNode) {
-	if s.visited[si] == stamp {
-		e := &s.llNodes[s.visitedNode[si]]
-		if e.closed || e.conf <= nd.conf {
-			return
-		}
-		e.conf, e.parent = nd.conf, nd.parent
-		s.llOpen.push(llKey(nd.f, nd.conf, nd.t), 0, s.visitedNode[si])
-		return
-	}
-	idx := int32(len(s.llNodes))
-	s.llNodes = append(s.llNodes, nd)
-	s.visited[si], s.visitedNode[si] = stamp, idx
-	s.llOpen.push(llKey(nd.f, nd.conf, nd.t), 0, idx)
 }
 
 // llPath writes the path ending in pool node idx (and, for a node short of
