@@ -37,87 +37,105 @@ func checkMsgpack(b []byte) error {
 		}
 		c := b[p]
 		p++
-		var skip, elems int // bytes to skip; values to read (map entries count twice)
-		var lenBytes int    // size of a big-endian length that follows
-		isContainer := false
-		switch {
-		case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
-			// fixint, nil, bool
-		case c >= 0x80 && c <= 0x8f:
-			elems, isContainer = 2*int(c&0x0f), true
-		case c >= 0x90 && c <= 0x9f:
-			elems, isContainer = int(c&0x0f), true
-		case c >= 0xa0 && c <= 0xbf:
-			skip = int(c & 0x1f)
-		case c == 0xc1:
+		if c == 0xc1 {
 			return fmt.Errorf("reserved code 0xc1 at byte %d", p-1)
-		case c == 0xc4 || c == 0xd9: // bin8, str8
-			lenBytes = 1
-		case c == 0xc5 || c == 0xda: // bin16, str16
-			lenBytes = 2
-		case c == 0xc6 || c == 0xdb: // bin32, str32
-			lenBytes = 4
-		case c == 0xc7 || c == 0xc8 || c == 0xc9: // ext8/16/32: length, then type byte
-			lenBytes = 1 << (c - 0xc7)
-			skip = 1
-		case c == 0xca: // float32
-			skip = 4
-		case c == 0xcb: // float64
-			skip = 8
-		case c >= 0xcc && c <= 0xcf: // uint8..uint64
-			skip = 1 << (c - 0xcc)
-		case c >= 0xd0 && c <= 0xd3: // int8..int64
-			skip = 1 << (c - 0xd0)
-		case c >= 0xd4 && c <= 0xd8: // fixext1..16: type byte + data
-			skip = 1 + 1<<(c-0xd4)
-		case c == 0xdc || c == 0xde: // array16, map16
-			lenBytes, isContainer = 2, true
-		case c == 0xdd || c == 0xdf: // array32, map32
-			lenBytes, isContainer = 4, true
 		}
-		if lenBytes > 0 {
-			if len(b)-p < lenBytes {
+		h := msgpackHeadOf(c)
+		if h.lenBytes > 0 {
+			if len(b)-p < h.lenBytes {
 				return fmt.Errorf("truncated length at byte %d", p)
 			}
-			var n uint64
-			switch lenBytes {
-			case 1:
-				n = uint64(b[p])
-			case 2:
-				n = uint64(binary.BigEndian.Uint16(b[p:]))
-			case 4:
-				n = uint64(binary.BigEndian.Uint32(b[p:]))
-			}
-			p += lenBytes
+			n := msgpackLen(b[p:], h.lenBytes)
+			p += h.lenBytes
 			if n > uint64(len(b)) {
 				return fmt.Errorf("length %d at byte %d exceeds payload", n, p)
 			}
-			if isContainer {
-				elems = int(n)
+			if h.isContainer {
+				h.elems = int(n)
 				if c == 0xde || c == 0xdf {
-					elems *= 2
+					h.elems *= 2
 				}
 			} else {
-				skip += int(n)
+				h.skip += int(n)
 			}
 		}
-		if skip > len(b)-p {
+		if h.skip > len(b)-p {
 			return fmt.Errorf("value at byte %d runs past the end", p)
 		}
-		p += skip
-		if isContainer && elems > 0 {
-			if elems > len(b)-p {
-				return fmt.Errorf("container at byte %d claims %d values, %d bytes left", p, elems, len(b)-p)
+		p += h.skip
+		if h.isContainer && h.elems > 0 {
+			if h.elems > len(b)-p {
+				return fmt.Errorf("container at byte %d claims %d values, %d bytes left", p, h.elems, len(b)-p)
 			}
 			if depth == wireMaxDepth {
 				return fmt.Errorf("nesting deeper than %d", wireMaxDepth)
 			}
 			depth++
-			stack[depth] = elems
+			stack[depth] = h.elems
 		}
 	}
 	if p != len(b) {
 		return fmt.Errorf("%d trailing bytes", len(b)-p)
 	}
 	return nil
+}
+
+// msgpackHead is what a msgpack type byte says about the value it starts.
+type msgpackHead struct {
+	skip        int  // bytes to skip
+	elems       int  // values to read (map entries count twice)
+	lenBytes    int  // size of a big-endian length that follows
+	isContainer bool // an array or a map
+}
+
+// msgpackHeadOf decodes type byte c (not the reserved 0xc1).
+func msgpackHeadOf(c byte) msgpackHead {
+	var h msgpackHead
+	switch {
+	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
+		// fixint, nil, bool
+	case c >= 0x80 && c <= 0x8f:
+		h.elems, h.isContainer = 2*int(c&0x0f), true
+	case c >= 0x90 && c <= 0x9f:
+		h.elems, h.isContainer = int(c&0x0f), true
+	case c >= 0xa0 && c <= 0xbf:
+		h.skip = int(c & 0x1f)
+	case c == 0xc4 || c == 0xd9: // bin8, str8
+		h.lenBytes = 1
+	case c == 0xc5 || c == 0xda: // bin16, str16
+		h.lenBytes = 2
+	case c == 0xc6 || c == 0xdb: // bin32, str32
+		h.lenBytes = 4
+	case c == 0xc7 || c == 0xc8 || c == 0xc9: // ext8/16/32: length, then type byte
+		h.lenBytes = 1 << (c - 0xc7)
+		h.skip = 1
+	case c == 0xca: // float32
+		h.skip = 4
+	case c == 0xcb: // float64
+		h.skip = 8
+	case c >= 0xcc && c <= 0xcf: // uint8..uint64
+		h.skip = 1 << (c - 0xcc)
+	case c >= 0xd0 && c <= 0xd3: // int8..int64
+		h.skip = 1 << (c - 0xd0)
+	case c >= 0xd4 && c <= 0xd8: // fixext1..16: type byte + data
+		h.skip = 1 + 1<<(c-0xd4)
+	case c == 0xdc || c == 0xde: // array16, map16
+		h.lenBytes, h.isContainer = 2, true
+	case c == 0xdd || c == 0xdf: // array32, map32
+		h.lenBytes, h.isContainer = 4, true
+	}
+	return h
+}
+
+// msgpackLen reads a big-endian length of size 1, 2 or 4 from the start of b.
+func msgpackLen(b []byte, size int) uint64 {
+	switch size {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(binary.BigEndian.Uint16(b))
+	case 4:
+		return uint64(binary.BigEndian.Uint32(b))
+	}
+	return 0
 }

@@ -213,36 +213,71 @@ func (p *planParser) errAt(off int, reason string) *ParseError {
 // span of p.text.
 func (p *planParser) body(answer string) (lo, hi int, err error) {
 	p.text = answer
-	// Pass over think tags: keep the regions outside think blocks.
-	var regions [4]struct{ lo, hi int }
-	nreg, many := 0, false
-	keep := func(a, b int) {
-		if a >= b || planIsBlank(answer[a:b]) {
-			return
-		}
-		if nreg < len(regions) {
-			regions[nreg].lo, regions[nreg].hi = a, b
-		} else {
-			many = true
-		}
-		nreg++
+	regs, err := p.outsideThink(answer)
+	if err != nil {
+		return 0, 0, err
 	}
+	switch {
+	case regs.n == 0:
+		return 0, 0, &ParseError{Reason: "no answer"}
+	case regs.n == 1:
+		lo, hi = regs.r[0].lo, regs.r[0].hi
+	default:
+		// Rare: answer text on both sides of a think block. Blank the
+		// think blocks in a copy so offsets and lines stay the same.
+		p.text = planBlankThink(answer)
+		// An orphan close resets the kept regions: start after it.
+		lo, hi = regs.r[0].lo, len(answer)
+		if !regs.many {
+			hi = regs.r[regs.n-1].hi
+		}
+	}
+	lo, hi = planLastAnswer(p.text, lo, hi)
+	return lo, hi, nil
+}
+
+// planRegions holds the non-blank regions of an answer outside think
+// blocks: the first four, their count, and whether there were more.
+type planRegions struct {
+	r    [4]struct{ lo, hi int }
+	n    int
+	many bool
+}
+
+// keep records s[a:b] as a region unless it is blank.
+func (rs *planRegions) keep(s string, a, b int) {
+	if a >= b || planIsBlank(s[a:b]) {
+		return
+	}
+	if rs.n < len(rs.r) {
+		rs.r[rs.n].lo, rs.r[rs.n].hi = a, b
+	} else {
+		rs.many = true
+	}
+	rs.n++
+}
+
+// outsideThink passes over the think tags of answer and returns the
+// regions outside think blocks; an orphan </think> drops what came before
+// it. It fails on an unclosed <think>.
+func (p *planParser) outsideThink(answer string) (planRegions, error) {
+	var regs planRegions
 	out := 0
 	i := 0
 	for {
 		j, tag, n := planNextTag(answer, i)
 		if j < 0 {
-			keep(out, len(answer))
-			break
+			regs.keep(answer, out, len(answer))
+			return regs, nil
 		}
 		switch tag {
 		case planTagThink:
-			keep(out, j)
+			regs.keep(answer, out, j)
 			k := j + n
 			for {
 				e, tag2, n2 := planNextTag(answer, k)
 				if e < 0 {
-					return 0, 0, p.errAt(j, "unclosed <think> block: the response ended while thinking, no answer")
+					return regs, p.errAt(j, "unclosed <think> block: the response ended while thinking, no answer")
 				}
 				if tag2 == planTagThinkEnd {
 					i, out = e+n2, e+n2
@@ -252,53 +287,50 @@ func (p *planParser) body(answer string) (lo, hi int, err error) {
 			}
 		case planTagThinkEnd:
 			// Orphan close: everything before it was thinking.
-			nreg, many = 0, false
+			regs.n, regs.many = 0, false
 			i, out = j+n, j+n
 		default:
 			i = j + n
 		}
 	}
-	switch {
-	case nreg == 0:
-		return 0, 0, &ParseError{Reason: "no answer"}
-	case nreg == 1:
-		lo, hi = regions[0].lo, regions[0].hi
-	default:
-		// Rare: answer text on both sides of a think block. Blank the
-		// think blocks in a copy so offsets and lines stay the same.
-		b := []byte(answer)
-		in := false
-		for x := 0; x < len(b); {
-			if b[x] == '<' {
-				if tag, n := planTagAt(answer, x); tag == planTagThink || tag == planTagThinkEnd {
-					if tag == planTagThink && !in {
-						in = true
-					} else if tag == planTagThinkEnd && in {
-						in = false
-					}
-					for y := x; y < x+n; y++ {
-						b[y] = ' '
-					}
-					x += n
-					continue
+}
+
+// planBlankThink returns a copy of answer with its think blocks and think
+// tags replaced by spaces (newlines kept), so offsets and lines stay the
+// same.
+func planBlankThink(answer string) string {
+	b := []byte(answer)
+	in := false
+	for x := 0; x < len(b); {
+		if b[x] == '<' {
+			if tag, n := planTagAt(answer, x); tag == planTagThink || tag == planTagThinkEnd {
+				if tag == planTagThink && !in {
+					in = true
+				} else if tag == planTagThinkEnd && in {
+					in = false
 				}
+				for y := x; y < x+n; y++ {
+					b[y] = ' '
+				}
+				x += n
+				continue
 			}
-			if in && b[x] != '\n' {
-				b[x] = ' '
-			}
-			x++
 		}
-		// An orphan close resets the kept regions: start after it.
-		p.text = string(b)
-		lo, hi = regions[0].lo, len(answer)
-		if !many {
-			hi = regions[nreg-1].hi
+		if in && b[x] != '\n' {
+			b[x] = ' '
 		}
+		x++
 	}
-	// Answer tags: the last <answer> block counts.
+	return string(b)
+}
+
+// planLastAnswer narrows text[lo:hi] to the last <answer> block: after its
+// open tag and before the first close tag that follows; a close tag with
+// no open tag ends the span.
+func planLastAnswer(text string, lo, hi int) (int, int) {
 	open, closeAt := -1, -1
 	for x := lo; ; {
-		j, tag, n := planNextTag(p.text[:hi], x)
+		j, tag, n := planNextTag(text[:hi], x)
 		if j < 0 {
 			break
 		}
@@ -321,7 +353,7 @@ func (p *planParser) body(answer string) (lo, hi int, err error) {
 	case closeAt >= 0:
 		hi = closeAt
 	}
-	return lo, hi, nil
+	return lo, hi
 }
 
 // planTrimLine returns the span of the line at lo (up to '\n' or hi) and the

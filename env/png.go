@@ -68,95 +68,17 @@ func RenderPNG(in *Instance, p *Plan, conflicts []Pos, cellPx int) ([]byte, erro
 		return nil, &FieldError{Field: "grid", Value: len(in.Holes), Reason: fmt.Sprintf("want %d cells", in.Width*in.Height)}
 	}
 	l := NewPNGLayout(in.Width, in.Height, cellPx)
-	img := image.NewRGBA(image.Rect(0, 0, l.Width, l.Height))
-	fill := func(r image.Rectangle, c color.RGBA) {
-		draw.Draw(img, r, &image.Uniform{C: c}, image.Point{}, draw.Src)
-	}
-	cellRect := func(q Pos) image.Rectangle {
-		x, y := l.Margin+q.C*cellPx, l.Margin+q.R*cellPx
-		return image.Rect(x, y, x+cellPx, y+cellPx)
-	}
-	fill(img.Bounds(), color.RGBA{0xff, 0xff, 0xff, 0xff})
-
-	grid := cellPx >= 8
-	for r := range in.Height {
-		for c := range in.Width {
-			q := Pos{r, c}
-			col := rndRGB(rndFrozen)
-			if in.Hole(q) {
-				col = rndRGB(rndHoleCol)
-			}
-			cr := cellRect(q)
-			if grid {
-				fill(cr, rndRGB(rndGridLine))
-				cr = image.Rect(cr.Min.X+1, cr.Min.Y+1, cr.Max.X, cr.Max.Y)
-			}
-			fill(cr, col)
-		}
-	}
-	if grid { // close the right and bottom edges
-		fill(image.Rect(l.Margin+in.Width*cellPx, l.Margin, l.Margin+in.Width*cellPx+1, l.Margin+in.Height*cellPx+1), rndRGB(rndGridLine))
-		fill(image.Rect(l.Margin, l.Margin+in.Height*cellPx, l.Margin+in.Width*cellPx+1, l.Margin+in.Height*cellPx+1), rndRGB(rndGridLine))
-	}
-	for _, q := range conflicts {
-		if !in.InBounds(q) {
-			continue
-		}
-		cr := cellRect(q)
-		if grid {
-			cr = image.Rect(cr.Min.X+1, cr.Min.Y+1, cr.Max.X, cr.Max.Y)
-		}
-		fill(cr, rndRGB(rndConflict))
-	}
-
-	lt := max(1, cellPx/8) // path line thickness
-	// stamp fills a square of side s centred on (x, y).
-	stamp := func(x, y, s int, c color.RGBA) {
-		fill(image.Rect(x-s/2, y-s/2, x-s/2+s, y-s/2+s), c)
-	}
-
-	// Goals: square outlines.
-	for i, a := range in.Agents {
-		cr := cellRect(rndClampPos(in, a.Goal))
-		in0 := max(1, cellPx/8)
-		th := max(1, cellPx/12)
-		sq := image.Rect(cr.Min.X+in0, cr.Min.Y+in0, cr.Max.X-in0+1, cr.Max.Y-in0+1)
-		col := rndColour(i)
-		fill(image.Rect(sq.Min.X, sq.Min.Y, sq.Max.X, sq.Min.Y+th), col)
-		fill(image.Rect(sq.Min.X, sq.Max.Y-th, sq.Max.X, sq.Max.Y), col)
-		fill(image.Rect(sq.Min.X, sq.Min.Y, sq.Min.X+th, sq.Max.Y), col)
-		fill(image.Rect(sq.Max.X-th, sq.Min.Y, sq.Max.X, sq.Max.Y), col)
-	}
-
-	// Paths: thick lines between centres, a dot on each cell.
+	c := &pngCanvas{img: image.NewRGBA(image.Rect(0, 0, l.Width, l.Height)), l: l, in: in, cellPx: cellPx}
+	c.fill(c.img.Bounds(), color.RGBA{0xff, 0xff, 0xff, 0xff})
+	c.grid(conflicts)
+	c.goals()
 	if p != nil {
-		k := len(p.Paths)
-		for i, path := range p.Paths {
-			col := rndColour(i)
-			// Offset each agent's line a little so shared cells show both.
-			off := min(max((2*i-(k-1))*lt/2, -cellPx/4), cellPx/4)
-			at := func(q Pos) image.Point { return l.CellCentre(rndClampPos(in, q)).Add(image.Pt(off, off)) }
-			for t, q := range path {
-				c := at(q)
-				if t > 0 {
-					a := at(path[t-1])
-					dx, dy := c.X-a.X, c.Y-a.Y
-					n := max(pngAbs(dx), pngAbs(dy))
-					for s := 0; s <= n; s++ {
-						stamp(a.X+dx*s/max(n, 1), a.Y+dy*s/max(n, 1), lt, col)
-					}
-				}
-				stamp(c.X, c.Y, max(3*lt, 2), col)
-			}
-		}
+		c.paths(p)
 	}
-
 	// Starts: filled discs.
 	for i, a := range in.Agents {
-		c := l.CellCentre(rndClampPos(in, a.Start))
-		pngDisc(img, c, float64(cellPx)*0.28, rndColour(i))
+		pngDisc(c.img, l.CellCentre(rndClampPos(in, a.Start)), float64(cellPx)*0.28, rndColour(i))
 	}
-
 	// Legend: one swatch per agent.
 	n := len(in.Agents)
 	if p != nil {
@@ -165,14 +87,113 @@ func RenderPNG(in *Instance, p *Plan, conflicts []Pos, cellPx int) ([]byte, erro
 	y := l.Margin*2 + in.Height*cellPx
 	for i := range n {
 		x := l.Margin + i*(l.Swatch+l.Margin)
-		fill(image.Rect(x, y, x+l.Swatch, y+l.Swatch), rndColour(i))
+		c.fill(image.Rect(x, y, x+l.Swatch, y+l.Swatch), rndColour(i))
 	}
 
 	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
+	if err := png.Encode(&buf, c.img); err != nil {
 		return nil, fmt.Errorf("env: encode png: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// pngCanvas is the image RenderPNG draws on with its layout.
+type pngCanvas struct {
+	img    *image.RGBA
+	l      PNGLayout
+	in     *Instance
+	cellPx int
+}
+
+// fill paints rectangle r in colour c.
+func (c *pngCanvas) fill(r image.Rectangle, col color.RGBA) {
+	draw.Draw(c.img, r, &image.Uniform{C: col}, image.Point{}, draw.Src)
+}
+
+// cellRect is the pixel rectangle of cell q.
+func (c *pngCanvas) cellRect(q Pos) image.Rectangle {
+	x, y := c.l.Margin+q.C*c.cellPx, c.l.Margin+q.R*c.cellPx
+	return image.Rect(x, y, x+c.cellPx, y+c.cellPx)
+}
+
+// stamp fills a square of side s centred on (x, y).
+func (c *pngCanvas) stamp(x, y, s int, col color.RGBA) {
+	c.fill(image.Rect(x-s/2, y-s/2, x-s/2+s, y-s/2+s), col)
+}
+
+// grid paints the cells, the grid lines when cells are 8 pixels or more,
+// and the conflict cells.
+func (c *pngCanvas) grid(conflicts []Pos) {
+	in, l, cellPx := c.in, c.l, c.cellPx
+	grid := cellPx >= 8
+	for r := range in.Height {
+		for col := range in.Width {
+			q := Pos{r, col}
+			rgb := rndRGB(rndFrozen)
+			if in.Hole(q) {
+				rgb = rndRGB(rndHoleCol)
+			}
+			cr := c.cellRect(q)
+			if grid {
+				c.fill(cr, rndRGB(rndGridLine))
+				cr = image.Rect(cr.Min.X+1, cr.Min.Y+1, cr.Max.X, cr.Max.Y)
+			}
+			c.fill(cr, rgb)
+		}
+	}
+	if grid { // close the right and bottom edges
+		c.fill(image.Rect(l.Margin+in.Width*cellPx, l.Margin, l.Margin+in.Width*cellPx+1, l.Margin+in.Height*cellPx+1), rndRGB(rndGridLine))
+		c.fill(image.Rect(l.Margin, l.Margin+in.Height*cellPx, l.Margin+in.Width*cellPx+1, l.Margin+in.Height*cellPx+1), rndRGB(rndGridLine))
+	}
+	for _, q := range conflicts {
+		if !in.InBounds(q) {
+			continue
+		}
+		cr := c.cellRect(q)
+		if grid {
+			cr = image.Rect(cr.Min.X+1, cr.Min.Y+1, cr.Max.X, cr.Max.Y)
+		}
+		c.fill(cr, rndRGB(rndConflict))
+	}
+}
+
+// goals draws each agent's goal as a square outline in its colour.
+func (c *pngCanvas) goals() {
+	for i, a := range c.in.Agents {
+		cr := c.cellRect(rndClampPos(c.in, a.Goal))
+		in0 := max(1, c.cellPx/8)
+		th := max(1, c.cellPx/12)
+		sq := image.Rect(cr.Min.X+in0, cr.Min.Y+in0, cr.Max.X-in0+1, cr.Max.Y-in0+1)
+		col := rndColour(i)
+		c.fill(image.Rect(sq.Min.X, sq.Min.Y, sq.Max.X, sq.Min.Y+th), col)
+		c.fill(image.Rect(sq.Min.X, sq.Max.Y-th, sq.Max.X, sq.Max.Y), col)
+		c.fill(image.Rect(sq.Min.X, sq.Min.Y, sq.Min.X+th, sq.Max.Y), col)
+		c.fill(image.Rect(sq.Max.X-th, sq.Min.Y, sq.Max.X, sq.Max.Y), col)
+	}
+}
+
+// paths draws each path as thick lines between cell centres with a dot on
+// each cell, offset a little per agent so that shared cells show both.
+func (c *pngCanvas) paths(p *Plan) {
+	lt := max(1, c.cellPx/8) // path line thickness
+	k := len(p.Paths)
+	for i, path := range p.Paths {
+		col := rndColour(i)
+		off := min(max((2*i-(k-1))*lt/2, -c.cellPx/4), c.cellPx/4)
+		at := func(q Pos) image.Point { return c.l.CellCentre(rndClampPos(c.in, q)).Add(image.Pt(off, off)) }
+		for t, q := range path {
+			pt := at(q)
+			if t > 0 {
+				a := at(path[t-1])
+				dx, dy := pt.X-a.X, pt.Y-a.Y
+				n := max(pngAbs(dx), pngAbs(dy))
+				for s := 0; s <= n; s++ {
+					c.stamp(a.X+dx*s/max(n, 1), a.Y+dy*s/max(n, 1), lt, col)
+				}
+			}
+			c.stamp(pt.X, pt.Y, max(3*lt, 2), col)
+		}
+	}
 }
 
 func pngAbs(v int) int {

@@ -253,61 +253,12 @@ func (s *Solver) jointSolve() (found, done bool, err error) {
 	sp := &s.search
 	k := s.numAgents
 	all := uint16(1)<<k - 1
-	mk := sp.objective == MakespanObjective
 	clear(s.jointRecords)
 	defer clear(s.jointRecords)
 	s.jointOpen.reset()
-	// offer records the joint state (configuration pos, finished agents
-	// done) reached with cost g at time t from parent, if it is new or
-	// better, and pushes it with its priority: (f, larger g first), or
-	// under MakespanObjective (makespan bound, f, larger g first), packed
-	// into one uint64.
-	offer := func(pos []int32, done uint16, g, t int32, parent uint64) {
-		var hs, hm int32
-		for i := 0; i < k; i++ {
-			if done&(1<<i) == 0 {
-				d := s.goalDist[i*s.numCells+int(pos[i])]
-				hs += d
-				hm = max(hm, d)
-			}
-		}
-		if g+hs > sp.maxSOC || t+hm > sp.maxMakespan {
-			return
-		}
-		key := s.jointEncode(pos)<<k | uint64(done)
-		if old, ok := s.jointRecords[key]; ok {
-			if mk && (old.t < t || (old.t == t && old.g <= g)) || !mk && old.g <= g {
-				return
-			}
-		}
-		s.jointRecords[key] = jointRecord{g: g, t: t, parent: parent}
-		var prio uint64
-		if mk {
-			prio = uint64(t+hm)<<40 | uint64(g+hs)<<20 | uint64(0xFFFFF-g)
-		} else {
-			prio = uint64(g+hs)<<32 | uint64(0xFFFFFFFF-uint32(g))
-		}
-		s.jointOpen.push(prio, 0, jointItem{key: key, g: g, t: t}) // prio orders fully: no tie
-	}
-	// offerAll offers pos with every subset of the unfinished agents that
-	// stand on their goals marked finished.
 	s.succPos = solvGrow(s.succPos, k)
 	next := s.succPos
-	offerAll := func(pos []int32, done uint16, g, t int32, parent uint64) {
-		var can uint16
-		for i := 0; i < k; i++ {
-			if done&(1<<i) == 0 && pos[i] == s.goal[i] {
-				can |= 1 << i
-			}
-		}
-		for sub := can; ; sub = (sub - 1) & can {
-			offer(pos, done|sub, g, t, parent)
-			if sub == 0 {
-				break
-			}
-		}
-	}
-	offerAll(s.start[:k], 0, 0, 0, solvNoParent)
+	s.jointOfferAll(s.start[:k], 0, 0, 0, solvNoParent)
 	for s.jointOpen.len() > 0 {
 		it := s.jointOpen.pop().val
 		rec := s.jointRecords[it.key]
@@ -336,10 +287,63 @@ func (s *Solver) jointSolve() (found, done bool, err error) {
 				next[i] = s.freeCells[c%F]
 				c /= F
 			}
-			offerAll(next, done, it.g+pay, it.t+1, it.key)
+			s.jointOfferAll(next, done, it.g+pay, it.t+1, it.key)
 		}
 	}
 	return false, true, nil
+}
+
+// jointOfferAll offers pos with every subset of the unfinished agents that
+// stand on their goals marked finished.
+func (s *Solver) jointOfferAll(pos []int32, done uint16, g, t int32, parent uint64) {
+	var can uint16
+	for i := 0; i < s.numAgents; i++ {
+		if done&(1<<i) == 0 && pos[i] == s.goal[i] {
+			can |= 1 << i
+		}
+	}
+	for sub := can; ; sub = (sub - 1) & can {
+		s.jointOffer(pos, done|sub, g, t, parent)
+		if sub == 0 {
+			break
+		}
+	}
+}
+
+// jointOffer records the joint state (configuration pos, finished agents
+// done) reached with cost g at time t from parent, if it is new or better,
+// and pushes it with its priority: (f, larger g first), or under
+// MakespanObjective (makespan bound, f, larger g first), packed into one
+// uint64.
+func (s *Solver) jointOffer(pos []int32, done uint16, g, t int32, parent uint64) {
+	sp := &s.search
+	k := s.numAgents
+	mk := sp.objective == MakespanObjective
+	var hs, hm int32
+	for i := 0; i < k; i++ {
+		if done&(1<<i) == 0 {
+			d := s.goalDist[i*s.numCells+int(pos[i])]
+			hs += d
+			hm = max(hm, d)
+		}
+	}
+	if g+hs > sp.maxSOC || t+hm > sp.maxMakespan {
+		return
+	}
+	key := s.jointEncode(pos)<<k | uint64(done)
+	if old, ok := s.jointRecords[key]; ok {
+		if mk && (old.t < t || (old.t == t && old.g <= g)) || !mk && old.g <= g {
+			return
+		}
+	}
+	s.jointRecords[key] = jointRecord{g: g, t: t, parent: parent}
+	var prio uint64
+	if mk {
+		prio = uint64(t+hm)<<40 | uint64(g+hs)<<20 | uint64(0xFFFFF-g)
+	} else {
+		prio = uint64(g+hs)<<32 | uint64(0xFFFFFFFF-uint32(g))
+	}
+	s.jointOpen.push(prio, 0, jointItem{key: key, g: g, t: t}) // prio orders fully: no tie
 }
 
 // jointExtract writes the plan ending in joint state key to s.solPaths:

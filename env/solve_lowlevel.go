@@ -242,7 +242,6 @@ func (s *Solver) astar(a, ub int32) (int32, int32, bool, error) {
 	start, goal := s.start[a], s.goal[a]
 	h := s.goalDist[a*n : (a+1)*n]
 	lb, last := s.minCost, s.lastGoalBan
-	noWait := s.search.noWait
 	if start == goal && lb == 0 && last < 0 {
 		off := int32(len(s.arena))
 		s.arena = append(s.arena, start)
@@ -257,22 +256,11 @@ func (s *Solver) astar(a, ub int32) (int32, int32, bool, error) {
 	// paths (that avoid the blocked cells).
 	hEnd := s.finishDistances(goal, h, tcap)
 	s.finishDist = hEnd
-	need := int(tcap+1) * s.numCells
-	if len(s.visited) < need {
-		s.visited = append(s.visited, make([]uint32, need-len(s.visited))...)
-		s.visitedNode = append(s.visitedNode, make([]int32, need-len(s.visitedNode))...)
-	}
-	s.visitStamp++
-	if s.visitStamp == 0 {
-		clear(s.visited)
-		s.visitStamp = 1
-	}
-	stamp := s.visitStamp
-	s.llNodes = s.llNodes[:0]
-	s.llOpen.reset()
+	q := llSearch{h: h, hEnd: hEnd, goal: goal, lb: lb, last: last, ub: ub, tcap: tcap,
+		stamp: s.llReset(int(tcap+1) * s.numCells)}
 	f0 := max(h[start], lb)
 	s.llNodes = append(s.llNodes, llNode{cell: start, t: 0, parent: -1, f: f0})
-	s.visited[start] = stamp
+	s.visited[start] = q.stamp
 	s.visitedNode[start] = 0
 	s.llOpen.push(llKey(f0, 0, 0), 0, 0)
 	for s.llOpen.len() > 0 {
@@ -289,90 +277,113 @@ func (s *Solver) astar(a, ub int32) (int32, int32, bool, error) {
 		if s.expansions > s.search.maxExpansions {
 			return 0, 0, false, &BudgetError{Nodes: s.generated, Expansions: s.expansions}
 		}
-		cur := it.val
-		c, t, conf := xn.cell, xn.t, xn.conf
-		t2 := t + 1
-		for m := int32(0); m < 5; m++ {
-			var c2 int32
-			if m == 0 {
-				if noWait {
-					continue
-				}
-				c2 = c
-			} else {
-				c2 = s.neighbours[c*4+m-1]
-				if c2 < 0 {
-					continue
-				}
-			}
-			if t2 <= s.banHorizon {
-				if s.vertexBan[t2*n+c2] == s.banStamp {
-					continue
-				}
-				if m > 0 && s.edgeBan[(t2*n+c)*4+m-1] == s.banStamp {
-					continue
-				}
-			}
-			if bf := s.blockedFrom[c2]; bf >= 0 && t2 >= bf {
-				continue
-			}
-			f2 := max(t2+h[c2], lb)
-			if f2 > ub {
-				continue
-			}
-			conf2 := conf + s.avoid.count(c, c2, t2)
-			if c2 == goal && m != 0 && t2 >= lb && t2 > last {
-				// Final arrival: the agent stays here for good.
-				idx := int32(len(s.llNodes))
-				s.llNodes = append(s.llNodes, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: t2, term: true})
-				s.llOpen.push(llKey(t2, conf2, t2), 0, idx)
-				continue
-			}
-			if t2 >= tcap {
-				if c2 == goal {
-					continue // waiting on the goal past the horizon never helps
-				}
-				// No constraints ahead: finish along a shortest path.
-				if hEnd[c2] < 0 {
-					continue
-				}
-				f2 = t2 + hEnd[c2]
-				if f2 > ub {
-					continue
-				}
-				si := tcap*n + c2
-				if s.visited[si] == stamp {
-					e := &s.llNodes[s.visitedNode[si]]
-					if e.closed || e.conf <= conf2 {
-						continue
-					}
-					e.conf, e.parent = conf2, cur
-					s.llOpen.push(llKey(f2, conf2, t2), 0, s.visitedNode[si])
-					continue
-				}
-				idx := int32(len(s.llNodes))
-				s.llNodes = append(s.llNodes, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: f2, term: true})
-				s.visited[si], s.visitedNode[si] = stamp, idx
-				s.llOpen.push(llKey(f2, conf2, t2), 0, idx)
-				continue
-			}
-			si := t2*n + c2
-			if s.visited[si] == stamp {
-				e := &s.llNodes[s.visitedNode[si]]
-				if e.closed || e.conf <= conf2 {
-					continue
-				}
-				e.conf, e.parent = conf2, cur
-				s.llOpen.push(llKey(f2, conf2, t2), 0, s.visitedNode[si])
-				continue
-			}
-			idx := int32(len(s.llNodes))
-			s.llNodes = append(s.llNodes, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: f2})
-			s.visited[si], s.visitedNode[si] = stamp, idx
-			s.llOpen.push(llKey(f2, conf2, t2), 0, idx)
-		}
+		s.llExpand(&q, it.val)
 	}
 	return 0, 0, false, nil
+}
+
+// llSearch is what one astar call reads while it expands nodes: the
+// agent's distance tables, goal and cost bounds, the time past which no
+// constraint applies, and the visit stamp.
+type llSearch struct {
+	h, hEnd        []int32 // distances to the goal; and avoiding blocked cells
+	goal, lb, last int32   // goal cell, minCost, lastGoalBan
+	ub, tcap       int32   // cost bound; the time past which paths finish along hEnd
+	stamp          uint32  // visited[i] == stamp marks a visited (time, cell)
+}
+
+// llReset readies the low-level pool, open list and visited table (grown
+// to need entries) for a new search and returns its visit stamp.
+func (s *Solver) llReset(need int) uint32 {
+	if len(s.visited) < need {
+		s.visited = append(s.visited, make([]uint32, need-len(s.visited))...)
+		s.visitedNode = append(s.visitedNode, make([]int32, need-len(s.visitedNode))...)
+	}
+	s.visitStamp++
+	if s.visitStamp == 0 {
+		clear(s.visited)
+		s.visitStamp = 1
+	}
+	s.llNodes = s.llNodes[:0]
+	s.llOpen.reset()
+	return s.visitStamp
+}
+
+// llExpand generates the successors of pool node cur (wait and the four
+// moves) that the constraints, blocked cells and cost bound allow.
+func (s *Solver) llExpand(q *llSearch, cur int32) {
+	n := int32(s.numCells)
+	xn := &s.llNodes[cur]
+	c, t, conf := xn.cell, xn.t, xn.conf
+	t2 := t + 1
+	for m := int32(0); m < 5; m++ {
+		var c2 int32
+		if m == 0 {
+			if s.search.noWait {
+				continue
+			}
+			c2 = c
+		} else {
+			c2 = s.neighbours[c*4+m-1]
+			if c2 < 0 {
+				continue
+			}
+		}
+		if t2 <= s.banHorizon {
+			if s.vertexBan[t2*n+c2] == s.banStamp {
+				continue
+			}
+			if m > 0 && s.edgeBan[(t2*n+c)*4+m-1] == s.banStamp {
+				continue
+			}
+		}
+		if bf := s.blockedFrom[c2]; bf >= 0 && t2 >= bf {
+			continue
+		}
+		f2 := max(t2+q.h[c2], q.lb)
+		if f2 > q.ub {
+			continue
+		}
+		conf2 := conf + s.avoid.count(c, c2, t2)
+		if c2 == q.goal && m != 0 && t2 >= q.lb && t2 > q.last {
+			// Final arrival: the agent stays here for good.
+			idx := int32(len(s.llNodes))
+			s.llNodes = append(s.llNodes, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: t2, term: true})
+			s.llOpen.push(llKey(t2, conf2, t2), 0, idx)
+			continue
+		}
+		si := t2*n + c2
+		term := false
+		if t2 >= q.tcap {
+			if c2 == q.goal {
+				continue // waiting on the goal past the horizon never helps
+			}
+			// No constraints ahead: finish along a shortest path.
+			if q.hEnd[c2] < 0 {
+				continue
+			}
+			f2 = t2 + q.hEnd[c2]
+			if f2 > q.ub {
+				continue
+			}
+			si, term = q.tcap*n+c2, true
+		}
+		// A visited slot keeps its node: give it a better parent when this
+		// reaches it with fewer conflicts and it is still open.
+		if s.visited[si] == q.stamp {
+			e := &s.llNodes[s.visitedNode[si]]
+			if e.closed || e.conf <= conf2 {
+				continue
+			}
+			e.conf, e.parent = conf2, cur
+			s.llOpen.push(llKey(f2, conf2, t2), 0, s.visitedNode[si])
+			continue
+		}
+		idx := int32(len(s.llNodes))
+		s.llNodes = append(s.llNodes, llNode{cell: c2, t: t2, parent: cur, conf: conf2, f: f2, term: term})
+		s.visited[si], s.visitedNode[si] = q.stamp, idx
+		s.llOpen.push(llKey(f2, conf2, t2), 0, idx)
+	}
 }
 
 // llPath writes the path ending in pool node idx (and, for a node short of
@@ -414,7 +425,6 @@ func (s *Solver) llPath(idx, a int32) (int32, int32, bool, error) {
 func (s *Solver) mdd(a, c int32) int32 {
 	n := int32(s.numCells)
 	start, goal := s.start[a], s.goal[a]
-	h := s.goalDist[a*n : (a+1)*n]
 	need := int(c+1) * s.numCells
 	if len(s.layerMark) < need {
 		s.layerMark = append(s.layerMark, make([]uint32, need-len(s.layerMark))...)
@@ -425,38 +435,68 @@ func (s *Solver) mdd(a, c int32) int32 {
 	}
 	fwd, bwd := s.layerStamp+1, s.layerStamp+2
 	s.layerStamp += 2
-	noWait := s.search.noWait
-	layer := s.layerCells[:0]
-	offs := s.layerStarts[:0]
+	q := mddSearch{h: s.goalDist[a*n : (a+1)*n], goal: goal, c: c}
+	layer, offs := s.mddForward(&q, start, fwd)
+	out := int32(len(s.arena))
+	for range c + 1 {
+		s.arena = append(s.arena, -1)
+	}
+	sum := s.arena[out : out+c+1]
+	if s.layerMark[c*n+goal] == fwd {
+		s.layerMark[c*n+goal] = bwd
+		sum[c] = goal
+	}
+	s.mddBackward(&q, layer, offs, bwd, sum)
+	s.layerCells = layer[:0]
+	s.layerStarts = offs[:0]
+	return out
+}
+
+// mddSearch is what one mdd call reads: the agent's distances to its goal,
+// the goal and the path cost.
+type mddSearch struct {
+	h       []int32
+	goal, c int32
+}
+
+// mddValid reports whether the step u -> v (move m) arriving at t2 is
+// allowed on a cost-q.c path.
+func (s *Solver) mddValid(q *mddSearch, u, v, m, t2 int32) bool {
+	n := int32(s.numCells)
+	if m == 0 && s.search.noWait {
+		return false
+	}
+	if t2 <= s.banHorizon {
+		if s.vertexBan[t2*n+v] == s.banStamp {
+			return false
+		}
+		if m > 0 && s.edgeBan[(t2*n+u)*4+m-1] == s.banStamp {
+			return false
+		}
+	}
+	if bf := s.blockedFrom[v]; bf >= 0 && t2 >= bf {
+		return false
+	}
+	if t2+q.h[v] > q.c {
+		return false
+	}
+	if t2 == q.c && (v != q.goal || m == 0) {
+		return false
+	}
+	return true
+}
+
+// mddForward builds the layers of cells reachable at t = 0..c by allowed
+// steps, marking each (t, cell) with fwd. layer[offs[t]:offs[t+1]] are the
+// cells at t.
+func (s *Solver) mddForward(q *mddSearch, start int32, fwd uint32) (layer, offs []int32) {
+	n := int32(s.numCells)
+	layer = s.layerCells[:0]
+	offs = s.layerStarts[:0]
 	offs = append(offs, 0)
 	layer = append(layer, start)
 	s.layerMark[start] = fwd
-	// valid reports whether the step u -> v arriving at t2 is allowed on a
-	// cost-c path.
-	valid := func(u, v, m, t2 int32) bool {
-		if m == 0 && noWait {
-			return false
-		}
-		if t2 <= s.banHorizon {
-			if s.vertexBan[t2*n+v] == s.banStamp {
-				return false
-			}
-			if m > 0 && s.edgeBan[(t2*n+u)*4+m-1] == s.banStamp {
-				return false
-			}
-		}
-		if bf := s.blockedFrom[v]; bf >= 0 && t2 >= bf {
-			return false
-		}
-		if t2+h[v] > c {
-			return false
-		}
-		if t2 == c && (v != goal || m == 0) {
-			return false
-		}
-		return true
-	}
-	for t := int32(0); t < c; t++ {
+	for t := int32(0); t < q.c; t++ {
 		lo, hi := offs[t], int32(len(layer))
 		offs = append(offs, hi)
 		for i := lo; i < hi; i++ {
@@ -469,7 +509,7 @@ func (s *Solver) mdd(a, c int32) int32 {
 						continue
 					}
 				}
-				if !valid(u, v, m, t+1) {
+				if !s.mddValid(q, u, v, m, t+1) {
 					continue
 				}
 				if si := (t+1)*n + v; s.layerMark[si] != fwd {
@@ -480,16 +520,15 @@ func (s *Solver) mdd(a, c int32) int32 {
 		}
 	}
 	offs = append(offs, int32(len(layer)))
-	out := int32(len(s.arena))
-	for range c + 1 {
-		s.arena = append(s.arena, -1)
-	}
-	sum := s.arena[out : out+c+1]
-	if s.layerMark[c*n+goal] == fwd {
-		s.layerMark[c*n+goal] = bwd
-		sum[c] = goal
-	}
-	for t := c - 1; t >= 0; t-- {
+	return layer, offs
+}
+
+// mddBackward walks the layers from t = c-1 down, marking with bwd the
+// cells with an allowed step to a bwd cell at t+1, and sets sum[t] where
+// exactly one cell is marked.
+func (s *Solver) mddBackward(q *mddSearch, layer, offs []int32, bwd uint32, sum []int32) {
+	n := int32(s.numCells)
+	for t := q.c - 1; t >= 0; t-- {
 		cnt, one := 0, int32(-1)
 		for i := offs[t]; i < offs[t+1]; i++ {
 			u := layer[i]
@@ -501,7 +540,7 @@ func (s *Solver) mdd(a, c int32) int32 {
 						continue
 					}
 				}
-				if s.layerMark[(t+1)*n+v] == bwd && valid(u, v, m, t+1) {
+				if s.layerMark[(t+1)*n+v] == bwd && s.mddValid(q, u, v, m, t+1) {
 					s.layerMark[t*n+u] = bwd
 					cnt++
 					one = u
@@ -513,9 +552,6 @@ func (s *Solver) mdd(a, c int32) int32 {
 			sum[t] = one
 		}
 	}
-	s.layerCells = layer[:0]
-	s.layerStarts = offs[:0]
-	return out
 }
 
 // mddOf returns agent a's MDD summary at node x, computing it if needed.

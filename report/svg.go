@@ -53,99 +53,139 @@ const (
 	legendRow   = 16
 )
 
+// svg renders the chart as one SVG element: title, axes, bands, lines and
+// the legend.
 func (c *lineChart) svg() string {
-	var b strings.Builder
 	legendH := 0
 	if c.legend {
 		legendH = legendRow * ((len(c.series) + 2) / 3)
 	}
 	w, h := c.width, c.height+legendH
-	pw, ph := float64(c.width-chartLeft-chartRight), float64(c.height-chartTop-chartBottom)
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11" role="img">`, w, h, w, h)
-	fmt.Fprintf(&b, `<title>%s</title>`, esc(c.title))
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`, w, h)
-	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="12" font-weight="bold">%s</text>`, chartLeft, esc(c.title))
-	yMax := c.yMax
-	if yMax <= 0 {
-		yMax = 100
+	d := &chartDraw{c: c, yMax: c.yMax,
+		pw: float64(c.width - chartLeft - chartRight), ph: float64(c.height - chartTop - chartBottom)}
+	if d.yMax <= 0 {
+		d.yMax = 100
 	}
-	x := func(i int) float64 {
-		if len(c.xLabels) <= 1 {
-			return chartLeft + pw/2
-		}
-		return chartLeft + pw*float64(i)/float64(len(c.xLabels)-1)
-	}
-	y := func(v float64) float64 { return chartTop + ph*(1-math.Min(math.Max(v, 0), yMax)/yMax) }
-	// Grid and y axis ticks.
-	for k := 0; k <= 4; k++ {
-		v := yMax * float64(k) / 4
-		fmt.Fprintf(&b, `<line x1="%d" y1="%s" x2="%s" y2="%s" stroke="#dddddd"/>`, chartLeft, f1(y(v)), f1(chartLeft+pw), f1(y(v)))
-		fmt.Fprintf(&b, `<text x="%d" y="%s" text-anchor="end">%s</text>`, chartLeft-4, f1(y(v)+4), trimFloat(v))
-	}
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%s" stroke="#333333"/>`, chartLeft, chartTop, chartLeft, f1(chartTop+ph))
-	fmt.Fprintf(&b, `<line x1="%d" y1="%s" x2="%s" y2="%s" stroke="#333333"/>`, chartLeft, f1(chartTop+ph), f1(chartLeft+pw), f1(chartTop+ph))
-	for i, l := range c.xLabels {
-		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`, f1(x(i)), f1(chartTop+ph+14), esc(l))
-	}
-	if c.xLabel != "" {
-		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="middle" fill="#555555">%s</text>`, f1(chartLeft+pw/2), f1(chartTop+ph+28), esc(c.xLabel))
-	}
-	if c.yLabel != "" {
-		fmt.Fprintf(&b, `<text x="10" y="%s" text-anchor="middle" fill="#555555" transform="rotate(-90 10 %s)">%s</text>`, f1(chartTop+ph/2), f1(chartTop+ph/2), esc(c.yLabel))
-	}
+	b := &d.b
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11" role="img">`, w, h, w, h)
+	fmt.Fprintf(b, `<title>%s</title>`, esc(c.title))
+	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="#ffffff"/>`, w, h)
+	fmt.Fprintf(b, `<text x="%d" y="16" font-size="12" font-weight="bold">%s</text>`, chartLeft, esc(c.title))
+	d.axes()
 	for _, s := range c.series {
 		if s.lo != nil && s.hi != nil {
-			var pts []string
-			var back []string
-			for i := range s.lo {
-				if i >= len(c.xLabels) || math.IsNaN(s.lo[i]) || math.IsNaN(s.hi[i]) {
-					continue
-				}
-				pts = append(pts, f1(x(i))+","+f1(y(s.hi[i])))
-				back = append([]string{f1(x(i)) + "," + f1(y(s.lo[i]))}, back...)
-			}
-			if len(pts) > 1 {
-				fmt.Fprintf(&b, `<polygon class="band" points="%s" fill="%s" fill-opacity="0.15" stroke="none"/>`, strings.Join(append(pts, back...), " "), s.color)
-			}
+			d.band(s)
 		}
-		var pts []string
-		flush := func() {
-			if len(pts) > 1 {
-				dash := ""
-				if s.dash {
-					dash = ` stroke-dasharray="5,3"`
-				}
-				fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s><title>%s</title></polyline>`, strings.Join(pts, " "), s.color, dash, esc(s.name))
-			}
-			pts = pts[:0]
-		}
-		for i, v := range s.ys {
-			if i >= len(c.xLabels) {
-				break
-			}
-			if math.IsNaN(v) {
-				flush()
-				continue
-			}
-			pts = append(pts, f1(x(i))+","+f1(y(v)))
-			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"><title>%s, %s: %s</title></circle>`, f1(x(i)), f1(y(v)), s.color, esc(s.name), esc(c.xLabels[i]), f1(v))
-		}
-		flush()
+		d.line(s)
 	}
 	if c.legend {
-		for i, s := range c.series {
-			lx := chartLeft + (i%3)*((c.width-chartLeft)/3)
-			ly := c.height + legendRow*(i/3) + 4
+		d.legend()
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// chartDraw is a lineChart being drawn: the output and the plot area's
+// size and y range.
+type chartDraw struct {
+	b      strings.Builder
+	c      *lineChart
+	pw, ph float64 // plot width and height
+	yMax   float64
+}
+
+// x is the horizontal position of x label i.
+func (d *chartDraw) x(i int) float64 {
+	if len(d.c.xLabels) <= 1 {
+		return chartLeft + d.pw/2
+	}
+	return chartLeft + d.pw*float64(i)/float64(len(d.c.xLabels)-1)
+}
+
+// y is the vertical position of value v, clamped to [0, yMax].
+func (d *chartDraw) y(v float64) float64 {
+	return chartTop + d.ph*(1-math.Min(math.Max(v, 0), d.yMax)/d.yMax)
+}
+
+// axes writes the grid, the axes with their ticks and labels.
+func (d *chartDraw) axes() {
+	c, b, pw, ph := d.c, &d.b, d.pw, d.ph
+	for k := 0; k <= 4; k++ {
+		v := d.yMax * float64(k) / 4
+		fmt.Fprintf(b, `<line x1="%d" y1="%s" x2="%s" y2="%s" stroke="#dddddd"/>`, chartLeft, f1(d.y(v)), f1(chartLeft+pw), f1(d.y(v)))
+		fmt.Fprintf(b, `<text x="%d" y="%s" text-anchor="end">%s</text>`, chartLeft-4, f1(d.y(v)+4), trimFloat(v))
+	}
+	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%s" stroke="#333333"/>`, chartLeft, chartTop, chartLeft, f1(chartTop+ph))
+	fmt.Fprintf(b, `<line x1="%d" y1="%s" x2="%s" y2="%s" stroke="#333333"/>`, chartLeft, f1(chartTop+ph), f1(chartLeft+pw), f1(chartTop+ph))
+	for i, l := range c.xLabels {
+		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`, f1(d.x(i)), f1(chartTop+ph+14), esc(l))
+	}
+	if c.xLabel != "" {
+		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" fill="#555555">%s</text>`, f1(chartLeft+pw/2), f1(chartTop+ph+28), esc(c.xLabel))
+	}
+	if c.yLabel != "" {
+		fmt.Fprintf(b, `<text x="10" y="%s" text-anchor="middle" fill="#555555" transform="rotate(-90 10 %s)">%s</text>`, f1(chartTop+ph/2), f1(chartTop+ph/2), esc(c.yLabel))
+	}
+}
+
+// band writes the shaded band between series s's lo and hi values.
+func (d *chartDraw) band(s series) {
+	var pts []string
+	var back []string
+	for i := range s.lo {
+		if i >= len(d.c.xLabels) || math.IsNaN(s.lo[i]) || math.IsNaN(s.hi[i]) {
+			continue
+		}
+		pts = append(pts, f1(d.x(i))+","+f1(d.y(s.hi[i])))
+		back = append([]string{f1(d.x(i)) + "," + f1(d.y(s.lo[i]))}, back...)
+	}
+	if len(pts) > 1 {
+		fmt.Fprintf(&d.b, `<polygon class="band" points="%s" fill="%s" fill-opacity="0.15" stroke="none"/>`, strings.Join(append(pts, back...), " "), s.color)
+	}
+}
+
+// line writes series s as polylines broken at missing (NaN) values, with a
+// dot per value.
+func (d *chartDraw) line(s series) {
+	b := &d.b
+	var pts []string
+	flush := func() {
+		if len(pts) > 1 {
 			dash := ""
 			if s.dash {
 				dash = ` stroke-dasharray="5,3"`
 			}
-			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, lx, ly, lx+18, ly, s.color, dash)
-			fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`, lx+22, ly+4, esc(s.name))
+			fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s><title>%s</title></polyline>`, strings.Join(pts, " "), s.color, dash, esc(s.name))
 		}
+		pts = pts[:0]
 	}
-	b.WriteString(`</svg>`)
-	return b.String()
+	for i, v := range s.ys {
+		if i >= len(d.c.xLabels) {
+			break
+		}
+		if math.IsNaN(v) {
+			flush()
+			continue
+		}
+		pts = append(pts, f1(d.x(i))+","+f1(d.y(v)))
+		fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"><title>%s, %s: %s</title></circle>`, f1(d.x(i)), f1(d.y(v)), s.color, esc(s.name), esc(d.c.xLabels[i]), f1(v))
+	}
+	flush()
+}
+
+// legend writes one entry per series, three to a row, under the chart.
+func (d *chartDraw) legend() {
+	c := d.c
+	for i, s := range c.series {
+		lx := chartLeft + (i%3)*((c.width-chartLeft)/3)
+		ly := c.height + legendRow*(i/3) + 4
+		dash := ""
+		if s.dash {
+			dash = ` stroke-dasharray="5,3"`
+		}
+		fmt.Fprintf(&d.b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, lx, ly, lx+18, ly, s.color, dash)
+		fmt.Fprintf(&d.b, `<text x="%d" y="%d">%s</text>`, lx+22, ly+4, esc(s.name))
+	}
 }
 
 // barChart is a grouped bar chart: one group per x label, one bar per
