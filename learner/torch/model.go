@@ -471,8 +471,32 @@ func (m *Model) Save(dir string, dtype safetensors.DType) error {
 	return hfmodel.CopyTokenizerFiles(m.srcDir, abs)
 }
 
+// OptimizerFile is the file name SaveOptimizer writes beside a Hugging Face directory's files.
+const OptimizerFile = "optimizer.safetensors"
+
+// SaveOptimizer writes the AdamW state (each trainable parameter's moments as float32
+// "NAME.exp_avg"/"NAME.exp_avg_sq", the step count in the metadata) to path atomically.
+func (m *Model) SaveOptimizer(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	return m.wk.call("save_optimizer", map[string]any{"path": abs}, nil, nil)
+}
+
+// LoadOptimizer restores a SaveOptimizer file into the optimizer of the current trainable
+// parameters (after Reload, AddLoRA or LoadAdapter). A file that is not one, or whose tensors do
+// not match the parameters, is a *RemoteError of kind bad_checkpoint and changes nothing.
+func (m *Model) LoadOptimizer(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	return m.wk.call("load_optimizer", map[string]any{"path": abs}, nil, nil)
+}
+
 // Reload implements engine.Model: the worker loads dir in place of its model (its optimizer
-// state starts afresh).
+// state starts afresh; LoadOptimizer restores a saved one).
 func (m *Model) Reload(dir string) error {
 	if m.lora != nil {
 		return fmt.Errorf("torch: Reload: %w: LoRA adapters are attached", learner.ErrInvalidConfig)

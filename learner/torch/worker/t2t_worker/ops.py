@@ -27,6 +27,7 @@ from .wire import WireError
 
 SAVE_DTYPES = {"float32": "F32", "bfloat16": "BF16", "float16": "F16"}
 AUTOCAST = ("", "bf16")
+OPT_FORMAT = "t2t-adamw-1"  # metadata "format" of an optimizer-state file
 LOGITS_CHUNK = 1 << 27  # most logits (floats) one forward of the logits op produces
 
 
@@ -136,7 +137,8 @@ class Worker:
             "load": self.op_load, "init": self.op_init, "logits": self.op_logits,
             "logprobs": self.op_logprobs, "train_config": self.op_train_config, "step": self.op_step,
             "generate": self.op_generate, "add_lora": self.op_add_lora, "load_adapter": self.op_load_adapter,
-            "save_adapter": self.op_save_adapter, "save": self.op_save, "stats": self.op_stats,
+            "save_adapter": self.op_save_adapter, "save": self.op_save,
+            "save_optimizer": self.op_save_optimizer, "load_optimizer": self.op_load_optimizer, "stats": self.op_stats,
             "reset_peak": self.op_reset_peak, "sleep": self.op_sleep, "shutdown": self.op_shutdown,
         }
 
@@ -273,9 +275,7 @@ class Worker:
         m = self.need_model()
         kind = arrays.get_str(req, "kind", choices=(train.GRPO, train.BC))
         b = train.parse_batch(arrays.req(req, "batch"), kind, m.cfg.vocab_size)
-        if self.trainer is None:
-            self.trainer = train.Trainer(m, train.TrainConfig(**self.train_cfg.as_dict()), self.compute_ctx)
-        out = self.trainer.step(kind, b)
+        out = self._trainer().step(kind, b)
         self.steps += 1
         out["step"] = self.steps
         return out
@@ -368,6 +368,36 @@ class Worker:
         d = arrays.get_str(req, "dir")
         dtype = arrays.get_str(req, "dtype", default="float32", choices=tuple(SAVE_DTYPES))
         return {"files": save_model(m, d, dtype)}
+
+    def _trainer(self):
+        m = self.need_model()
+        if self.trainer is None:
+            self.trainer = train.Trainer(m, train.TrainConfig(**self.train_cfg.as_dict()), self.compute_ctx)
+        return self.trainer
+
+    def op_save_optimizer(self, req):
+        path = arrays.get_str(req, "path")
+        tensors, step = self._trainer().state_tensors()
+        meta = {"format": OPT_FORMAT, "step": str(step), "steps": str(self.steps)}
+        st.write_file(path, sorted(tensors.items()), "F32", meta)
+        return {"step": step}
+
+    def op_load_optimizer(self, req):
+        path = arrays.get_str(req, "path")
+        tr = self._trainer()
+        try:
+            tensors, meta, _ = st.read_file(path)
+        except st.SafetensorsError as e:
+            raise BadCheckpoint("optimizer state: %s" % e) from None
+        if meta.get("format") != OPT_FORMAT:
+            raise BadCheckpoint("optimizer state %s: format %r, want %r" % (path, meta.get("format"), OPT_FORMAT))
+        try:
+            step, steps = int(meta.get("step", "")), int(meta.get("steps", ""))
+        except ValueError:
+            raise BadCheckpoint("optimizer state %s: bad step fields %r" % (path, meta)) from None
+        tr.load_state(tensors, step)
+        self.steps = steps
+        return {"step": step}
 
     # ---- Housekeeping.
 

@@ -15,7 +15,7 @@ import math
 import torch
 
 from . import arrays
-from .errors import BadRequest, WorkerError
+from .errors import BadCheckpoint, BadRequest, WorkerError
 
 GRPO, BC = "grpo", "bc"
 
@@ -178,6 +178,50 @@ class Trainer:
             raise WorkerError("the model has no trainable parameters")
         self.opt = torch.optim.AdamW(self.params, lr=cfg.lr, betas=(0.9, 0.999), eps=1e-7,
                                      weight_decay=cfg.weight_decay)
+
+    def named_params(self):
+        return [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+
+    def state_tensors(self):
+        """AdamW's moments as {"NAME.exp_avg", "NAME.exp_avg_sq": float32 tensor} and the step
+        count (0 before the first step: no moments yet)."""
+        out, step = {}, 0
+        for n, p in self.named_params():
+            st = self.opt.state.get(p)
+            if not st:
+                continue
+            out[n + ".exp_avg"] = st["exp_avg"].detach().float().cpu()
+            out[n + ".exp_avg_sq"] = st["exp_avg_sq"].detach().float().cpu()
+            step = int(float(st["step"]))
+        return out, step
+
+    def load_state(self, tensors, step):
+        """Installs moments saved by state_tensors. Every check runs before anything changes: a
+        missing, unexpected or mis-shaped tensor raises BadCheckpoint naming it."""
+        want = {}
+        for n, p in self.named_params():
+            want[n + ".exp_avg"] = p
+            want[n + ".exp_avg_sq"] = p
+        if step < 0 or (step == 0) != (not tensors):
+            raise BadCheckpoint("optimizer state: step %d with %d moment tensors" % (step, len(tensors)))
+        if tensors:
+            for k in sorted(set(want) | set(tensors)):
+                if k not in tensors:
+                    raise BadCheckpoint("optimizer state: missing tensor %s" % k)
+                if k not in want:
+                    raise BadCheckpoint("optimizer state: unexpected tensor %s (not a trainable parameter)" % k)
+                if tuple(tensors[k].shape) != tuple(want[k].shape):
+                    raise BadCheckpoint("optimizer state: %s has shape %s, want %s"
+                                        % (k, list(tensors[k].shape), list(want[k].shape)))
+        self.opt.state.clear()
+        for n, p in self.named_params():
+            if not tensors:
+                break
+            self.opt.state[p] = {
+                "step": torch.tensor(float(step)),
+                "exp_avg": tensors[n + ".exp_avg"].to(p.device, p.dtype).clone(),
+                "exp_avg_sq": tensors[n + ".exp_avg_sq"].to(p.device, p.dtype).clone(),
+            }
 
     def set_lr(self, lr):
         self.cfg.lr = lr

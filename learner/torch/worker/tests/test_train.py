@@ -8,7 +8,7 @@ import torch
 
 import helpers
 from t2t_worker import arrays, lora, train
-from t2t_worker.errors import BadRequest, WorkerError
+from t2t_worker.errors import BadCheckpoint, BadRequest, WorkerError
 
 SEED = 31337
 
@@ -237,6 +237,47 @@ class TrainTest(unittest.TestCase):
             tr.step(train.GRPO, train.parse_batch(bad, train.GRPO, 512))
         for n, p in self.m.named_parameters():
             self.assertTrue(torch.equal(p, before[n]), n)
+
+    def test_resume_from_saved_state_is_bit_exact(self):
+        b = train.parse_batch(helpers.seq_batch(self.samples, with_ref=True), train.GRPO, 512)
+        start = copy.deepcopy(self.m)
+        tr = self.trainer()
+        for _ in range(4):
+            tr.step(train.GRPO, b)
+        want = params_of(self.m)
+        m2 = copy.deepcopy(start)
+        tr2 = self.trainer(m2)
+        for _ in range(2):
+            tr2.step(train.GRPO, b)
+        tensors, step = tr2.state_tensors()
+        self.assertEqual(step, 2)
+        m3 = copy.deepcopy(m2)
+        tr3 = self.trainer(m3)
+        tr3.load_state(tensors, step)
+        for _ in range(2):
+            tr3.step(train.GRPO, b)
+        for n, p in m3.named_parameters():
+            self.assertTrue(torch.equal(p.detach(), want[n]), n)
+
+    def test_bad_optimizer_state_changes_nothing(self):
+        b = train.parse_batch(helpers.seq_batch(self.samples, with_ref=True), train.GRPO, 512)
+        tr = self.trainer()
+        tr.step(train.GRPO, b)
+        good, step = tr.state_tensors()
+        name = sorted(good)[0]
+        cases = {
+            "missing": ({k: v for k, v in good.items() if k != name}, step),
+            "unexpected": (dict(good, **{"nope.exp_avg": good[name]}), step),
+            "shape": (dict(good, **{name: torch.zeros(3)}), step),
+            "step": (good, 0),
+        }
+        for what, (tensors, st) in cases.items():
+            with self.assertRaises(BadCheckpoint, msg=what):
+                tr.load_state(tensors, st)
+            now, now_step = tr.state_tensors()
+            self.assertEqual(now_step, step, what)
+            for k, v in good.items():
+                self.assertTrue(torch.equal(now[k], v), (what, k))
 
     def test_lora_step_trains_adapters_only(self):
         lora.add_lora(self.m, 2, 4.0, ["q_proj", "up_proj"], 3)
