@@ -5,6 +5,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
@@ -30,7 +31,7 @@ func (m *Model) LoadWeights(dir string) error {
 	if err != nil {
 		return err
 	}
-	return catch(func() {
+	return gomlxtrain.Catch(func() {
 		for _, s := range m.cfg.WeightSpecs() {
 			v, _, _ := m.varOf(s.Name)
 			if err := v.SetValue(tensors.FromFlatDataAndDimensions(weights[s.Name], s.Shape...)); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
@@ -115,7 +116,7 @@ func (m *Model) AddLoRA(cfg hfmodel.LoRAConfig, seed uint64) error {
 func (m *Model) attachLoRA(cfg hfmodel.LoRAConfig, values map[loraKey][2][]float32) error {
 	st := &loraState{cfg: cfg, scale: cfg.Alpha / float64(cfg.Rank), adapters: map[loraKey]loraAdapter{}}
 	st.cfg.Targets = slices.Clone(cfg.Targets)
-	err := catch(func() {
+	err := gomlxtrain.Catch(func() {
 		ctx := m.ctx.Checked(false)
 		for k, v := range values {
 			shape := m.cfg.ModuleShape(hfmodel.LayerModules[k.mod])

@@ -163,7 +163,7 @@ func newModel(backend backends.Backend, cfg hfmodel.Config, weights map[string][
 		inv[i], inv[i+half] = f, f
 	}
 	m.invFreq = tensors.FromFlatDataAndDimensions(inv, d)
-	err := catch(func() {
+	err := gomlxtrain.Catch(func() {
 		m.embed = m.newVar(hfmodel.NameEmbed, weights)
 		m.norm = m.newVar(hfmodel.NameNorm, weights)
 		if !cfg.TieWordEmbeddings {
@@ -202,21 +202,6 @@ func (m *Model) specShape(hfName string) []int {
 		}
 	}
 	panic("qwen3: unknown tensor " + hfName)
-}
-
-// catch runs fn, turning a GoMLX panic into an error wrapping learner.ErrCompute.
-func catch(fn func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(error); ok {
-				err = fmt.Errorf("%w: %w", learner.ErrCompute, e)
-			} else {
-				err = fmt.Errorf("%w: %v", learner.ErrCompute, r)
-			}
-		}
-	}()
-	fn()
-	return nil
 }
 
 // Config returns the model's configuration.
@@ -450,7 +435,7 @@ func (m *Model) Logits(seqs [][]int32) ([][]float32, error) {
 	}
 	v := m.cfg.VocabSize
 	out := make([][]float32, len(seqs))
-	err := catch(func() {
+	err := gomlxtrain.Catch(func() {
 		res, err := m.logitsExec.Exec(tensors.FromFlatDataAndDimensions(tok, b, t), tensors.FromFlatDataAndDimensions(valid, b, t))
 		if err != nil {
 			panic(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
@@ -58,7 +59,7 @@ func (m *Model) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLog
 	defer func() { finalize(caches) }()
 	logits := make([]float32, b*v)
 	run := func(e *context.Exec, args ...any) error {
-		return catch(func() {
+		return gomlxtrain.Catch(func() {
 			outs, err := e.Exec(args...)
 			if err != nil {
 				panic(err)
