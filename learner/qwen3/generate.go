@@ -101,4 +101,3 @@ func (m *Model) decodeGraph(in []*graph.Node) []*graph.Node {
 	out[0] = graph.Reshape(m.head(x), b, m.cfg.VocabSize)
 	return out
 }
-

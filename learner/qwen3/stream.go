@@ -113,4 +113,3 @@ func (m *Model) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLog
 	}
 	return gen, nil
 }
-
