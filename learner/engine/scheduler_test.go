@@ -330,7 +330,8 @@ func TestSchedulerClose(t *testing.T) {
 	waitFor(t, "the second request to queue", func() bool { return s.Stats().Queued == 1 })
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
-	close(gate)
+	waitFor(t, "Close to begin", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.closed })
+	close(gate) // the loop finishes its step and then sees the stop
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
