@@ -19,6 +19,6 @@ func TestSlotDecoderBatchInvariance(t *testing.T) {
 	em := NewEngine(m)
 	var _ engine.DecoderOpener = em
 	reqs := enginetest.Requests(seed, cfg.VocabSize)
-	got := enginetest.BatchInvariance(t, em, em.OpenDecoder, reqs)
+	got := enginetest.BatchInvariance(t, em, em.OpenDecoder, reqs, 0)
 	enginetest.MatchesGenerate(t, em, reqs, got, 1e-4)
 }

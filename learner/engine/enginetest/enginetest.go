@@ -50,9 +50,11 @@ func Requests(seed uint64, vocab int) []engine.Request {
 
 // BatchInvariance runs reqs alone (each on a fresh pool) and then together (request i
 // submitted during decode step 2·i, so it joins a running batch; they leave at different
-// steps), and fails unless every result is identical. It returns the results. open opens a
+// steps), and fails unless every result has the same ids and log-probs within lpTol (0:
+// identical; the torch engine's BLAS rounds a product differently for other batch shapes, in
+// the last bits). It returns the results. open opens a
 // pool of slots sequences of slotLen positions of model.
-func BatchInvariance(t *testing.T, model engine.Model, open func(slots, slotLen int) (engine.Decoder, error), reqs []engine.Request) []*engine.Generation {
+func BatchInvariance(t *testing.T, model engine.Model, open func(slots, slotLen int) (engine.Decoder, error), reqs []engine.Request, lpTol float64) []*engine.Generation {
 	t.Helper()
 	const slots, slotLen = 4, 32
 	c := model.Config()
@@ -116,7 +118,7 @@ func BatchInvariance(t *testing.T, model engine.Model, open func(slots, slotLen 
 			t.Fatalf("request %d in a batch: %v", i, r.err)
 		}
 		for row := range r.g.Tokens {
-			if !slices.Equal(r.g.Tokens[row], alone[i].Tokens[row]) || !slices.Equal(r.g.LogProbs[row], alone[i].LogProbs[row]) {
+			if !slices.Equal(r.g.Tokens[row], alone[i].Tokens[row]) || !closeTo(r.g.LogProbs[row], alone[i].LogProbs[row], lpTol) {
 				t.Errorf("request %d row %d: in a batch %v %v, alone %v %v", i, row, r.g.Tokens[row], r.g.LogProbs[row], alone[i].Tokens[row], alone[i].LogProbs[row])
 			}
 		}
@@ -149,4 +151,16 @@ func MatchesGenerate(t *testing.T, model engine.Model, reqs []engine.Request, go
 			}
 		}
 	}
+}
+
+func closeTo(a, b []float32, tol float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(float64(a[i]-b[i])) > tol {
+			return false
+		}
+	}
+	return true
 }
