@@ -16,9 +16,9 @@ type Decoder interface {
 	Slots() int
 	// SlotLen is the positions each slot holds (prompt plus generated tokens).
 	SlotLen() int
-	// Prefill replaces slot's sequence by prompt (1 ≤ len ≤ SlotLen) and writes the logits of
-	// its last position into logits (VocabSize values).
-	Prefill(slot int, prompt []int32, logits []float32) error
+	// Prefill replaces the sequence of slots[i] (distinct) by prompts[i] (1 ≤ len < SlotLen)
+	// and writes the logits of its last position into logits[i·V:(i+1)·V].
+	Prefill(slots []int, prompts [][]int32, logits []float32) error
 	// Step appends tokens[i] to slots[i] (distinct slots, each prefilled and not full) and
 	// writes each one's next logits into logits[i·V:(i+1)·V].
 	Step(slots []int, tokens []int32, logits []float32) error

@@ -15,6 +15,7 @@ type loopState struct {
 	logits  []float32
 	ids     []int
 	toks    []int32
+	prompts [][]int32
 	top     []TokenLogProb
 }
 
@@ -121,14 +122,18 @@ func (st *loopState) complete(j *job) {
 	close(j.done)
 }
 
-// admit prefills free slots with the next rows of the queue, in order. A request for another
-// adapter waits until the running rows have finished (rows of one step share an adapter).
+// admit prefills free slots with the next rows of the queue, in order, in one Prefill call. A
+// request for another adapter waits until the running rows have finished (rows of one step
+// share an adapter).
 func (st *loopState) admit() {
+	st.ids, st.prompts = st.ids[:0], st.prompts[:0]
+	var rows []*row
+	free := 0
 	for len(st.pending) > 0 {
 		j := st.pending[0]
 		if j.req.Adapter != st.adapter {
-			if st.inUse() > 0 {
-				return
+			if st.inUse() > 0 || len(rows) > 0 {
+				break
 			}
 			if err := st.s.dec.(AdapterDecoder).UseAdapter(j.req.Adapter); err != nil {
 				st.fail(j, err)
@@ -136,31 +141,46 @@ func (st *loopState) admit() {
 			}
 			st.adapter = j.req.Adapter
 		}
-		k := slices.Index(st.slots, nil)
+		k := slices.Index(st.slots[free:], nil)
 		if k < 0 {
-			return
+			break
 		}
+		k += free
+		free = k + 1
 		i := j.next
 		j.next++
 		if j.next == len(j.req.Prompts) {
 			st.pending = st.pending[1:]
 		}
-		v := st.s.model.VocabSize
 		st.s.mu.Lock()
 		if i == 0 {
 			st.s.stats.Queued--
-			j.smp = NewSampler(j.req.Sample, v)
+			j.smp = NewSampler(j.req.Sample, st.s.model.VocabSize)
 		}
 		st.s.stats.Admitted++
 		st.s.stats.QueueWait += time.Since(j.start)
 		st.s.mu.Unlock()
-		if err := st.s.dec.Prefill(k, j.req.Prompts[i], st.logits[:v]); err != nil {
-			st.fail(j, err)
-			continue
+		st.ids = append(st.ids, k)
+		st.prompts = append(st.prompts, j.req.Prompts[i])
+		rows = append(rows, &row{j: j, i: i, rng: rand.New(rand.NewPCG(j.req.Seed, uint64(i)))})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	v := st.s.model.VocabSize
+	for x, k := range st.ids {
+		st.slots[k] = rows[x]
+	}
+	if err := st.s.dec.Prefill(st.ids, st.prompts, st.logits[:len(st.ids)*v]); err != nil {
+		for _, r := range rows {
+			st.fail(r.j, err)
 		}
-		r := &row{j: j, i: i, rng: rand.New(rand.NewPCG(j.req.Seed, uint64(i)))}
-		st.slots[k] = r
-		st.sample(k, st.logits[:v])
+		return
+	}
+	for x, k := range st.ids {
+		if st.slots[k] == rows[x] { // an earlier row's callback may not end another request
+			st.sample(k, st.logits[x*v:(x+1)*v])
+		}
 	}
 }
 

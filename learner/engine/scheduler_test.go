@@ -54,9 +54,11 @@ func (d *fakeDecoder) logits(seq []int32, dst []float32) {
 	}
 }
 
-func (d *fakeDecoder) Prefill(slot int, prompt []int32, logits []float32) error {
-	d.seqs[slot] = append(d.seqs[slot][:0], prompt...)
-	d.logits(d.seqs[slot], logits)
+func (d *fakeDecoder) Prefill(slots []int, prompts [][]int32, logits []float32) error {
+	for i, k := range slots {
+		d.seqs[k] = append(d.seqs[k][:0], prompts[i]...)
+		d.logits(d.seqs[k], logits[i*d.vocab:(i+1)*d.vocab])
+	}
 	return nil
 }
 

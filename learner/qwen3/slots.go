@@ -123,8 +123,18 @@ func slotWriteGraph(in []*graph.Node) []*graph.Node {
 func (d *slotDecoder) Slots() int   { return d.slots }
 func (d *slotDecoder) SlotLen() int { return d.len }
 
-// Prefill implements engine.Decoder.
-func (d *slotDecoder) Prefill(slot int, prompt []int32, logits []float32) error {
+// Prefill implements engine.Decoder: one prompt at a time (each at its own left padding).
+func (d *slotDecoder) Prefill(slots []int, prompts [][]int32, logits []float32) error {
+	v := d.m.cfg.VocabSize
+	for i, k := range slots {
+		if err := d.prefill(k, prompts[i], logits[i*v:(i+1)*v]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *slotDecoder) prefill(slot int, prompt []int32, logits []float32) error {
 	m := d.m
 	if slot < 0 || slot >= d.slots || len(prompt) == 0 || len(prompt) >= d.len {
 		return fmt.Errorf("%w: prefill of %d tokens into slot %d of %d×%d", learner.ErrBadBatch, len(prompt), slot, d.slots, d.len)

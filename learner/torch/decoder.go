@@ -52,18 +52,22 @@ func (d *decoder) logits(op string, req map[string]any, dst []float32) error {
 	return nil
 }
 
-// Prefill implements engine.Decoder.
-func (d *decoder) Prefill(slot int, prompt []int32, logits []float32) error {
-	return d.logits("decoder_prefill", map[string]any{"slot": slot, "prompt": i32Bytes(prompt)}, logits)
+// Prefill implements engine.Decoder (one batched prefill in the worker).
+func (d *decoder) Prefill(slots []int, prompts [][]int32, logits []float32) error {
+	return d.logits("decoder_prefill", map[string]any{"slots": i32Bytes(slotIDs(slots)), "prompts": rowsI32(prompts)}, logits)
 }
 
-// Step implements engine.Decoder.
-func (d *decoder) Step(slots []int, tokens []int32, logits []float32) error {
+func slotIDs(slots []int) []int32 {
 	ids := make([]int32, len(slots))
 	for i, k := range slots {
 		ids[i] = int32(k)
 	}
-	return d.logits("decoder_step", map[string]any{"slots": i32Bytes(ids), "tokens": i32Bytes(tokens)}, logits)
+	return ids
+}
+
+// Step implements engine.Decoder.
+func (d *decoder) Step(slots []int, tokens []int32, logits []float32) error {
+	return d.logits("decoder_step", map[string]any{"slots": i32Bytes(slotIDs(slots)), "tokens": i32Bytes(tokens)}, logits)
 }
 
 // Close implements engine.Decoder (the worker frees the pool's memory).

@@ -359,11 +359,13 @@ class Worker:
 
     def op_decoder_prefill(self, req):
         pool = self._need_pool()
-        prompt = arrays.i32(arrays.req(req, "prompt"), "prompt")
-        self._check_tokens(prompt, "prompt")
+        slots = arrays.i32(arrays.req(req, "slots"), "slots").tolist()
+        prompts = arrays.i32_rows(arrays.req(req, "prompts"), "prompts")
+        for i, p in enumerate(prompts):
+            self._check_tokens(p, "prompts[%d]" % i)
         with torch.inference_mode(), self.compute_ctx():
-            logits = pool.prefill(arrays.get_int(req, "slot"), prompt.tolist())
-        return {"logits": arrays.to_f32_bin(logits)}
+            logits = pool.prefill(slots, [p.tolist() for p in prompts])
+        return {"logits": arrays.to_f32_bin(logits.reshape(-1))}
 
     def op_decoder_step(self, req):
         pool = self._need_pool()

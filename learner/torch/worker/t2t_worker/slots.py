@@ -61,23 +61,31 @@ class SlotPool:
         self.plan = self.model.decode_plan()
         self.graphs = {}
 
-    def prefill(self, slot, prompt):
-        """Fills slot with prompt (a list of ids); returns the logits [V] (float32, CPU) of its
-        last position."""
-        if not (0 <= slot < self.slots):
-            raise BadRequest("decoder_prefill: slot %d outside [0, %d)" % (slot, self.slots))
-        if not (1 <= len(prompt) < self.slot_len):
-            raise BadRequest("decoder_prefill: %d prompt tokens: want 1..%d" % (len(prompt), self.slot_len - 1))
+    def prefill(self, slots, prompts):
+        """Fills slots[i] with prompts[i] (lists of ids), in one left-padded batch; returns the
+        logits [n, V] (float32, CPU) of each prompt's last position. The pool keeps each row
+        unpadded: its keys and values move to columns [0, len)."""
+        if not slots or len(slots) != len(prompts) or len(set(slots)) != len(slots):
+            raise BadRequest("decoder_prefill: %d slots (distinct) for %d prompts" % (len(slots), len(prompts)))
+        for k, pr in zip(slots, prompts):
+            if not (0 <= k < self.slots):
+                raise BadRequest("decoder_prefill: slot %d outside [0, %d)" % (k, self.slots))
+            if not (1 <= len(pr) < self.slot_len):
+                raise BadRequest("decoder_prefill: %d prompt tokens: want 1..%d" % (len(pr), self.slot_len - 1))
         dev = self.model.device
-        p = len(prompt)
-        tok = torch.as_tensor(prompt, dtype=torch.long, device=dev).view(1, p)
-        valid = torch.ones(1, p, dtype=torch.bool, device=dev)
-        logits, cache = self.model.prefill(tok, valid, p, self.keys[0].dtype)
-        for l in range(len(self.keys)):
-            self.keys[l][slot, :, :p] = cache.keys[l][0]
-            self.values[l][slot, :, :p] = cache.values[l][0]
-        self.col[slot] = p
-        return logits[0].float().cpu()
+        n, p = len(prompts), max(len(pr) for pr in prompts)
+        tok = torch.zeros(n, p, dtype=torch.long)
+        valid = torch.zeros(n, p, dtype=torch.bool)
+        for i, pr in enumerate(prompts):
+            tok[i, p - len(pr):] = torch.as_tensor(pr, dtype=torch.long)
+            valid[i, p - len(pr):] = True
+        logits, cache = self.model.prefill(tok.to(dev), valid.to(dev), p, self.keys[0].dtype)
+        for i, (k, pr) in enumerate(zip(slots, prompts)):
+            for l in range(len(self.keys)):
+                self.keys[l][k, :, :len(pr)] = cache.keys[l][i, :, p - len(pr):]
+                self.values[l][k, :, :len(pr)] = cache.values[l][i, :, p - len(pr):]
+            self.col[k] = len(pr)
+        return logits.float().cpu()
 
     def step(self, slots, tokens):
         """Appends tokens[i] to slots[i]; returns the logits [len(slots), V] (float32, CPU)."""
