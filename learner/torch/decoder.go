@@ -17,7 +17,8 @@ type decoder struct {
 
 // OpenDecoder implements engine.DecoderOpener: a pool of slots sequences of slotLen positions
 // in the worker (replacing any pool opened before). Open it after adapters are attached; the
-// worker rebuilds the pool's fused weights after each Step, AddLoRA and LoadAdapter.
+// worker rebuilds the pool's fused weights after each Step, AddLoRA and LoadAdapter, and Reload
+// opens the pool again (empty: rows running then fail).
 func (m *Model) OpenDecoder(slots, slotLen int) (engine.Decoder, error) {
 	if slots < 1 || slotLen < 2 || slotLen > m.cfg.MaxPositionEmbeddings {
 		return nil, &learner.ConfigError{Field: "decoder", Value: fmt.Sprintf("%d slots of %d", slots, slotLen), Reason: fmt.Sprintf("need ≥ 1 slot of 2..%d positions", m.cfg.MaxPositionEmbeddings)}
@@ -25,6 +26,7 @@ func (m *Model) OpenDecoder(slots, slotLen int) (engine.Decoder, error) {
 	if err := m.wk.call("decoder_open", map[string]any{"slots": slots, "slot_len": slotLen}, nil, nil); err != nil {
 		return nil, err
 	}
+	m.pool = [2]int{slots, slotLen}
 	return &decoder{m: m, slots: slots, len: slotLen}, nil
 }
 
@@ -72,5 +74,6 @@ func (d *decoder) Step(slots []int, tokens []int32, logits []float32) error {
 
 // Close implements engine.Decoder (the worker frees the pool's memory).
 func (d *decoder) Close() error {
+	d.m.pool = [2]int{}
 	return d.m.wk.call("decoder_close", map[string]any{}, nil, nil)
 }
