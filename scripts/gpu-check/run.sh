@@ -23,7 +23,9 @@
 # in $OUT/nvsmi_*.peak), $OUT/vllm_server.log. Every part is bounded by `timeout`
 # and a failing part does not stop the others; the whole script is sized to
 # finish in about 8 minutes (BUDGET_S, default 470 s: a part that no longer fits
-# is skipped and says so). PARTS (default parity,torch,vllm,xla) picks the parts:
+# is skipped and says so). Part sched (sched.sh, issue 24) runs after parity: decode through
+# the continuous-batching scheduler and the one-stage run, with targets and pass/fail in
+# $OUT/summary.json (summary.py). PARTS (default parity,sched,torch,vllm,xla) picks the parts:
 # PARTS=vllm runs the vLLM check alone.
 set -uo pipefail
 T2T=${1:-./t2t}
