@@ -23,7 +23,6 @@ type slotDecoder struct {
 	caches     []*tensors.Tensor // 2·layers pool caches
 	pad, col   []int32           // per slot: left padding and the next column to write
 	tok        []int32
-	logits     []float32
 }
 
 // OpenDecoder implements engine.DecoderOpener: a pool of slots sequences of slotLen positions.
