@@ -67,10 +67,10 @@ sched_stage() {
 	t0=$SECONDS
 	if sched_run stage 150 "$T2T" train --policy qwen3 --model "$scratch/m06" --engine torch --device cuda --autocast bf16 \
 		--prompt full --max-new-tokens 256 --stages 1 --instances 64 --instances-per-unit 16 --group 8 --learner-batch 16 \
-		--rollouts 2 --val-per-size 1 --eval-per-size 1 --strategy fixed; then
+		--rollouts 2 --val-per-size 1 --eval-per-size 1 --strategy fixed --gen-slots 128; then
 		wall=$((SECONDS - t0))
 	fi
-	figure one_stage_0.6b_s "$wall" 40 le s "t2t train --policy qwen3 --engine torch --device cuda --autocast bf16 --prompt full --max-new-tokens 256 --stages 1 --instances 64 --instances-per-unit 16 --group 8 --learner-batch 16 --rollouts 2 (wall, model load included)"
+	figure one_stage_0.6b_s "$wall" 40 le s "t2t train --policy qwen3 --engine torch --device cuda --autocast bf16 --prompt full --max-new-tokens 256 --stages 1 --instances 64 --instances-per-unit 16 --group 8 --learner-batch 16 --rollouts 2 --val-per-size 1 --eval-per-size 1 --strategy fixed --gen-slots 128 (wall, model load included; the issue's command plus --gen-slots)"
 	local inrun
 	inrun=$(grep -ho 'sampling:.* \([0-9.]*\) tokens/s' "$scratch/sched_stage.err" "$out/sched_stage.json" 2>/dev/null | tail -1 | grep -o '[0-9.]* tokens/s' | cut -d' ' -f1)
 	if [ -n "$inrun" ] && sched_run bench_06 90 "$T2T" bench decode --model "$scratch/m06" --engine torch --device cuda --autocast bf16 \
