@@ -28,6 +28,10 @@ type DecodeOptions struct {
 	Temperature float64
 	// Seed seeds the prompts and the sampling. Default 1.
 	Seed uint64
+	// Concurrency, when ≥ 1, runs that many independent requests of Batch rows at once through
+	// one engine.Scheduler (a KV pool of Concurrency·Batch slots) and reports their total
+	// tokens/s; 0 (the default) times one direct generation of Batch rows. Must be ≥ 0.
+	Concurrency int
 }
 
 // DefaultDecodeOptions returns the documented defaults.
@@ -48,6 +52,8 @@ func (o DecodeOptions) Validate() error {
 		return bad("NewTokens", o.NewTokens, "must be ≥ 2 (the first token comes from the prefill)")
 	case math.IsNaN(o.Temperature) || math.IsInf(o.Temperature, 0) || o.Temperature < 0:
 		return bad("Temperature", o.Temperature, "must be finite and ≥ 0")
+	case o.Concurrency < 0:
+		return bad("Concurrency", o.Concurrency, "must be ≥ 0")
 	}
 	return nil
 }
@@ -62,7 +68,7 @@ func (o DecodeOptions) fits(cfg hfmodel.Config) error {
 
 // estimate is the memory of the float32 weights and the KV cache.
 func (o DecodeOptions) estimate(cfg hfmodel.Config) hfmodel.MemoryEstimate {
-	return hfmodel.EstimateMemory(cfg, o.Batch, o.PromptLen+o.NewTokens, false)
+	return hfmodel.EstimateMemory(cfg, o.Batch*max(o.Concurrency, 1), o.PromptLen+o.NewTokens, false)
 }
 
 // DecodeReport is the result of the decoding benchmark (the --json output of t2t bench decode).
@@ -87,6 +93,10 @@ type DecodeReport struct {
 	PrefillTokPS float64      `json:"prefill_tokens_per_s"`
 	Generated    int          `json:"generated_tokens"` // tokens returned (all rows run to new_tokens)
 	Memory       MemoryReport `json:"memory"`
+	// With Concurrency ≥ 1 (the scheduler path) the prefill/decode split above is not measured;
+	// these are.
+	Concurrency int              `json:"concurrency,omitempty"`
+	Sched       *SchedulerReport `json:"scheduler,omitempty"`
 	// Config is the model's architecture (shown by WriteText, not in the JSON).
 	Config hfmodel.Config `json:"-"`
 }
@@ -136,6 +146,10 @@ func Decode(m engine.Model, o DecodeOptions) (*DecodeReport, error) {
 	rep := &DecodeReport{Bench: "decode", Backend: backendName(m), Params: cfg.NumParams(), Batch: o.Batch, PromptLen: o.PromptLen,
 		NewTokens: o.NewTokens, Temperature: o.Temperature, EstimateB: est.Weights + est.KVCache, Config: cfg}
 	rng := rand.New(rand.NewPCG(o.Seed, 0xdec0de))
+	if o.Concurrency > 0 {
+		rep.Concurrency = o.Concurrency
+		return decodeConcurrent(m, o, rng, rep)
+	}
 	prompts := make([][]int32, o.Batch)
 	for i := range prompts {
 		prompts[i] = make([]int32, o.PromptLen)
@@ -196,6 +210,9 @@ func timeDecode(m engine.Model, prompts [][]int32, sc engine.SampleConfig, rng *
 
 // WriteText writes the report as the table t2t bench decode prints, under title.
 func (r *DecodeReport) WriteText(w io.Writer, title string) error {
+	if r.Sched != nil {
+		return r.writeConcurrent(w, title)
+	}
 	rows := [][2]string{
 		modelRow(r.Model, r.Config),
 		{"device", fmt.Sprintf("%s (backend %s)", r.Device, r.Backend)},

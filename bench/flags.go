@@ -42,4 +42,5 @@ func (o *DecodeOptions) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.PromptLen, "prompt-len", o.PromptLen, "prompt tokens per sequence (random ids)")
 	fs.IntVar(&o.NewTokens, "new-tokens", o.NewTokens, "tokens generated per sequence (no stop token: every row runs to the end); ≥ 2")
 	fs.Float64Var(&o.Temperature, "temperature", o.Temperature, "sampling temperature (the policy samples at 1; 0: greedy)")
+	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "independent requests of --batch rows each, run at once through one continuous-batching scheduler (0: one direct generation, no scheduler)")
 }

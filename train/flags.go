@@ -37,6 +37,7 @@ type Flags struct {
 	WarmStart, Hidden, Device, ModelDir string
 	Prompt                              string
 	Instances, BCSteps, MaxNewTokens    int
+	GenSlots                            int
 	LoRARank, RewardL1, RewardL2        int
 	MistakeRate, LR                     float64
 	Verbose, Thinking                   bool
@@ -93,6 +94,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	f.Telemetry.Register(fs)
 	fs.StringVar(&f.ModelDir, "model", "", "--policy qwen3: Hugging Face checkpoint directory (e.g. from 't2t model init' or a real Qwen3)")
 	fs.IntVar(&f.MaxNewTokens, "max-new-tokens", 512, "--policy qwen3: most tokens per answer")
+	fs.IntVar(&f.GenSlots, "gen-slots", 0, "--policy qwen3: sequences sampled together by one continuous-batching scheduler that every rollout actor,\n"+
+		"evaluation and the self/base engineer share (a KV pool of that many slots of 2048 + --max-new-tokens positions); 0: each generation alone")
 	fs.BoolVar(&f.Thinking, "thinking", false, "--policy qwen3: let the model think (<think>…</think>) before answering")
 	fs.StringVar(&f.Prompt, "prompt", env.PromptFull, "--policy qwen3: "+env.PromptStyleHelp)
 	fs.IntVar(&f.LoRARank, "lora-rank", 0, "--policy qwen3: train LoRA adapters of this rank (α = 2·rank, all seven projections) with the base weights frozen; 0: all weights")
@@ -298,6 +301,10 @@ func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (
 			return spec, &OptionError{Field: "prompt", Value: strconv.Quote(f.Prompt), Reason: "want full or compact"}
 		}
 		spec.Text.MaxNewTokens, spec.Text.Thinking = f.MaxNewTokens, f.Thinking
+		if f.GenSlots < 0 {
+			return spec, &OptionError{Field: "gen-slots", Value: f.GenSlots, Reason: "must be ≥ 0"}
+		}
+		spec.GenSlots = f.GenSlots
 		if f.RewardL1 < 0 || f.RewardL2 <= f.RewardL1 {
 			return spec, &OptionError{Field: "reward-l2", Value: f.RewardL2, Reason: fmt.Sprintf("must exceed --reward-l1 (%d), which must be ≥ 0", f.RewardL1)}
 		}

@@ -68,6 +68,10 @@ type PolicySpec struct {
 	// opened on Engine.
 	ModelDir string
 	Engine   engine.Spec
+	// GenSlots, when > 0, routes a qwen3 policy's generations through one continuous-batching
+	// scheduler with a KV pool of that many sequences of genSlotPrompt + MaxNewTokens positions
+	// (textpolicy.LM.EnableScheduler); 0 runs each generation alone on the model.
+	GenSlots int
 	// Text are a qwen3 policy's options (start from
 	// textpolicy.DefaultOptions()); GRPO.GroupSize is set to GroupSize.
 	Text textpolicy.Options
@@ -195,6 +199,10 @@ func warmStart(gp *GridPolicy, w WarmStart, seed uint64) error {
 	return nil
 }
 
+// genSlotPrompt is the prompt positions of a scheduler slot; a generation with a longer
+// prompt runs directly on the model.
+const genSlotPrompt = 2048
+
 // newTextPolicy opens the qwen3 checkpoint and builds its text policy.
 func newTextPolicy(ctx context.Context, spec PolicySpec) (Policy, func() error, error) {
 	if spec.ModelDir == "" {
@@ -215,6 +223,12 @@ func newTextPolicy(ctx context.Context, spec PolicySpec) (Policy, func() error, 
 		if err := lm.Model.AddLoRA(*spec.LoRA, spec.Seed); err != nil {
 			_ = lm.Close()
 			return nil, nil, causeError("lora-rank", err)
+		}
+	}
+	if spec.GenSlots > 0 {
+		if err := lm.EnableScheduler(spec.GenSlots, genSlotPrompt+spec.Text.MaxNewTokens); err != nil {
+			_ = lm.Close()
+			return nil, nil, causeError("gen-slots", err)
 		}
 	}
 	o := spec.Text

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
@@ -164,5 +165,53 @@ func TestQwen3PolicyLearningRate(t *testing.T) {
 		if got != c.want {
 			t.Fatalf("%v: the policy trains at lr %g, want %g", c.args, got, c.want)
 		}
+	}
+}
+
+// TestQwen3PolicyGenSlots: --gen-slots routes a qwen3 policy's sampling through one scheduler
+// that concurrent Play calls share; a negative value is an option error.
+func TestQwen3PolicyGenSlots(t *testing.T) {
+	dir := tinyQwen3Dir(t)
+	parse := func(args ...string) (PolicySpec, error) {
+		var f Flags
+		fs := flag.NewFlagSet("train", flag.ContinueOnError)
+		f.Register(fs)
+		if err := fs.Parse(append([]string{"--policy", "qwen3", "--model", dir, "--max-new-tokens", "8", "--prompt", "compact"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		return f.policySpec(smallConfig(), slog.New(slog.DiscardHandler), io.Discard)
+	}
+	var oe *OptionError
+	if _, err := parse("--gen-slots", "-1"); !errors.As(err, &oe) || oe.Field != "gen-slots" {
+		t.Fatalf("--gen-slots -1: %v", err)
+	}
+	spec, err := parse("--gen-slots", "8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, closePol, err := NewPolicy(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePol()
+	tp := pol.(*textpolicy.Policy)
+	ins, err := env.Generate(env.Config{Agents: 2, Instances: 4, Sizes: []env.SizeConfig{{Size: 3, DataRatio: 0.5, HoleRatio: 0.1, WaitRatio: 0.5}}}, 5, 0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = tp.Play(ins[2*i:2*i+2], 2, 1, uint64(i)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, ok := tp.LM().SchedulerStats()
+	if !ok || st.Requests < 2 || st.Tokens == 0 {
+		t.Errorf("scheduler stats %+v (enabled %v): the rollouts did not go through it", st, ok)
 	}
 }

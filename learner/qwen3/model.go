@@ -73,6 +73,7 @@ type Model struct {
 	noSplit  bool            // dotT never splits skinny products (tests compare both ways)
 
 	logitsExec, prefillExec, decodeExec *context.Exec
+	slotStepExec, slotWriteExec         *context.Exec // engine.Decoder's graphs (slots.go)
 }
 
 // New builds a model of configuration cfg from Hugging Face-named tensors (as InitRandom
@@ -379,12 +380,13 @@ func (m *Model) NewTrainer(cfg learner.GRPOConfig) (*gomlxtrain.Trainer, error) 
 
 // resetExecs drops compiled executables (after the graph changed, e.g. LoRA added).
 func (m *Model) resetExecs() {
-	for _, e := range []*context.Exec{m.logitsExec, m.prefillExec, m.decodeExec} {
+	for _, e := range []*context.Exec{m.logitsExec, m.prefillExec, m.decodeExec, m.slotStepExec, m.slotWriteExec} {
 		if e != nil {
 			e.Finalize()
 		}
 	}
 	m.logitsExec, m.prefillExec, m.decodeExec = nil, nil, nil
+	m.slotStepExec, m.slotWriteExec = nil, nil
 }
 
 func (m *Model) newExec(fn func(ctx *context.Context, in []*graph.Node) []*graph.Node) (*context.Exec, error) {

@@ -1,10 +1,8 @@
 package qwen3
 
 import (
-	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -52,7 +50,7 @@ func (m *Model) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLog
 	}
 	gen := &engine.Generation{Tokens: make([][]int32, n), LogProbs: make([][]float32, n), Stopped: make([]bool, n)}
 	v := m.cfg.VocabSize
-	smp := newSampler(sc, v)
+	smp := engine.NewSampler(sc, v)
 	var top []engine.TokenLogProb
 	next := make([]int32, b)
 	var caches []*tensors.Tensor
@@ -84,14 +82,14 @@ func (m *Model) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLog
 			if done[i] {
 				continue
 			}
-			t, lp := smp.sample(logits[i*v:(i+1)*v], rng)
+			t, lp := smp.Sample(logits[i*v:(i+1)*v], rng)
 			gen.Tokens[i] = append(gen.Tokens[i], t)
 			gen.LogProbs[i] = append(gen.LogProbs[i], lp)
 			next[i] = t
 			stop := slices.Contains(sc.StopTokens, t)
 			if onToken != nil {
 				if topLogProbs > 0 {
-					top = smp.top(topLogProbs, top)
+					top = smp.Top(topLogProbs, top)
 				}
 				if onToken(engine.TokenEvent{Row: i, Step: step, Token: t, LogProb: lp, Top: top}) {
 					stop = true
@@ -115,31 +113,4 @@ func (m *Model) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLog
 		}
 	}
 	return gen, nil
-}
-
-// top returns the k most likely tokens of the distribution the last sample call drew from
-// (softmax(z), z = logits/temperature, or the raw logits when greedy), most likely first.
-func (s *sampler) top(k int, dst []engine.TokenLogProb) []engine.TokenLogProb {
-	k = min(k, len(s.z))
-	zmax := math.Inf(-1)
-	for _, z := range s.z {
-		zmax = max(zmax, z)
-	}
-	var sum float64
-	for _, z := range s.z {
-		sum += math.Exp(z - zmax)
-	}
-	lse := zmax + math.Log(sum)
-	ids := topKIndices(s.z, k, nil)
-	sort.Slice(ids, func(i, j int) bool {
-		if s.z[ids[i]] != s.z[ids[j]] {
-			return s.z[ids[i]] > s.z[ids[j]]
-		}
-		return ids[i] < ids[j]
-	})
-	dst = dst[:0]
-	for _, id := range ids {
-		dst = append(dst, engine.TokenLogProb{Token: id, LogProb: float32(s.z[id] - lse)})
-	}
-	return dst
 }

@@ -31,7 +31,8 @@ type LM struct {
 	// Dir is the checkpoint directory the LM was loaded from ("" when built in memory).
 	Dir string
 
-	mu sync.RWMutex
+	mu    sync.RWMutex
+	sched *engine.Scheduler // EnableScheduler: generations share its batches
 }
 
 // NewLM pairs a model with a tokenizer. Every tokenizer id must be a model id (the model's
@@ -125,21 +126,88 @@ func loadLM(dir string, open func() (engine.Model, error)) (*LM, error) {
 
 // Close releases the model (after any running generation) and stops a torch worker.
 func (lm *LM) Close() error {
-	return lm.Exclusive(lm.Model.Close)
+	return lm.Exclusive(func() error {
+		if lm.sched != nil {
+			_ = lm.sched.Close()
+			lm.sched = nil
+		}
+		return lm.Model.Close()
+	})
+}
+
+// EnableScheduler opens a KV pool of slots sequences of slotLen positions on the model (an
+// engine.DecoderOpener) and routes later generations through one engine.Scheduler, so that
+// concurrent callers (rollout actors, evaluation, the engineer) share decode steps. A
+// generation that does not fit a slot runs directly on the model as before. Call it once,
+// after adapters are attached (AddLoRA).
+func (lm *LM) EnableScheduler(slots, slotLen int) error {
+	op, ok := lm.Model.(engine.DecoderOpener)
+	if !ok {
+		return fmt.Errorf("%w (engine %s)", engine.ErrNoDecoder, lm.Model.Engine())
+	}
+	return lm.Exclusive(func() error {
+		if lm.sched != nil {
+			return nil
+		}
+		dec, err := op.OpenDecoder(slots, min(slotLen, lm.MaxContext()))
+		if err != nil {
+			return err
+		}
+		s, err := engine.NewScheduler(lm.Model.Config(), dec, engine.SchedulerConfig{})
+		if err != nil {
+			_ = dec.Close()
+			return err
+		}
+		lm.sched = s
+		return nil
+	})
+}
+
+// SchedulerStats returns the scheduler's counters (false without EnableScheduler).
+func (lm *LM) SchedulerStats() (engine.SchedulerStats, bool) {
+	lm.mu.RLock()
+	defer lm.mu.RUnlock()
+	if lm.sched == nil {
+		return engine.SchedulerStats{}, false
+	}
+	return lm.sched.Stats(), true
 }
 
 // Generate is Model.GenerateStream without a callback; it waits while Exclusive runs.
 func (lm *LM) Generate(prompts [][]int32, sc engine.SampleConfig, rng *rand.Rand) (*engine.Generation, error) {
-	lm.mu.RLock()
-	defer lm.mu.RUnlock()
-	return lm.Model.GenerateStream(prompts, sc, 0, rng, nil)
+	return lm.GenerateStream(prompts, sc, 0, rng, nil)
 }
 
-// GenerateStream is Model.GenerateStream; it waits while Exclusive runs.
+// GenerateStream is Model.GenerateStream (through the scheduler when enabled: onToken then
+// runs on the scheduler's goroutine while this call waits, and each row samples from its own
+// stream seeded by one draw of rng); it waits while Exclusive runs.
 func (lm *LM) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(engine.TokenEvent) bool) (*engine.Generation, error) {
 	lm.mu.RLock()
 	defer lm.mu.RUnlock()
+	if lm.sched != nil && lm.fits(prompts, sc) {
+		var seed uint64
+		if rng != nil {
+			seed = rng.Uint64()
+		} else if sc.Temperature > 0 {
+			return nil, engine.CheckGenerate(lm.Model.Config(), prompts, sc, topLogProbs, false)
+		}
+		return lm.sched.Submit(context.Background(), engine.Request{Prompts: prompts, Sample: sc,
+			TopLogProbs: topLogProbs, Seed: seed, OnToken: onToken})
+	}
 	return lm.Model.GenerateStream(prompts, sc, topLogProbs, rng, onToken)
+}
+
+// fits reports whether the scheduler's pool can ever hold the request.
+func (lm *LM) fits(prompts [][]int32, sc engine.SampleConfig) bool {
+	if len(prompts) > lm.sched.Slots() {
+		return false
+	}
+	for _, p := range prompts {
+		if len(p)+sc.MaxNewTokens > lm.sched.SlotLen() {
+			return false
+		}
+	}
+	return true
 }
 
 // Exclusive runs fn while no generation runs (a training step changes the weights).

@@ -27,6 +27,7 @@ type Model struct {
 	lora     *hfmodel.LoRAConfig
 	device   string
 	autocast string
+	pool     [2]int // slots and slot length of the open decoder pool (decoder.go); zero: none
 }
 
 // Load starts a worker as spec says and loads the Hugging Face directory dir into it. The
@@ -516,6 +517,9 @@ func (m *Model) Reload(dir string) error {
 		return err
 	}
 	m.cfg, m.srcDir = cfg, abs
+	if m.pool != [2]int{} { // the worker dropped the pool with the old model
+		return m.wk.call("decoder_open", map[string]any{"slots": m.pool[0], "slot_len": m.pool[1]}, nil, nil)
+	}
 	return nil
 }
 

@@ -23,12 +23,14 @@
 # in $OUT/nvsmi_*.peak), $OUT/vllm_server.log. Every part is bounded by `timeout`
 # and a failing part does not stop the others; the whole script is sized to
 # finish in about 8 minutes (BUDGET_S, default 470 s: a part that no longer fits
-# is skipped and says so). PARTS (default parity,torch,vllm,xla) picks the parts:
+# is skipped and says so). Part sched (sched.sh, issue 24) runs after parity: decode through
+# the continuous-batching scheduler and the one-stage run, with targets and pass/fail in
+# $OUT/summary.json (summary.py). PARTS (default parity,sched,torch,vllm,xla) picks the parts:
 # PARTS=vllm runs the vLLM check alone.
 set -uo pipefail
 T2T=${1:-./t2t}
 BUDGET_S=${BUDGET_S:-470}
-PARTS=${PARTS:-parity,torch,vllm,xla}
+PARTS=${PARTS:-parity,sched,torch,vllm,xla}
 part() { [[ ",$PARTS," == *",$1,"* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-check-out}
@@ -65,6 +67,21 @@ echo "-- the torch worker's Python tests on $(command -v python3) (CUDA, transfo
 echo "worker tests: exit $? ($(tail -1 "$out/worker_tests.txt"))"
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.csv" || true
+
+# Part "sched" (issue 24): decode through the continuous-batching scheduler and the one-stage
+# run, into $out/summary.json (sched.sh, summary.py), right after parity: the issue's most
+# important figures.
+. "$here/sched.sh"
+write_summary() { python3 "$here/summary.py" "$scratch/figures.jsonl" "$out/summary.json" > /dev/null; }
+trap write_summary EXIT
+if part sched; then
+	echo "== part sched: continuous batching (4b-shape decode B=32, B=256; one stage on 0.6b-shape) =="
+	sched_decode
+	write_summary
+	sched_stage
+	write_summary
+	cat "$out/summary.json"
+fi
 
 # bench NAME TIMEOUT_S ARGS...: runs `t2t bench ARGS --json` into $out/bench_NAME.json while
 # nvidia-smi samples memory.used every 250 ms into $out/nvsmi_NAME.csv; the largest sample goes

@@ -11,5 +11,5 @@ errors (reply kinds), ops (the worker's state and request handlers), __main__ (p
 and the request loop).
 """
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 WORKER_NAME = "t2t-torch-worker"

@@ -23,6 +23,7 @@ from . import arrays, config, lora, safetensors_io as st, train
 from .errors import BadCheckpoint, BadRequest, NoModel, Unsupported, WorkerError, classify, is_oom
 from .generate import SampleConfig, generate
 from .model import NAME_LM_HEAD, count_params, init_random, new_model, weight_specs
+from .slots import SlotPool
 from .wire import WireError
 
 SAVE_DTYPES = {"float32": "F32", "bfloat16": "BF16", "float16": "F16"}
@@ -140,7 +141,10 @@ class Worker:
             "save_adapter": self.op_save_adapter, "save": self.op_save,
             "save_optimizer": self.op_save_optimizer, "load_optimizer": self.op_load_optimizer, "stats": self.op_stats,
             "reset_peak": self.op_reset_peak, "sleep": self.op_sleep, "shutdown": self.op_shutdown,
+            "decoder_open": self.op_decoder_open, "decoder_prefill": self.op_decoder_prefill,
+            "decoder_step": self.op_decoder_step, "decoder_close": self.op_decoder_close,
         }
+        self.pool = None  # slots.SlotPool of decoder_open
 
     # ---- Dispatch.
 
@@ -160,9 +164,20 @@ class Worker:
             out = fn(req) or {}
         except Exception as e:  # noqa: BLE001 - every failure becomes a typed reply
             return self._error(rid, e)
+        self._after(op)
         reply = {"id": rid, "ok": True}
         reply.update(out)
         return reply
+
+    def _after(self, op):
+        """Keeps the slot pool in step with the model: a new model drops it, new weights or
+        adapters rebuild its decode plan (and its CUDA graphs)."""
+        if self.pool is None:
+            return
+        if op in ("load", "init"):
+            self.pool = None
+        elif op in ("step", "add_lora", "load_adapter"):
+            self.pool.refresh()
 
     def _error(self, rid, exc):
         kind, msg = classify(exc)
@@ -326,6 +341,46 @@ class Worker:
             "stopped": list(res.stopped),
             "cancelled": res.cancelled,
         }
+
+    # ---- Slot decoder (Go's engine.Scheduler).
+
+    def op_decoder_open(self, req):
+        m = self.need_model()
+        self.pool = None  # free the old pool first
+        self.pool = SlotPool(m, arrays.get_int(req, "slots"), arrays.get_int(req, "slot_len"),
+                             cache_dtype=torch.bfloat16 if self.autocast == "bf16" else torch.float32)
+        return {"graphs": self.pool.use_graphs}
+
+    def _need_pool(self):
+        self.need_model()
+        if self.pool is None:
+            raise BadRequest("no decoder: send decoder_open first")
+        return self.pool
+
+    def op_decoder_prefill(self, req):
+        pool = self._need_pool()
+        slots = arrays.i32(arrays.req(req, "slots"), "slots").tolist()
+        prompts = arrays.i32_rows(arrays.req(req, "prompts"), "prompts")
+        for i, p in enumerate(prompts):
+            self._check_tokens(p, "prompts[%d]" % i)
+        with torch.inference_mode(), self.compute_ctx():
+            logits = pool.prefill(slots, [p.tolist() for p in prompts])
+        return {"logits": arrays.to_f32_bin(logits.reshape(-1))}
+
+    def op_decoder_step(self, req):
+        pool = self._need_pool()
+        slots = arrays.i32(arrays.req(req, "slots"), "slots").tolist()
+        tokens = arrays.i32(arrays.req(req, "tokens"), "tokens")
+        if len(tokens) != len(slots):
+            raise BadRequest("decoder_step: %d slots and %d tokens" % (len(slots), len(tokens)))
+        self._check_tokens(tokens, "tokens")
+        with torch.inference_mode(), self.compute_ctx():
+            logits = pool.step(slots, tokens.tolist())
+        return {"logits": arrays.to_f32_bin(logits.reshape(-1))}
+
+    def op_decoder_close(self, req):
+        self.pool = None
+        return {}
 
     # ---- LoRA.
 
