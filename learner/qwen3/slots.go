@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 )
 
 // slotDecoder is the GoMLX engine.Decoder: a KV pool of [slots, S, KVH, D] per layer. A
@@ -158,7 +159,7 @@ func (d *slotDecoder) prefill(slot int, prompt []int32, logits []float32) error 
 	if err := m.buildSlotExecs(); err != nil {
 		return err
 	}
-	return catch(func() {
+	return gomlxtrain.Catch(func() {
 		outs, err := m.prefillExec.Exec(tensors.FromFlatDataAndDimensions(tok, 1, p), tensors.FromFlatDataAndDimensions(valid, 1, p),
 			tensors.FromShape(shapes.Make(dtypes.Int32, d.s)))
 		if err != nil {
@@ -199,7 +200,7 @@ func (d *slotDecoder) Step(slots []int, tokens []int32, logits []float32) error 
 	if err := m.buildSlotExecs(); err != nil {
 		return err
 	}
-	return catch(func() {
+	return gomlxtrain.Catch(func() {
 		args := []any{tensors.FromFlatDataAndDimensions(d.tok, d.slots), tensors.FromFlatDataAndDimensions(d.pad, d.slots),
 			tensors.FromFlatDataAndDimensions(d.col, d.slots)}
 		for _, c := range d.caches {
