@@ -53,7 +53,7 @@ func ReadRecords(r io.Reader, opt ReadOptions) ([]Record, error) {
 func decodeInstance(b []byte, opt ReadOptions) (*Instance, error) {
 	in := new(Instance)
 	if err := json.Unmarshal(b, in); err != nil {
-		return nil, JSONReason(err)
+		return nil, LineReason(b, err)
 	}
 	if opt.StrictIDs {
 		if h := in.ComputeID(); in.ID != h {
