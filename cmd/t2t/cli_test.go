@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -107,5 +108,19 @@ func TestMalformedJSONLLineSaysNotJSON(t *testing.T) {
 	want := "line 2: not JSON (starts with 'oops, this i…')"
 	if code != 3 || !strings.Contains(stdout, want) || !strings.Contains(stderr, want) {
 		t.Fatalf("exit %d, stdout %q, stderr %q: want exit 3 and %q", code, stdout, stderr, want)
+	}
+}
+
+func TestStatusUnreachableRedisFailsWithOneLine(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	code, _, stderr := t2t(t, "status", "--redis", "redis://"+addr+"/0", "--timeout", "1s")
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	if code != 1 || len(lines) != 1 || !strings.Contains(stderr, "t2t status: redis:") {
+		t.Fatalf("exit %d, stderr %q: want exit 1 and one line", code, stderr)
 	}
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/t2t-lab/t2t/env"
 )
 
@@ -44,8 +46,15 @@ func commands() []command {
 }
 
 func main() {
+	redis.SetLogger(quietRedis{})
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// quietRedis drops go-redis's own log lines (one per failed dial): the
+// store logs each retry once, and a command's error says why it gave up.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
