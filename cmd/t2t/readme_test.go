@@ -285,7 +285,7 @@ var (
 	shapeNumber   = regexp.MustCompile(`-?\d+(\.\d+)?`)
 	shapeSpace    = regexp.MustCompile(`\s+`)
 	// proposal lines: the engineer's verdict and the config changes it lists
-	shapeProposal = regexp.MustCompile(`^\s+(engineer |size \d|agents |instances )`)
+	shapeProposal = regexp.MustCompile(`^\s+(engineer |size\s+\d|agents |instances )`)
 )
 
 // outputShape is line with its hashes, durations and numbers as placeholders
