@@ -83,6 +83,11 @@ type Config struct {
 	// train.DefaultMaxLag, 0 (twice StalenessK).
 	StalenessK, MaxLag, KeepLateK int64
 
+	// Keep keeps a rollout node running after the run it served is done
+	// (its coordinator left with the run's phase "done"), waiting for the
+	// next coordinator. Default: false (the node stops).
+	Keep bool
+
 	// SummaryPath receives a Summary (JSON) when the process stops.
 	// Default: "" (none).
 	SummaryPath string

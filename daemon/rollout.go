@@ -111,7 +111,12 @@ func (r *rolloutProcess) serve(ctx context.Context) error {
 		if g := r.cur.Load(); g != nil && !slices.ContainsFunc(members, func(x cluster.NodeMeta) bool { return x.ID == g.coord.ID }) {
 			r.cur.Store(nil)
 			r.stopGeneration(g)
+			runID := r.runner.RunID()
 			r.runner.Forget()
+			if !r.cfg.Keep && r.runDone(ctx, runID) {
+				fmt.Fprintf(r.out, "t2t node: coordinator %s left and run %s is done; leaving (--keep waits for the next)\n", g.coord.ID, runID)
+				return nil
+			}
 			r.health.set(false, "waiting for a coordinator")
 			fmt.Fprintf(r.out, "t2t node: coordinator %s left; waiting for the next\n", g.coord.ID)
 		}
@@ -127,6 +132,20 @@ func (r *rolloutProcess) serve(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// runDone tells whether run runID is recorded as done in the store (a
+// coordinator that failed or was stopped leaves its run unfinished).
+func (r *rolloutProcess) runDone(ctx context.Context, runID string) bool {
+	if runID == "" {
+		return false
+	}
+	st, ok, err := r.st.RunState(ctx, runID)
+	if err != nil {
+		r.logger.Warn("rollout: run state unknown; staying", "run", runID, "error", err)
+		return false
+	}
+	return ok && st.Phase == train.PhaseDone
 }
 
 // startGeneration runs Config.Capacity rollout actors against coordinator

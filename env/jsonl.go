@@ -69,6 +69,23 @@ func JSONReason(err error) error {
 	return err
 }
 
+// LineReason is the reason a JSONL line b failed to decode with err: a line
+// that is not JSON at all says so with its first characters ("not JSON
+// (starts with 'oops…')"); other errors go through JSONReason.
+func LineReason(b []byte, err error) error {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return JSONReason(err)
+	}
+	const show = 12
+	r := []rune(string(b))
+	start := string(r[:min(len(r), show)])
+	if len(r) > show {
+		start += "…"
+	}
+	return fmt.Errorf("not JSON (starts with '%s')", start)
+}
+
 // EncodeJSONL encodes values one per line.
 func EncodeJSONL[T any](vals []T) ([]byte, error) {
 	var buf bytes.Buffer

@@ -68,7 +68,7 @@ func ReadRecordsUntil(r io.Reader, opt ReadOptions, stop func(Record) bool) ([]R
 func decodeInstance(b []byte, opt ReadOptions) (*Instance, error) {
 	in := new(Instance)
 	if err := json.Unmarshal(b, in); err != nil {
-		return nil, JSONReason(err)
+		return nil, LineReason(b, err)
 	}
 	if opt.StrictIDs {
 		if h := in.ComputeID(); in.ID != h {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/cluster/telemetry"
+	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 )
 
@@ -97,10 +98,29 @@ func (r *run) propose(ctx context.Context, stage int, resumed bool) (env.Config,
 		for _, line := range lines {
 			fmt.Fprintf(r.opt.Out, "    %s\n", line)
 		}
+	} else if prop.Fallback {
+		fmt.Fprintln(r.opt.Out, fallbackLine(r.opt.Strategy.Name(), stage, cfg.Hash(), prop))
 	} else {
 		fmt.Fprintf(r.opt.Out, "  engineer (%s) → stage %d keeps config %s\n", r.opt.Strategy.Name(), stage, cfg.Hash())
 	}
 	return cfg, b, prop.Rationale, nil
+}
+
+// fallbackLine is the terminal's one line for a stage whose engineer fell
+// back to the previous config: how many attempts were rejected and the
+// last rejection's reason (the rationale when no attempt gave one).
+func fallbackLine(strategy string, stage int, hash string, prop engineer.Proposal) string {
+	rejected, last := 0, prop.Rationale
+	for _, a := range prop.Attempts {
+		if !a.Accepted {
+			rejected++
+			if a.Reason != "" {
+				last = a.Reason
+			}
+		}
+	}
+	return fmt.Sprintf("  engineer (%s) → stage %d keeps config %s: fell back after %d rejected attempt(s); last: %s",
+		strategy, stage, hash, rejected, strings.Join(strings.Fields(last), " "))
 }
 
 // compactDiff lists config changes one line per size ("size 5: data

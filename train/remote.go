@@ -234,6 +234,17 @@ func (rr *RemoteRunner) Forget() {
 	rr.mu.Unlock()
 }
 
+// RunID is the run whose units this runner played last ("" before the
+// first unit, and after Forget).
+func (rr *RemoteRunner) RunID() string {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rr.cur == nil {
+		return ""
+	}
+	return rr.cur.spec.RunID
+}
+
 // learner returns the learner's version as heard by this node, or -1.
 func (rr *RemoteRunner) learner() int64 {
 	if f := rr.learnerVersion.Load(); f != nil {

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/t2t-lab/t2t/env"
 )
 
@@ -35,19 +37,30 @@ func commands() []command {
 		{"traces", "analyse span files: latency per span, critical path per stage, nodes, timeline", runTraces},
 		{"node", "join a t2t cluster with roles (coordinator,learner,engineer / rollout)", runNode},
 		{"status", "the live state of a run from Redis: stage, phase, versions, rates, checkpoints", runStatus},
-		{"model", "Qwen3 checkpoints: init (random weights of a preset shape), inspect", runModel},
+		{"model", "Qwen3 checkpoints: init (random weights of a preset shape), inspect, logits", runModel},
 		{"serve", "an OpenAI-compatible HTTP API over a Qwen3 checkpoint", runServe},
 		{"sft", "supervised warm start of a Qwen3 checkpoint on optimal answers", runSFT},
-		{"bench", "benchmarks of the Qwen3 learner: a GRPO step (tokens/s, FLOPs, MFU, memory), batched decoding", runBench},
+		{"bench", "benchmarks of the Qwen3 learner: a GRPO step (tokens/s, FLOPs, MFU, memory), batched decoding, cluster (simulated)", runBench},
+		{"version", "the build (version, commit, Go) and the engines and devices usable here", runVersion},
 	}
 }
 
 func main() {
+	redis.SetLogger(quietRedis{})
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// quietRedis drops go-redis's own log lines (one per failed dial): the
+// store logs each retry once, and a command's error says why it gave up.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
+	if len(args) > 0 && args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			return run([]string{args[1], "--help"}, stdout, stderr)
@@ -121,28 +134,70 @@ func inRange(name string, v, lo, hi int) error {
 	return nil
 }
 
-// newFlags returns a flag set that prints its usage to stderr and returns
-// errors instead of exiting.
+// newFlags returns a flag set that returns errors instead of exiting and
+// prints its usage to stderr only when -h or --help asks for it: a flag
+// error is one line (see parseArgs), not the whole usage.
 func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(&helpOutput{w: stderr})
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n", usage)
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\nFlags:\n", usage)
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
-// parseFlags parses args and turns flag errors into bad-input errors.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &usageError{err}
+// helpOutput is a flag set's output: it drops what package flag writes on
+// a parse error and passes the usage through once help was asked for.
+type helpOutput struct {
+	w    io.Writer
+	help bool
+}
+
+func (h *helpOutput) Write(p []byte) (int, error) {
+	if !h.help {
+		return len(p), nil
 	}
-	if fs.NArg() > 0 {
-		return badInput("unexpected argument %q", fs.Arg(0))
+	return h.w.Write(p)
+}
+
+// parseFlags parses args, which must be flags only, and turns flag errors
+// into bad-input errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInput("unexpected argument %q (run '%s -h' for the usage)", pos[0], fs.Name())
 	}
 	return nil
+}
+
+// parseArgs parses args with flags before, between or after the positional
+// arguments, which it returns in order; everything after "--" is positional.
+// A flag error is one bad-input line naming the flag and the -h hint; -h
+// prints the usage and returns flag.ErrHelp.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				if h, ok := fs.Output().(*helpOutput); ok {
+					h.help = true
+					fs.Usage()
+				}
+				return nil, err
+			}
+			return nil, badInput("%v (run '%s -h' for the flags)", err, fs.Name())
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
 }

@@ -325,7 +325,7 @@ func TestNodeMetricsRollout(t *testing.T) {
 	}
 	// Open's PING at least went through the store's Redis hook.
 	metricsRuntimeCheck(t, "http://"+aHTTP+"/metrics", telemetry.MetricRedisSeconds+`_bucket{command="ping",node="coord",le="+Inf"} `)
-	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--name", "roll-b", "--join", gossipA, "--capacity", "2"}, common...)...)
+	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--keep", "--name", "roll-b", "--join", gossipA, "--capacity", "2"}, common...)...)
 	bHTTP := nodeField(t, b.line("t2t node: http=", 30*time.Second), "http")
 	if code := a.wait(90 * time.Second); code != 0 {
 		t.Fatalf("A exited with %d", code)

@@ -68,13 +68,14 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 
 func modelInspect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t model inspect", "t2t model inspect DIR", stderr)
-	if err := fs.Parse(args); err != nil {
-		return &usageError{err}
+	dirs, err := parseArgs(fs, args)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() != 1 {
-		return badInput("want one checkpoint directory, got %d arguments", fs.NArg())
+	if len(dirs) != 1 {
+		return badInput("want one checkpoint directory, got %d arguments", len(dirs))
 	}
-	ins, err := hfmodel.Inspect(fs.Arg(0))
+	ins, err := hfmodel.Inspect(dirs[0])
 	if err != nil {
 		return badInput("%v", err)
 	}

@@ -62,6 +62,7 @@ func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
 	fs.Int64Var(&c.KeepLateK, "keep-late", c.KeepLateK, "coordinator: keep late groups up to this many versions old (truncated importance weights correct them)\n"+
 		"instead of dropping them; 0: twice --staleness; --staleness or less: drop every late group")
 	fs.IntVar(&c.Chunk, "chunk", c.Chunk, "rollout role: instances played between two looks for a newer policy version (0: a unit plays whole)")
+	fs.BoolVar(&c.Keep, "keep", false, "rollout role: keep running after the run is done, waiting for the next coordinator (default: leave)")
 	fs.StringVar(&c.SummaryPath, "summary", "", "write a JSON summary of the node's work to this file when it stops")
 	fs.StringVar(&c.UnitLogPath, "unit-log", "", "rollout role: append one JSON line per unit run on this node to this file")
 	return f

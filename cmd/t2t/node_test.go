@@ -360,7 +360,7 @@ func pollReady(t *testing.T, url string, want int, timeout time.Duration) string
 func startRolloutNode(t *testing.T, dir, name, join string, common []string) (*nodeProc, string, string) {
 	t.Helper()
 	log := filepath.Join(dir, name+".jsonl")
-	p := startNode(t, name, append([]string{"node", "--roles", "rollout", "--join", join, "--capacity", "2",
+	p := startNode(t, name, append([]string{"node", "--roles", "rollout", "--keep", "--join", join, "--capacity", "2",
 		"--unit-log", log, "--summary", filepath.Join(dir, name+".json")}, common...)...)
 	h := nodeField(t, p.line("t2t node: http=", 30*time.Second), "http")
 	id := nodeField(t, p.line("t2t node: joined ", 30*time.Second), "id")
@@ -660,7 +660,7 @@ func TestNodeGridnetPolicyTravels(t *testing.T) {
 		"--run-id", runID, "--seed", strconv.FormatUint(seed, 10), "--summary", filepath.Join(dir, "a.json")}, common...)...)
 	gossipA := nodeField(t, a.line("t2t node: joined ", 120*time.Second), "gossip")
 	bLog := filepath.Join(dir, "b.jsonl")
-	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--join", gossipA, "--capacity", "2",
+	b := startNode(t, "B", append([]string{"node", "--roles", "rollout", "--keep", "--join", gossipA, "--capacity", "2",
 		"--unit-log", bLog, "--summary", filepath.Join(dir, "b.json")}, common...)...)
 	if code := a.wait(120 * time.Second); code != 0 {
 		t.Fatalf("A exited with %d", code)
@@ -777,7 +777,7 @@ func TestNodeScalingPaced(t *testing.T) {
 			var rollouts []*nodeProc
 			for i := range n {
 				rollouts = append(rollouts, startNode(t, fmt.Sprintf("R%d", i), append([]string{"node", "--roles", "rollout",
-					"--join", gossipA, "--capacity", "2", "--summary", filepath.Join(dir, fmt.Sprintf("r%d.json", i))}, common...)...))
+					"--keep", "--join", gossipA, "--capacity", "2", "--summary", filepath.Join(dir, fmt.Sprintf("r%d.json", i))}, common...)...))
 			}
 			if code := a.wait(180 * time.Second); code != 0 {
 				t.Fatalf("A exited with %d", code)

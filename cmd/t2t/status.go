@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/t2t-lab/t2t/cluster/store"
@@ -27,7 +28,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	redis.Register(fs, "Redis URL of the run (redis://host:port/db)")
 	runID := fs.String("run", "", "run id (default: the most recently updated run)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up on Redis after this long")
+	timeout := fs.Duration("timeout", 5*time.Second, "give up on Redis after this long (an unreachable Redis fails within it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	st, err := store.Open(ctx, store.Options{URL: redis.URL(), MaxRetryElapsed: *timeout})
+	st, err := store.Open(ctx, store.Options{URL: redis.URL(), MaxRetryElapsed: *timeout, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
