@@ -295,6 +295,17 @@ func RunHandler(telemetryName string, opt *train.Options, dash *Dashboard) (http
 		}
 	}
 	opt.OnUnit = nm.localUnit
+	if dash != nil {
+		dash.local(telemetryName)
+		opt.OnUnit = func(r store.UnitResult) {
+			nm.localUnit(r)
+			var lag int64
+			if sys := nm.sys.Load(); sys != nil {
+				lag = max(sys.Stats().Learner.Version-r.PolicyVersion, 0)
+			}
+			dash.onUnit(time.Now(), lag)
+		}
+	}
 	opt.Metrics = nm.m
 	if dash != nil {
 		opt.OnFlow = dash.onFlow

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -31,6 +32,58 @@ type StatusStage struct {
 	// Flow is the stage's learner flow (updates, groups used, kept late,
 	// discarded by reason), once the stage is done.
 	Flow *FlowStats `json:"flow,omitempty"`
+	// Running is true for the stage the run is training or evaluating
+	// now: its rates are partial and are not a result.
+	Running bool `json:"running,omitempty"`
+	// Config is the stage's configuration (per size: data, hole and wait
+	// ratio), for the page's heat map.
+	Config env.Config `json:"config"`
+	// Failures are the failed checks of the stage's training and
+	// validation answers by split and agent count: the aggregates the
+	// engineer's failure breakdown (F) reads.
+	Failures []StatusFailures `json:"failures,omitempty"`
+}
+
+// StatusFailures counts one split's failures at one agent count: the
+// answers, the invalid ones and the failed checks by category
+// (store.CategoryNames; one answer may fail several).
+type StatusFailures struct {
+	Split      string           `json:"split"`
+	Agents     int              `json:"agents"`
+	Episodes   int64            `json:"episodes"`
+	Invalid    int64            `json:"invalid"`
+	Categories map[string]int64 `json:"categories,omitempty"`
+}
+
+// stageFailures reads the failures of stage's training and validation
+// answers, ordered by split then agent count.
+func stageFailures(ctx context.Context, st *store.Store, run string, stage int) ([]StatusFailures, error) {
+	var out []StatusFailures
+	for _, split := range []string{store.SplitTrain, store.SplitVal} {
+		agg, err := st.Aggregates(ctx, run, stage, split)
+		if err != nil {
+			return nil, err
+		}
+		sum := store.SumSplit(agg)
+		agents := slices.Sorted(maps.Keys(sum.ByAgents))
+		for _, a := range agents {
+			c := sum.ByAgents[a]
+			out = append(out, StatusFailures{Split: split, Agents: a, Episodes: c.Episodes, Invalid: c.Episodes - c.Valid, Categories: c.Categories})
+		}
+	}
+	return out, nil
+}
+
+// stageRunning reports whether s is training or evaluating stage now.
+func stageRunning(s *store.RunState, stage int) bool {
+	if s == nil || s.Stage != stage {
+		return false
+	}
+	switch s.Phase {
+	case PhaseStarting, PhaseTraining, PhaseEvaluating:
+		return true
+	}
+	return false
 }
 
 // Status is the live state of a run from Redis, as `t2t status` and the
@@ -48,6 +101,10 @@ type Status struct {
 	Checkpoints []store.CheckpointRecord `json:"checkpoints"`
 	// Flow is the run's flow record, when the run wrote one.
 	Flow *FlowRecord `json:"flow,omitempty"`
+	// RowsPerDecodeStep is the generation scheduler's mean batch rows per
+	// decode step (an LLM policy's sampling); nil until a scheduler
+	// reports it, and then the page and `t2t status` show it.
+	RowsPerDecodeStep *float64 `json:"rows_per_decode_step,omitempty"`
 }
 
 // CollectStatus reads run's status from st and its flow record from ps
@@ -100,7 +157,11 @@ func CollectStatus(ctx context.Context, st *store.Store, ps *PolicyStore, run st
 			return nil, err
 		}
 		ss := StatusStage{Stage: c.Stage, ConfigVersion: c.Version, Proposer: c.Proposer, Rationale: c.Rationale,
-			Units: view.Units, Train: view.Train, Val: view.Val, Eval: view.Eval}
+			Units: view.Units, Train: view.Train, Val: view.Val, Eval: view.Eval,
+			Running: stageRunning(rep.State, c.Stage), Config: parsed[i]}
+		if ss.Failures, err = stageFailures(ctx, st, rep.Run, c.Stage); err != nil {
+			return nil, err
+		}
 		rep.Stages = append(rep.Stages, ss)
 	}
 	if n := len(cfgs); n >= 2 {
@@ -182,12 +243,20 @@ func WriteStatus(w io.Writer, rep *Status, now time.Time) error {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tconfig\tproposer\tunits\ttrain episodes\ttrain v/o %\tval v/o %\t3 agents v/o %\t4 agents v/o %\t5 agents v/o %\tupdates\tdiscarded groups\t")
 	for _, s := range rep.Stages {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Stage, s.ConfigVersion, s.Proposer, s.Units, s.Train.Episodes,
+		stage := fmt.Sprint(s.Stage)
+		if s.Running {
+			stage += " (running)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", stage, s.ConfigVersion, s.Proposer, s.Units, s.Train.Episodes,
 			statusPct(s.Train), statusPct(s.Val), statusPct(s.Eval[3]), statusPct(s.Eval[4]), statusPct(s.Eval[5]),
 			statusUpdates(s.Flow), statusDiscards(s.Flow))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	writeFailures(&b, rep.Stages)
+	if rep.RowsPerDecodeStep != nil {
+		fmt.Fprintf(&b, "\nsampling: %.1f rows per decode step\n", *rep.RowsPerDecodeStep)
 	}
 	if f := rep.Flow; f != nil {
 		fmt.Fprintf(&b, "\nflow (max lag %s, staleness K %d, late groups kept up to %s): %s\n",
@@ -251,4 +320,30 @@ func statusKeep(f *FlowRecord) string {
 		return "none"
 	}
 	return fmt.Sprintf("%d versions", f.KeepLateK)
+}
+
+// writeFailures prints each stage's failed checks per split and agent
+// count: the invalid answers and, per category, the count and its share
+// of the answers.
+func writeFailures(b *strings.Builder, stages []StatusStage) {
+	b.WriteString("\nfailures (failed checks per category; one invalid answer may fail several):\n")
+	n := 0
+	for _, s := range stages {
+		for _, f := range s.Failures {
+			if f.Episodes == 0 {
+				continue
+			}
+			n++
+			fmt.Fprintf(b, "  stage %d %s %d agents: %d of %d invalid", s.Stage, f.Split, f.Agents, f.Invalid, f.Episodes)
+			for _, c := range store.CategoryNames() {
+				if k := f.Categories[c]; k > 0 {
+					fmt.Fprintf(b, ", %s %d (%.1f%%)", c, k, 100*float64(k)/float64(f.Episodes))
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	if n == 0 {
+		b.WriteString("  none recorded yet\n")
+	}
 }

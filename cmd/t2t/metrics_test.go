@@ -297,7 +297,7 @@ func dashboardCheck(t *testing.T, base string, stages int) {
 	}
 	// The learner's flow: the run's line and each stage's updates and
 	// discarded groups.
-	if !strings.Contains(dom, "groups arrived") || !strings.Contains(dom, "for the learner (max lag 2, K 4)") || !strings.Contains(dom, `<p id="warn"></p>`) {
+	if !strings.Contains(dom, "groups arrived") || !strings.Contains(dom, "for the learner (max policy lag 2, staleness K 4)") || !strings.Contains(dom, `<p id="warn"></p>`) {
 		t.Fatalf("the live page did not render the flow:\n%.3000s", dom)
 	}
 }
