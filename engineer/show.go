@@ -56,12 +56,19 @@ func WriteProposal(w io.Writer, strategy string, stage int, prop Proposal, prev 
 	if prop.Fallback {
 		fmt.Fprintln(&b, "fallback: the previous config is kept")
 	}
+	accepted := -1
 	for i, a := range prop.Attempts {
 		verdict := "rejected"
 		if a.Accepted {
-			verdict = "accepted"
+			verdict, accepted = "accepted", i
 		}
 		fmt.Fprintf(&b, "attempt %d: %s: %s\n", i, verdict, a.Reason)
+	}
+	switch {
+	case accepted >= 0:
+		fmt.Fprintf(&b, "audit: accepted by the guardrails at attempt %d of %d\n", accepted, len(prop.Attempts))
+	case len(prop.Attempts) > 0:
+		fmt.Fprintf(&b, "audit: rejected, all %d attempt(s)\n", len(prop.Attempts))
 	}
 	if d := prop.Config.Diff(prev); d != "" {
 		fmt.Fprintf(&b, "diff from the stage %d config:\n", stage-1)

@@ -188,7 +188,7 @@ func WriteReport(dir string, exp *report.Experiment) error {
 		data []byte
 	}{
 		{"experiment.html", []byte(report.ExperimentHTML(exp))}, {"experiment.md", []byte(report.ExperimentMarkdown(exp))},
-		{"experiment.csv", []byte(report.ExperimentCSV(exp))}, {"summary.csv", []byte(report.SummaryCSV(exp))}, {"experiment.json", js},
+		{"experiment.csv", []byte(report.ExperimentCSV(exp))}, {"summary.csv", []byte(report.SummaryCSV(exp))}, {"runs.csv", []byte(report.RunsCSV(exp))}, {"experiment.json", js},
 	} {
 		if err := fsutil.WriteBytesAtomic(filepath.Join(dir, f.name), f.data); err != nil {
 			return err

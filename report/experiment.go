@@ -579,6 +579,12 @@ func ExperimentMarkdown(e *Experiment) string {
 		fmt.Fprintf(&b, "\n## Paired difference to %s (same seed; percentage points, mean ± SD)\n\n", e.Baseline)
 		paired.markdown(&b)
 	}
+	b.WriteString("\n## Per run: engineer proposals the guardrails accepted, final valid rates")
+	if e.Baseline != "" {
+		fmt.Fprintf(&b, ", paired difference to %s (points)", e.Baseline)
+	}
+	b.WriteString("\n\n")
+	runsTable(e).markdown(&b)
 	if best != nil {
 		fmt.Fprintf(&b, "\n## Best strategy against %s, per valid-rate metric (by final mean)\n\n", e.Baseline)
 		best.markdown(&b)

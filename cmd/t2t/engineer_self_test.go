@@ -70,7 +70,7 @@ func TestTrainEngineerSelfAndBase(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("engineer propose --engineer self: exit %d: %s\n%s", code, e, out)
 	}
-	for _, want := range []string{"--- system ---", "=== proposal (llm) for stage 2", "attempt 0: rejected", "attempt 1: rejected", "fallback: the previous config is kept"} {
+	for _, want := range []string{"--- system ---", "=== proposal (llm) for stage 2", "attempt 0: rejected", "attempt 1: rejected", "fallback: the previous config is kept", "audit: rejected, all 2 attempt(s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("engineer propose --engineer self: no %q in\n%s", want, out)
 		}

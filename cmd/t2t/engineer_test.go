@@ -48,7 +48,8 @@ func TestEngineerProposeRedisAndFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, e)
 	}
-	if !strings.Contains(fromRedis, `history: run "eng-run", 3 finished stages; proposing stage 3`) || !strings.Contains(fromRedis, "=== proposal (learnability) for stage 3") {
+	if !strings.Contains(fromRedis, `history: run "eng-run", 3 finished stages; proposing stage 3`) || !strings.Contains(fromRedis, "=== proposal (learnability) for stage 3") ||
+		!strings.Contains(fromRedis, "audit: accepted by the guardrails at attempt 0 of ") || !strings.Contains(fromRedis, "diff from the stage 2 config:") {
 		t.Fatalf("output:\n%s", fromRedis)
 	}
 	code, fromFile, e := t2t(t, "engineer", "propose", "--config-history", hist, "--strategy", "learnability")

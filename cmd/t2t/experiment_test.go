@@ -62,7 +62,7 @@ func TestExperimentTiny(t *testing.T) {
 	if a, b := exp.Runs[0], exp.Runs[1]; a.Seed != b.Seed || a.Initial.Val != b.Initial.Val {
 		t.Fatalf("initial evaluations differ for seed %d: %+v vs %+v", a.Seed, a.Initial.Val, b.Initial.Val)
 	}
-	for _, f := range []string{"experiment.html", "experiment.md", "experiment.csv", "summary.csv"} {
+	for _, f := range []string{"experiment.html", "experiment.md", "experiment.csv", "summary.csv", "runs.csv"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Fatalf("%s: %v", f, err)
 		}

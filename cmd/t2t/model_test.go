@@ -125,6 +125,11 @@ func TestSFTCommand(t *testing.T) {
 	if code, _, e := t2t(t, "sft", "--model", dir, "--out", out, "--prompt", "verbose"); code != 2 || !strings.Contains(e, "want full or compact") {
 		t.Fatalf("sft --prompt verbose: exit %d: %s", code, e)
 	}
+	for _, bad := range [][]string{{"--agents", "2,x"}, {"--agents", "11"}, {"--sizes", "6-4"}, {"--sizes", "1-5"}} {
+		if code, _, e := t2t(t, append([]string{"sft", "--model", dir, "--out", out}, bad...)...); code != 2 || !strings.Contains(e, bad[0]) {
+			t.Fatalf("sft %v: exit %d: %s", bad, code, e)
+		}
+	}
 }
 
 // TestTrainQwen3Policy runs one tiny stage of t2t train with the text

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/cpuprofile"
@@ -16,6 +18,7 @@ import (
 // sftFlags are t2t sft's flags that SFTOptions does not take as they are.
 type sftFlags struct {
 	dir, device, cpuProfile, prompt *string
+	agents, sizes                   *string
 	lr                              *float64
 	maxTokens                       *int
 	thinking                        *bool
@@ -41,6 +44,8 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	f.engine = addEngineFlags(fs)
 	f.cpuProfile = fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	f.prompt = fs.String("prompt", env.PromptFull, env.PromptStyleHelp)
+	f.agents = fs.String("agents", "2", "agent counts to train and evaluate on, comma-separated (2,3,4,5: step s trains on the (s mod 4)-th; the evaluation set splits evenly)")
+	f.sizes = fs.String("sizes", "3-5", "map sizes MIN-MAX, in equal shares (3-10: the paper's range)")
 	return f
 }
 
@@ -49,6 +54,9 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	var o textpolicy.SFTOptions
 	f := addSFTFlags(fs, &o)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.setShape(&o); err != nil {
 		return err
 	}
 	popt, err := env.PromptStyle(*f.prompt)
@@ -62,6 +70,9 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return badInput("--steps ≥ 0, --batch, --eval, --report-every and --max-tokens ≥ 1")
 	case o.EvalEvery < 0 || o.SaveEvery < 0:
 		return badInput("--eval-every and --save-every must be ≥ 0")
+	}
+	if err := o.Validate(); err != nil {
+		return badInput("%v", err)
 	}
 	stopProfile, err := cpuprofile.Start(*f.cpuProfile)
 	if err != nil {
@@ -82,5 +93,27 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.Dir)
+	return nil
+}
+
+// setShape parses --agents and --sizes into o.
+func (f *sftFlags) setShape(o *textpolicy.SFTOptions) error {
+	for part := range strings.SplitSeq(*f.agents, ",") {
+		a, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || a < 1 || a > env.MaxAgents {
+			return badInput("--agents %q: want agent counts in 1..%d, comma-separated", *f.agents, env.MaxAgents)
+		}
+		o.Agents = append(o.Agents, a)
+	}
+	lo, hi, ok := strings.Cut(*f.sizes, "-")
+	if !ok {
+		hi = lo
+	}
+	var err1, err2 error
+	o.MinSize, err1 = strconv.Atoi(strings.TrimSpace(lo))
+	o.MaxSize, err2 = strconv.Atoi(strings.TrimSpace(hi))
+	if err1 != nil || err2 != nil || o.MinSize < env.MinSize || o.MaxSize > env.MaxSize || o.MinSize > o.MaxSize {
+		return badInput("--sizes %q: want MIN-MAX within %d..%d", *f.sizes, env.MinSize, env.MaxSize)
+	}
 	return nil
 }

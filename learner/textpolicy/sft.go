@@ -136,12 +136,19 @@ func SizeSummary(e *report.Eval) string {
 	return strings.Join(parts, ", ")
 }
 
-// SFTConfig is the distribution supervised fine-tuning trains and evaluates on: 2 agents on
-// 3x3, 4x4 and 5x5 maps in equal shares, hole ratio 0.2, wait ratio 0.3 (Instances unset).
+// SFTConfig is the distribution supervised fine-tuning trains and evaluates on by default: 2
+// agents on 3x3, 4x4 and 5x5 maps in equal shares, hole ratio 0.2, wait ratio 0.3 (Instances
+// unset); SFTConfigFor gives other agent counts and sizes.
 func SFTConfig() env.Config {
-	cfg := env.Config{Agents: 2}
-	for s := 3; s <= 5; s++ {
-		cfg.Sizes = append(cfg.Sizes, env.SizeConfig{Size: s, DataRatio: 1.0 / 3, HoleRatio: 0.2, WaitRatio: 0.3})
+	return SFTConfigFor(2, 3, 5)
+}
+
+// SFTConfigFor is SFTConfig with agents agents on sizes minSize..maxSize in equal shares.
+func SFTConfigFor(agents, minSize, maxSize int) env.Config {
+	cfg := env.Config{Agents: agents}
+	n := float64(maxSize - minSize + 1)
+	for s := minSize; s <= maxSize; s++ {
+		cfg.Sizes = append(cfg.Sizes, env.SizeConfig{Size: s, DataRatio: 1 / n, HoleRatio: 0.2, WaitRatio: 0.3})
 	}
 	return cfg
 }
@@ -174,6 +181,12 @@ type SFTOptions struct {
 	// SaveEvery also saves the checkpoint every this many steps, so that a stopped run keeps
 	// its progress (0: at the end only).
 	SaveEvery int
+	// Agents lists the agent counts to train and evaluate on (nil: 2 only); step s trains on
+	// Agents[(s-1) mod len(Agents)] agents (one agent count per batch: similar lengths pad
+	// little), and the evaluation set splits its instances evenly over them.
+	Agents []int
+	// MinSize and MaxSize bound the map sizes, in equal shares (0: 3 and 5).
+	MinSize, MaxSize int
 	// Seed seeds the training instances.
 	Seed uint64
 	// EvalSeed seeds the evaluation instances (0: Seed's), so that runs of different Seed can
@@ -203,7 +216,44 @@ func (o *SFTOptions) Validate() error {
 	case o.Dir == "":
 		return &OptionError{"Dir", o.Dir, "must name the checkpoint directory"}
 	}
+	for _, a := range o.Agents {
+		if a < 1 || a > env.MaxAgents {
+			return &OptionError{"Agents", o.Agents, fmt.Sprintf("each must be in 1..%d", env.MaxAgents)}
+		}
+	}
+	lo, hi := o.sizes()
+	if lo < env.MinSize || hi > env.MaxSize || lo > hi {
+		return &OptionError{"MinSize..MaxSize", fmt.Sprintf("%d..%d", lo, hi), fmt.Sprintf("must lie in %d..%d, min ≤ max", env.MinSize, env.MaxSize)}
+	}
 	return nil
+}
+
+// agents is Agents, or 2 alone when unset.
+func (o *SFTOptions) agents() []int {
+	if len(o.Agents) == 0 {
+		return []int{2}
+	}
+	return o.Agents
+}
+
+// sizes is MinSize..MaxSize, 3..5 for either unset.
+func (o *SFTOptions) sizes() (lo, hi int) {
+	lo, hi = o.MinSize, o.MaxSize
+	if lo == 0 {
+		lo = 3
+	}
+	if hi == 0 {
+		hi = 5
+	}
+	return lo, hi
+}
+
+// config is the distribution of agents agents on the run's sizes.
+func (o *SFTOptions) config(agents, instances int) env.Config {
+	lo, hi := o.sizes()
+	cfg := SFTConfigFor(agents, lo, hi)
+	cfg.Instances = instances
+	return cfg
 }
 
 // SFTProgress are RunSFT's reports, each called from RunSFT's goroutine in the order the
@@ -285,15 +335,14 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 	if err := evaluated(0, false); err != nil {
 		return err
 	}
-	trainCfg := SFTConfig()
-	trainCfg.Instances = opt.Batch
+	agents := opt.agents()
 	start := time.Now()
 	var lossSum, accSum float64
 	for step := 1; step <= opt.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ins, err := env.Generate(trainCfg, opt.Seed+uint64(step), 0, opt.Batch)
+		ins, err := env.Generate(opt.config(agents[(step-1)%len(agents)], opt.Batch), opt.Seed+uint64(step), 0, opt.Batch)
 		if err != nil {
 			return err
 		}
@@ -334,15 +383,25 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 
 // sftEvalSet draws the evaluation set and reports it.
 func sftEvalSet(opt *SFTOptions) ([]*env.Instance, error) {
-	cfg := SFTConfig()
-	cfg.Instances = opt.EvalInstances
 	seed := opt.Seed
 	if opt.EvalSeed != 0 {
 		seed = opt.EvalSeed
 	}
-	ins, err := env.Generate(cfg, seed^0xe7a1e7a1, 0, opt.EvalInstances)
-	if err != nil {
-		return nil, err
+	agents := opt.agents()
+	var ins []*env.Instance
+	for i, a := range agents {
+		n := opt.EvalInstances / len(agents)
+		if i < opt.EvalInstances%len(agents) {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		part, err := env.Generate(opt.config(a, n), seed^0xe7a1e7a1, 0, n)
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, part...)
 	}
 	h := sha256.New()
 	outs := make([]report.Outcome, len(ins))

@@ -230,3 +230,43 @@ func TestRunSFTProgress(t *testing.T) {
 		t.Fatalf("canceled: %v", err)
 	}
 }
+
+// TestSFTAgentsAndSizes: --agents and --sizes shape the evaluation set (split evenly over the
+// agent counts, sizes within the range) and the training batches; bad shapes are refused.
+func TestSFTAgentsAndSizes(t *testing.T) {
+	seed := tpTestSeed(t)
+	opt := SFTOptions{Steps: 2, Batch: 2, EvalInstances: 5, ReportEvery: 1, Seed: seed, Dir: t.TempDir(), Agents: []int{2, 3}, MinSize: 4, MaxSize: 6}
+	ins, err := sftEvalSet(&opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[int]int{}
+	for _, in := range ins {
+		count[len(in.Agents)]++
+		if in.Width < 4 || in.Width > 6 {
+			t.Errorf("%s: size %d outside 4..6", in.ID, in.Width)
+		}
+	}
+	if len(ins) != 5 || count[2] != 3 || count[3] != 2 {
+		t.Fatalf("evaluation set: %d instances, per agent count %v", len(ins), count)
+	}
+	p, err := New(tpLM(t, seed), tpOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var losses int
+	opt.Progress.Loss = func(SFTLoss) { losses++ }
+	if err := p.RunSFT(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	if losses != 2 || p.Version() != 2 {
+		t.Fatalf("%d loss reports, version %d", losses, p.Version())
+	}
+	for _, bad := range []SFTOptions{{Agents: []int{0}}, {Agents: []int{env.MaxAgents + 1}}, {MinSize: 6, MaxSize: 4}, {MaxSize: env.MaxSize + 1}} {
+		o := opt
+		o.Agents, o.MinSize, o.MaxSize = bad.Agents, bad.MinSize, bad.MaxSize
+		if err := p.RunSFT(context.Background(), o); !errors.Is(err, ErrOptions) {
+			t.Errorf("agents %v sizes %d..%d: %v", bad.Agents, bad.MinSize, bad.MaxSize, err)
+		}
+	}
+}
