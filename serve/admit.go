@@ -15,11 +15,12 @@ var (
 	errQueueFull = errors.New("serve: the request queue is full")
 )
 
-// gate admits generations: one runs at a time (generations run one after another on the
-// model anyway; a request that waited for the model lock would wait outside any bound), and
-// only while the memory estimates of those running fit the budget. Requests that cannot start
-// at once wait in a FIFO queue of at most maxQueue; a request whose context ends while it
-// waits leaves the queue.
+// gate admits generations: at most slots run at once (1 without a generation scheduler:
+// generations run one after another on the model anyway, and a request that waited for the
+// model lock would wait outside any bound), only while the memory estimates of those running
+// fit the budget, and only requests of one key together (the LoRA adapter they run with: the
+// model has one attached at a time). Requests that cannot start at once wait in a FIFO queue
+// of at most maxQueue; a request whose context ends while it waits leaves the queue.
 type gate struct {
 	budget   int64
 	slots    int
@@ -28,12 +29,14 @@ type gate struct {
 	mu      sync.Mutex
 	used    int64
 	running int
+	key     any       // the key of the running requests
 	queue   list.List // of *waiter, oldest first
 }
 
 // waiter is a queued request; ready is closed once it is admitted.
 type waiter struct {
 	need  int64
+	key   any
 	ready chan struct{}
 }
 
@@ -44,14 +47,14 @@ func newGate(budget int64, slots, maxQueue int) *gate {
 // acquire admits a request that needs need bytes, waiting in the queue if it must; release
 // gives its place back. It fails at once with errNeverFits or errQueueFull, or with ctx's
 // error once ctx ends while it waits.
-func (g *gate) acquire(ctx context.Context, need int64) (release func(), err error) {
+func (g *gate) acquire(ctx context.Context, need int64, key any) (release func(), err error) {
 	g.mu.Lock()
 	if need > g.budget {
 		g.mu.Unlock()
 		return nil, errNeverFits
 	}
-	if g.queue.Len() == 0 && g.fits(need) {
-		g.take(need)
+	if g.queue.Len() == 0 && g.fits(need, key) {
+		g.take(need, key)
 		g.mu.Unlock()
 		return g.releaser(need), nil
 	}
@@ -59,7 +62,7 @@ func (g *gate) acquire(ctx context.Context, need int64) (release func(), err err
 		g.mu.Unlock()
 		return nil, errQueueFull
 	}
-	w := &waiter{need: need, ready: make(chan struct{})}
+	w := &waiter{need: need, key: key, ready: make(chan struct{})}
 	e := g.queue.PushBack(w)
 	g.mu.Unlock()
 	select {
@@ -86,11 +89,14 @@ func (g *gate) stats() (queued, running int) {
 	return g.queue.Len(), g.running
 }
 
-func (g *gate) fits(need int64) bool { return g.running < g.slots && g.used+need <= g.budget }
+func (g *gate) fits(need int64, key any) bool {
+	return g.running < g.slots && g.used+need <= g.budget && (g.running == 0 || key == g.key)
+}
 
-func (g *gate) take(need int64) {
+func (g *gate) take(need int64, key any) {
 	g.used += need
 	g.running++
+	g.key = key
 }
 
 // put returns a place and admits who fits now; g.mu is held.
@@ -105,11 +111,11 @@ func (g *gate) put(need int64) {
 func (g *gate) admit() {
 	for e := g.queue.Front(); e != nil; e = g.queue.Front() {
 		w := e.Value.(*waiter)
-		if !g.fits(w.need) {
+		if !g.fits(w.need, w.key) {
 			return
 		}
 		g.queue.Remove(e)
-		g.take(w.need)
+		g.take(w.need, w.key)
 		close(w.ready)
 	}
 }

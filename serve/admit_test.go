@@ -12,10 +12,10 @@ import (
 func TestGate(t *testing.T) {
 	g := newGate(100, 1, 2)
 	ctx := context.Background()
-	if _, err := g.acquire(ctx, 101); !errors.Is(err, errNeverFits) {
+	if _, err := g.acquire(ctx, 101, nil); !errors.Is(err, errNeverFits) {
 		t.Fatalf("need 101 of 100: %v, want errNeverFits", err)
 	}
-	first, err := g.acquire(ctx, 60)
+	first, err := g.acquire(ctx, 60, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestGate(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	start := func(name string, ctx context.Context, need int64) {
 		go func() {
-			r, err := g.acquire(ctx, need)
+			r, err := g.acquire(ctx, need, nil)
 			done <- result{name, r, err}
 		}()
 	}
@@ -46,7 +46,7 @@ func TestGate(t *testing.T) {
 	waitQueued(1)
 	start("cancelled", cctx, 10)
 	waitQueued(2)
-	if _, err := g.acquire(ctx, 1); !errors.Is(err, errQueueFull) {
+	if _, err := g.acquire(ctx, 1, nil); !errors.Is(err, errQueueFull) {
 		t.Fatalf("a third waiter with a queue of 2: %v, want errQueueFull", err)
 	}
 	cancel()

@@ -35,7 +35,7 @@ type genSpec struct {
 // newGenCall builds the job of spec on the served model c; idPrefix names the answer's id
 // ("cmpl", "chatcmpl"); logAttrs are added to the request's log.
 func (s *Server) newGenCall(c *served, spec genSpec, idPrefix string, stream bool, logAttrs ...any) *genCall {
-	job := &genJob{lm: c.lm, use: s.adapterUse(c.lm, spec.ad), rows: spec.rows, sc: spec.sc, top: spec.top,
+	job := &genJob{lm: c.lm, use: s.adapterUse(c.lm, spec.ad), key: spec.ad, rows: spec.rows, sc: spec.sc, top: spec.top,
 		stops: newStopMatcher(spec.stop), seed: s.requestSeed(spec.seed)}
 	job.sc.StopTokens = c.lm.Stop
 	g := &genCall{c: c, job: job, id: s.newID(idPrefix), model: spec.model, fp: fmt.Sprintf("t2t-r%d", c.revision),

@@ -40,6 +40,9 @@ type genJob struct {
 	// use readies the model inside the generation slot (attaches the LoRA adapter the request
 	// names); nil: nothing to do.
 	use func() error
+	// key is the adapter the job runs with (nil: the base model): the gate runs jobs of one
+	// key together.
+	key *adapter
 }
 
 // run generates every row. ctx ends the generation early (client gone).
@@ -52,7 +55,7 @@ func (j *genJob) run(ctx context.Context) ([]genRow, error) {
 	rows := make([]genRow, len(j.rows))
 	var streamErr error
 	rng := rand.New(rand.NewPCG(j.seed, 0xc0de))
-	_, err := j.lm.GenerateStream(j.rows, j.sc, j.top, rng, func(ev engine.TokenEvent) bool {
+	_, err := j.lm.GenerateStreamContext(ctx, j.rows, j.sc, j.top, rng, func(ev engine.TokenEvent) bool {
 		if streamErr != nil || ctx.Err() != nil {
 			return true
 		}

@@ -55,7 +55,7 @@ func memoryEstimate(job *genJob) int64 {
 // and returns false.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, job *genJob, log *slog.Logger) (func(), bool) {
 	need := memoryEstimate(job)
-	release, err := s.gate.acquire(r.Context(), need)
+	release, err := s.gate.acquire(r.Context(), need, job.key)
 	switch {
 	case err == nil:
 		return release, true

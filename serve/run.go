@@ -80,8 +80,12 @@ func Run(ctx context.Context, cfg RunConfig, reload <-chan os.Signal, out io.Wri
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
-	fmt.Fprintf(out, "serving %s (%d parameters, context %d, engine %s on %s) at http://%s/v1 — SIGHUP reloads %s\n",
-		srv.ModelName(), lm.Model.Config().NumParams(), lm.MaxContext(), lm.Model.Engine(), lm.Model.Device(), addr, cfg.Dir)
+	batching := "one generation at a time"
+	if n := lm.SchedulerSlots(); n > 0 {
+		batching = fmt.Sprintf("continuous batching over %d slots", n)
+	}
+	fmt.Fprintf(out, "serving %s (%d parameters, context %d, engine %s on %s, %s) at http://%s/v1 — SIGHUP reloads %s\n",
+		srv.ModelName(), lm.Model.Config().NumParams(), lm.MaxContext(), lm.Model.Engine(), lm.Model.Device(), batching, addr, cfg.Dir)
 	if w := InsecureWarning(ln.Addr(), cfg.Options.APIKey); w != "" {
 		fmt.Fprintln(out, w)
 	}

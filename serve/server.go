@@ -72,6 +72,17 @@ type Options struct {
 	Now func() time.Time
 	// Logger logs requests and swaps. Default: discard.
 	Logger *slog.Logger
+	// GenSlots, when > 0, samples through one continuous-batching generation scheduler per
+	// served model (textpolicy.LM.EnableScheduler) with a KV pool of GenSlots sequences of
+	// GenSlotLen positions: up to GenSlots requests run at once and share decode steps; a
+	// request with more rows, or a longer prompt plus max_tokens than a slot holds, runs on
+	// its own as before. The pool's memory (hfmodel.Config.GenerateMemory) comes out of
+	// MaxMemory. A model that already has a scheduler (a rollout node's policy) is served
+	// through it whatever GenSlots says. Default 0: one generation at a time.
+	GenSlots int
+	// GenSlotLen is the positions of one slot (prompt plus new tokens). Default: the model's
+	// context, at most 4096.
+	GenSlotLen int
 	// LoadWeights, when set, loads a checkpoint directory for POST /update_weights_from_disk
 	// (SGLang's weight update; weights.go), which swaps it in under the same model id. Run sets
 	// it to open directories on its engine. Nil: that route answers 404.
@@ -112,6 +123,22 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+}
+
+// slotLen is GenSlotLen or its default for lm.
+func (o *Options) slotLen(lm *textpolicy.LM) int {
+	if o.GenSlotLen > 0 {
+		return min(o.GenSlotLen, lm.MaxContext())
+	}
+	return min(lm.MaxContext(), 4096)
+}
+
+// enableScheduler gives lm its generation scheduler when GenSlots asks for one.
+func (o *Options) enableScheduler(lm *textpolicy.LM) error {
+	if o.GenSlots == 0 {
+		return nil
+	}
+	return lm.EnableScheduler(o.GenSlots, o.slotLen(lm))
 }
 
 // defaultMaxMemory is Options.MaxMemory's default where the available memory is unknown.
@@ -178,7 +205,22 @@ func New(lm *textpolicy.LM, opt Options) (*Server, error) {
 	if opt.MaxMemory < 1 {
 		return nil, fmt.Errorf("%w: MaxMemory = %d: must be ≥ 1", ErrOptions, opt.MaxMemory)
 	}
-	s := &Server{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5e7e)), gate: newGate(opt.MaxMemory, 1, opt.MaxQueue)}
+	if opt.GenSlots < 0 || opt.GenSlotLen < 0 {
+		return nil, fmt.Errorf("%w: GenSlots = %d, GenSlotLen = %d: must be ≥ 0", ErrOptions, opt.GenSlots, opt.GenSlotLen)
+	}
+	budget, slots := opt.MaxMemory, max(lm.SchedulerSlots(), 1)
+	if opt.GenSlots > 0 {
+		pool := lm.Model.Config().GenerateMemory(opt.GenSlots, opt.slotLen(lm)-1, 1)
+		if pool >= budget {
+			return nil, fmt.Errorf("%w: a KV pool of %d slots of %d positions needs about %s, the memory budget is %s: lower GenSlots or GenSlotLen, or raise MaxMemory",
+				ErrOptions, opt.GenSlots, opt.slotLen(lm), mib(pool), mib(budget))
+		}
+		if err := opt.enableScheduler(lm); err != nil {
+			return nil, fmt.Errorf("%w: GenSlots: %w", ErrOptions, err)
+		}
+		budget, slots = budget-pool, opt.GenSlots
+	}
+	s := &Server{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5e7e)), gate: newGate(budget, slots, opt.MaxQueue)}
 	s.cur.Store(&served{lm: lm, name: s.nameFor(lm), created: opt.Now().Unix()})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.handleModels)
@@ -188,11 +230,12 @@ func New(lm *textpolicy.LM, opt Options) (*Server, error) {
 	mux.HandleFunc("POST /v1/load_lora_adapter", s.handleLoadLoRA)
 	mux.HandleFunc("POST /v1/unload_lora_adapter", s.handleUnloadLoRA)
 	mux.HandleFunc("POST /update_weights_from_disk", s.handleUpdateWeights)
+	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		queued, running := s.gate.stats()
 		writeJSON(w, http.StatusOK, health{Status: "ok", Queued: queued, Running: running})
 	})
-	for _, p := range []string{"/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/update_weights_from_disk", "/health"} {
+	for _, p := range []string{"/v1/models", "/v1/chat/completions", "/v1/completions", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/update_weights_from_disk", "/health", "/metrics"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "", "method_not_allowed",
 				fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
@@ -268,6 +311,9 @@ func (s *Server) swap(lm *textpolicy.LM, name string) int64 {
 	old := s.cur.Load()
 	if name == "" {
 		name = s.nameFor(lm)
+	}
+	if err := s.opt.enableScheduler(lm); err != nil {
+		s.opt.Logger.Warn("no generation scheduler on the swapped-in model: one generation at a time", "err", err)
 	}
 	next := &served{lm: lm, name: name, revision: old.revision + 1, created: s.opt.Now().Unix()}
 	s.cur.Store(next)

@@ -23,6 +23,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	var opt serve.Options
 	fs.IntVar(&opt.DefaultMaxTokens, "max-tokens", 512, "default max_tokens of a chat completion")
 	serve.RegisterFlags(fs, &opt)
+	fs.IntVar(&opt.GenSlots, "gen-slots", 0, "sample through one continuous-batching scheduler with a KV pool of N sequences: up to N requests\n"+
+		"run at once and share decode steps (the pool's memory comes out of --max-memory); 0: one generation at a time")
+	fs.IntVar(&opt.GenSlotLen, "gen-slot-len", 0, "--gen-slots: positions per sequence (prompt + max_tokens; a longer request runs alone); default: the context, at most 4096")
 	verbose := fs.Bool("v", false, "log requests to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -163,6 +163,17 @@ func (lm *LM) EnableScheduler(slots, slotLen int) error {
 	})
 }
 
+// SchedulerSlots is the scheduler's pool size (0 without EnableScheduler): how many
+// sequences can decode at once.
+func (lm *LM) SchedulerSlots() int {
+	lm.mu.RLock()
+	defer lm.mu.RUnlock()
+	if lm.sched == nil {
+		return 0
+	}
+	return lm.sched.Slots()
+}
+
 // SchedulerStats returns the scheduler's counters (false without EnableScheduler).
 func (lm *LM) SchedulerStats() (engine.SchedulerStats, bool) {
 	lm.mu.RLock()
@@ -182,6 +193,13 @@ func (lm *LM) Generate(prompts [][]int32, sc engine.SampleConfig, rng *rand.Rand
 // runs on the scheduler's goroutine while this call waits, and each row samples from its own
 // stream seeded by one draw of rng); it waits while Exclusive runs.
 func (lm *LM) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(engine.TokenEvent) bool) (*engine.Generation, error) {
+	return lm.GenerateStreamContext(context.Background(), prompts, sc, topLogProbs, rng, onToken)
+}
+
+// GenerateStreamContext is GenerateStream for a caller that may leave: through the scheduler a
+// request whose ctx ends leaves the queue, or frees its slots at the next decode step, and
+// returns ctx's error; on the direct path onToken should end the rows once ctx ends.
+func (lm *LM) GenerateStreamContext(ctx context.Context, prompts [][]int32, sc engine.SampleConfig, topLogProbs int, rng *rand.Rand, onToken func(engine.TokenEvent) bool) (*engine.Generation, error) {
 	lm.mu.RLock()
 	defer lm.mu.RUnlock()
 	if lm.sched != nil && lm.fits(prompts, sc) {
@@ -191,7 +209,7 @@ func (lm *LM) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLogPr
 		} else if sc.Temperature > 0 {
 			return nil, engine.CheckGenerate(lm.Model.Config(), prompts, sc, topLogProbs, false)
 		}
-		return lm.sched.Submit(context.Background(), engine.Request{Prompts: prompts, Sample: sc,
+		return lm.sched.Submit(ctx, engine.Request{Prompts: prompts, Sample: sc,
 			TopLogProbs: topLogProbs, Seed: seed, OnToken: onToken})
 	}
 	return lm.Model.GenerateStream(prompts, sc, topLogProbs, rng, onToken)
