@@ -324,9 +324,10 @@ func TestLLMTimeoutsAndErrors(t *testing.T) {
 			t.Errorf("attempt %d: %q lacks %q", i, p.Attempts[i].Reason, want)
 		}
 	}
-	// Only timeouts: fallback after 1+MaxRetries calls.
+	// Only timeouts: fallback after 1+MaxRetries calls. The timeout leaves a loaded machine
+	// time to deliver each request to the server (20 ms did not, under a CI run's load).
 	s = newEngServer(t, hang)
-	p = engPropose(t, engLLM(t, s, func(o *Options) { o.LLM.Timeout = 20 * time.Millisecond; o.LLM.MaxRetries = 1 }), engHandHistory())
+	p = engPropose(t, engLLM(t, s, func(o *Options) { o.LLM.Timeout = 500 * time.Millisecond; o.LLM.MaxRetries = 1 }), engHandHistory())
 	if !p.Fallback || len(p.Attempts) != 2 || len(s.requests()) != 2 {
 		t.Errorf("timeouts: %+v", p)
 	}

@@ -73,6 +73,10 @@ func (r *run) closeStage(ctx context.Context, stage int) (*StageReport, error) {
 		Updates: ls.Updates, MeanLoss: ls.MeanLoss, ZeroShare: ls.ZeroShare, Learn: ls, Duration: time.Since(r.stageStart)}
 	r.learn = learnAcc{}
 	r.mu.Unlock()
+	if r.sampler != nil {
+		now, _ := r.sampler.SamplingStats()
+		rep.Sampling = samplingSince(now, r.samp0, rep.Duration)
+	}
 	rep.Flow = r.flow.stageDone(stage)
 	agg, err := r.st.Aggregates(ctx, r.opt.RunID, stage, store.SplitTrain)
 	if err != nil {
@@ -89,8 +93,12 @@ func (r *run) closeStage(ctx context.Context, stage int) (*StageReport, error) {
 	r.res.Stages = append(r.res.Stages, rep)
 	r.stageStart = time.Now()
 	r.mu.Unlock()
+	if r.sampler != nil { // the next stage's counters start after this one's evaluation
+		r.samp0, _ = r.sampler.SamplingStats()
+	}
 	printStage(r.opt.Out, &rep)
 	printLearn(r.opt.Out, &rep.Learn)
+	printSampling(r.opt.Out, rep.Sampling)
 	printFlow(r.opt.Out, &rep.Flow)
 	return &r.res.Stages[len(r.res.Stages)-1], nil
 }

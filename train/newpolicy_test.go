@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -12,7 +13,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/genmetrics"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
@@ -214,4 +217,61 @@ func TestQwen3PolicyGenSlots(t *testing.T) {
 	if !ok || st.Requests < 2 || st.Tokens == 0 {
 		t.Errorf("scheduler stats %+v (enabled %v): the rollouts did not go through it", st, ok)
 	}
+}
+
+// TestRunSamplingStats: a qwen3 policy with --gen-slots reports what its scheduler did per
+// stage (StageReport.Sampling, the "sampling:" line) and exposes the counters on the run's
+// metrics.
+func TestRunSamplingStats(t *testing.T) {
+	seed := testSeed(t)
+	dir := tinyQwen3Dir(t)
+	var f Flags
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	f.Register(fs)
+	if err := fs.Parse([]string{"--policy", "qwen3", "--model", dir, "--max-new-tokens", "8", "--prompt", "compact", "--gen-slots", "8"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := smallConfig()
+	cfg.Instances = 8
+	spec, err := f.policySpec(cfg, slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, closePol, err := NewPolicy(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePol()
+	m, err := telemetry.NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	opt := Options{RunID: "sampling", Stages: 1, Seed: seed, Config: cfg, InstancesPerUnit: 2, GroupSize: 2,
+		LearnerBatch: 2, ValPerSize: 1, EvalPerSize: 1, Rollouts: 2, Out: &out, Metrics: m}
+	res, err := Run(context.Background(), opt, pol, openStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Stages[0].Sampling
+	if s == nil || s.Steps == 0 || s.StepRows < s.Steps || s.Tokens == 0 || s.Slots != 8 || s.Requests < 4 {
+		t.Fatalf("stage sampling %+v", s)
+	}
+	if !strings.Contains(out.String(), fmt.Sprintf("sampling: %.1f rows/step of 8 slots", s.RowsPerStep())) {
+		t.Errorf("no sampling line in:\n%s", out.String())
+	}
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps float64
+	for _, mf := range mfs {
+		if mf.GetName() == genmetrics.Steps {
+			steps = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if steps < float64(s.Steps) {
+		t.Errorf("%s = %v, the stage alone ran %d steps", genmetrics.Steps, steps, s.Steps)
+	}
+	t.Logf("%.2f rows per decode step, %d steps", s.RowsPerStep(), s.Steps)
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/internal/genmetrics"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gridnet"
 )
 
@@ -48,6 +50,11 @@ type run struct {
 	// push is the rollout engine every rollout samples at (nil: none;
 	// push.go).
 	push *pushRun
+
+	// sampler is the policy's generation scheduler (nil: it has none); samp0 its counters
+	// when the current stage started.
+	sampler SamplingReporter
+	samp0   engine.SchedulerStats
 
 	mu         sync.Mutex
 	stageStart time.Time
@@ -156,6 +163,9 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	if err := r.suites(); err != nil {
 		return nil, err
 	}
+	if err := r.watchSampling(); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(opt.Out, "run %s: %s policy, %d stages × %d instances (group %d), engineer %s; validation %d, benchmark %d instances\n",
 		opt.RunID, pol.Name(), opt.Stages, opt.Config.Instances, opt.GroupSize, opt.Strategy.Name(), len(r.val), len(r.eval))
 	first := 0
@@ -176,6 +186,23 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 		defer r.push.stop()
 	}
 	return r.stages(ctx, first)
+}
+
+// watchSampling follows the policy's generation scheduler, if it has one: the stages'
+// sampling lines, and its counters on the run's /metrics.
+func (r *run) watchSampling() error {
+	sr, ok := r.pol.(SamplingReporter)
+	if !ok {
+		return nil
+	}
+	if r.samp0, ok = sr.SamplingStats(); !ok {
+		return nil
+	}
+	r.sampler = sr
+	if r.opt.Metrics != nil {
+		return r.opt.Metrics.Register(genmetrics.New(sr.SamplingStats))
+	}
+	return nil
 }
 
 // suites generates the validation and benchmark suites and plans their evaluation units.

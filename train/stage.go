@@ -42,6 +42,9 @@ type StageReport struct {
 	// Flow is what became of the groups that reached the learner during
 	// the stage, and how long dispatch waited for the learner.
 	Flow FlowStats
+	// Sampling is what the policy's generation scheduler did during the
+	// stage (nil: the policy has none).
+	Sampling *SamplingStats
 }
 
 // Result is the whole run.

@@ -118,6 +118,9 @@ type Policy struct {
 	version    atomic.Int64
 }
 
+// SamplingStats returns the counters of the LM's generation scheduler (false without one).
+func (p *Policy) SamplingStats() (engine.SchedulerStats, bool) { return p.lm.SchedulerStats() }
+
 // New returns a text policy over lm.
 func New(lm *LM, opt Options) (*Policy, error) {
 	opt.defaults()
