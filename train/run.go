@@ -16,8 +16,8 @@ import (
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
-	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/internal/genmetrics"
+	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gridnet"
 )
