@@ -102,7 +102,7 @@ func (s *Server) activate(lm *textpolicy.LM, ad *adapter) error {
 	}
 	un, ok := lm.Model.(engine.AdapterUnloader)
 	if !ok {
-		return fmt.Errorf("the %s engine cannot swap LoRA adapters (use the gomlx engine)", lm.Model.Engine())
+		return fmt.Errorf("the %s engine cannot swap LoRA adapters", lm.Model.Engine())
 	}
 	return lm.Exclusive(func() error {
 		if sw, ok := lm.Model.(adapterSwapper); ok && s.activeAd != nil && ad != nil && ad.data != nil {
@@ -174,8 +174,9 @@ func (s *Server) handleLoadLoRA(w http.ResponseWriter, r *http.Request) {
 		ad.data = data
 	}
 	// Attaching runs in the generation slot, with a zero memory estimate (an adapter is small
-	// next to a generation's KV cache).
-	release, ok := s.admit(w, r, &genJob{lm: c.lm}, log)
+	// next to a generation's KV cache), and alone: its key is the new adapter, which no running
+	// request has.
+	release, ok := s.admit(w, r, &genJob{lm: c.lm, key: ad}, log)
 	if !ok {
 		return
 	}

@@ -163,10 +163,16 @@ type served struct {
 //	GET  /health
 //	POST /v1/load_lora_adapter, /v1/unload_lora_adapter (vLLM's runtime LoRA API; see lora.go)
 //
+//	GET  /metrics               (queued and running requests; with a generation scheduler its
+//	                             rows per decode step, tokens, queue wait and KV-pool use)
+//
 // Swap replaces the model between requests (in-flight requests finish on the model they
 // started with); Reload loads a checkpoint directory and swaps it in. A Server is safe for
 // concurrent use; generations of concurrent requests run one after another on the model (each
-// request's n completions form one batch).
+// request's n completions form one batch), or, with Options.GenSlots, side by side through one
+// continuous-batching scheduler. Requests that name different LoRA adapters never run at the
+// same time (the model has one attached at a time; the gate admits one adapter's requests
+// together).
 type Server struct {
 	opt  Options
 	mux  *http.ServeMux

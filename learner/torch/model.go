@@ -446,6 +446,20 @@ func (m *Model) LoadAdapter(dir string) error {
 	return nil
 }
 
+// UnloadAdapter implements engine.AdapterUnloader: the attached adapters are removed and the
+// model computes what it did before they were attached; with none attached it is an error
+// wrapping learner.ErrInvalidConfig and changes nothing.
+func (m *Model) UnloadAdapter() error {
+	if m.lora == nil {
+		return fmt.Errorf("torch: UnloadAdapter: %w: no adapters are attached", learner.ErrInvalidConfig)
+	}
+	if err := m.wk.call("unload_adapter", map[string]any{}, nil, nil); err != nil {
+		return err
+	}
+	m.lora = nil
+	return nil
+}
+
 // SaveAdapter implements engine.Model.
 func (m *Model) SaveAdapter(dir string) error {
 	abs, err := filepath.Abs(dir)
@@ -550,4 +564,7 @@ func (m *Model) ResetPeak() error { return m.wk.call("reset_peak", map[string]an
 // Close implements engine.Model: it stops the worker.
 func (m *Model) Close() error { return m.wk.Close() }
 
-var _ engine.Model = (*Model)(nil)
+var (
+	_ engine.Model           = (*Model)(nil)
+	_ engine.AdapterUnloader = (*Model)(nil)
+)

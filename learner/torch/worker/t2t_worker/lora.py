@@ -238,7 +238,22 @@ def load_adapter(model, dir_path):
     return trainable_count(model)
 
 
+def detach(model):
+    """Removes the attached adapters and unfreezes the base weights: the model computes what it
+    did before they were attached. With none attached it raises LoRAError and changes nothing."""
+    if model.lora is None:
+        raise LoRAError("no adapters are attached")
+    for l, t in _ordered_keys(model, model.lora.targets):
+        mod = _module(model, l, t)
+        mod.lora_A = None
+        mod.lora_B = None
+        mod.lora_scale = 0.0
+    for p in model.parameters():
+        p.requires_grad_(True)
+    model.lora = None
+
+
 __all__ = [
-    "TARGETS", "LoRAError", "LoRAState", "add_lora", "attach", "load_adapter", "lora_parameters",
+    "TARGETS", "LoRAError", "LoRAState", "add_lora", "attach", "detach", "load_adapter", "lora_parameters",
     "merged", "peft_name", "read_adapter", "save_adapter", "trainable_count", "validate",
 ]

@@ -138,6 +138,7 @@ class Worker:
             "load": self.op_load, "init": self.op_init, "logits": self.op_logits,
             "logprobs": self.op_logprobs, "train_config": self.op_train_config, "step": self.op_step,
             "generate": self.op_generate, "add_lora": self.op_add_lora, "load_adapter": self.op_load_adapter,
+            "unload_adapter": self.op_unload_adapter,
             "save_adapter": self.op_save_adapter, "save": self.op_save,
             "save_optimizer": self.op_save_optimizer, "load_optimizer": self.op_load_optimizer, "stats": self.op_stats,
             "reset_peak": self.op_reset_peak, "sleep": self.op_sleep, "shutdown": self.op_shutdown,
@@ -176,7 +177,7 @@ class Worker:
             return
         if op in ("load", "init"):
             self.pool = None
-        elif op in ("step", "add_lora", "load_adapter"):
+        elif op in ("step", "add_lora", "load_adapter", "unload_adapter"):
             self.pool.refresh()
 
     def _error(self, rid, exc):
@@ -402,6 +403,15 @@ class Worker:
         d = arrays.get_str(req, "dir")
         try:
             lora.load_adapter(m, d)
+        except lora.LoRAError as e:
+            raise WorkerError(str(e), e.kind) from None
+        self.trainer = None
+        return {}
+
+    def op_unload_adapter(self, req):
+        m = self.need_model()
+        try:
+            lora.detach(m)
         except lora.LoRAError as e:
             raise WorkerError(str(e), e.kind) from None
         self.trainer = None

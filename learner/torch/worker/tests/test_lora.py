@@ -37,6 +37,22 @@ class LoRATest(unittest.TestCase):
         with self.assertRaises(lora.LoRAError):
             lora.add_lora(self.m, 4, 8.0, TARGETS, 1)
 
+    def test_detach_restores_the_base_model(self):
+        before = helpers.full_logits(self.m, self.seq)
+        lora.add_lora(self.m, 4, 8.0, TARGETS, 1)
+        helpers.perturb_lora_b(self.m, self.g)
+        self.assertGreater((helpers.full_logits(self.m, self.seq) - before).abs().max().item(), 1e-3)
+        lora.detach(self.m)
+        self.assertIsNone(self.m.lora)
+        self.assertTrue(torch.equal(helpers.full_logits(self.m, self.seq), before), "seed %d" % SEED)
+        names = [name for name, p in self.m.named_parameters()]
+        self.assertFalse([n for n in names if ".lora_" in n], names)
+        self.assertTrue(all(p.requires_grad for p in self.m.parameters()))
+        with self.assertRaises(lora.LoRAError):
+            lora.detach(self.m)
+        lora.add_lora(self.m, 2, 4.0, ["q_proj"], 2)  # another shape attaches after a detach
+        self.assertEqual(self.m.lora.targets, ["q_proj"])
+
     def test_validation(self):
         for rank, alpha, targets in ((0, 8, TARGETS), (4, 0, TARGETS), (4, float("nan"), TARGETS),
                                      (4, 8, []), (4, 8, ["q_proj", "lm_head"]), (True, 8, TARGETS)):

@@ -1,0 +1,95 @@
+package serve_test
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/t2t-lab/t2t/internal/genmetrics"
+	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
+	"github.com/t2t-lab/t2t/learner/torch"
+	"github.com/t2t-lab/t2t/serve"
+)
+
+// srvRequireTorch skips where no Python imports torch (fails with T2T_REQUIRE_TORCH=1, as in CI).
+func srvRequireTorch(t *testing.T) {
+	t.Helper()
+	if _, err := torch.FindPython(t.Context(), ""); err != nil {
+		if os.Getenv("T2T_REQUIRE_TORCH") == "1" {
+			t.Fatalf("T2T_REQUIRE_TORCH=1 but %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+}
+
+// t2t serve on the torch engine serves LoRA adapters through vLLM's runtime API, also through
+// its generation scheduler: an adapter's greedy answers equal the gomlx engine's (ids, and
+// log-probs within 1e-4), and after the unload the base model's answers are what they were.
+func TestTorchServesAdapters(t *testing.T) {
+	srvRequireTorch(t)
+	seed := srvTestSeed(t)
+	glm := srvCheckpoint(t, seed)
+	dirA := srvAdapter(t, glm.Dir, seed+1)
+	tlm, err := textpolicy.OpenLM(t.Context(), engine.Spec{Kind: engine.Torch, Threads: 1}, glm.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tlm.Close() })
+	_, ghs, gc := srvStart(t, glm, serve.Options{})
+	_, ths, tc := srvStart(t, tlm, serve.Options{GenSlots: 4, GenSlotLen: 128})
+	asIDs := option.WithJSONSet("return_tokens_as_token_ids", true)
+	sample := func(c openai.Client, model string) ([]int32, []float64) {
+		t.Helper()
+		p := srvChatParams(model, 3)
+		p.Temperature, p.N = openai.Float(0), openai.Int(1)
+		res, err := c.Chat.Completions.New(context.Background(), p, asIDs)
+		if err != nil {
+			t.Fatalf("model %s: %v", model, err)
+		}
+		return srvIDs(t, res.Choices[0].Logprobs.Content)
+	}
+	same := func(what string, gi, ti []int32, gl, tl []float64) {
+		t.Helper()
+		if !slices.Equal(gi, ti) {
+			t.Fatalf("%s: torch ids %v, gomlx %v", what, ti, gi)
+		}
+		for k := range gl {
+			if math.Abs(gl[k]-tl[k]) > 1e-4 {
+				t.Fatalf("%s token %d: torch log-prob %v, gomlx %v", what, k, tl[k], gl[k])
+			}
+		}
+	}
+	gBase, gBaseLP := sample(gc, "tiny")
+	tBase, tBaseLP := sample(tc, "tiny")
+	same("base", gBase, tBase, gBaseLP, tBaseLP)
+	for _, hs := range []string{ghs.URL, ths.URL} {
+		if code, body := srvPostKey(t, hs+"/v1/load_lora_adapter", "", loraBody("a", dirA)); code != http.StatusOK {
+			t.Fatalf("load on %s: %d %s", hs, code, body)
+		}
+	}
+	gA, gALP := sample(gc, "a")
+	tA, tALP := sample(tc, "a")
+	same("adapter a", gA, tA, gALP, tALP)
+	if slices.Equal(tALP, tBaseLP) {
+		t.Fatal("the adapter's answer equals the base model's: it was not applied")
+	}
+	if _, lp := sample(tc, "tiny"); !slices.Equal(lp, tBaseLP) {
+		t.Errorf("base after an adapter request: %v, want %v", lp, tBaseLP)
+	}
+	if code, body := srvPostKey(t, ths.URL+"/v1/unload_lora_adapter", "", `{"lora_name":"a"}`); code != http.StatusOK {
+		t.Fatalf("unload: %d %s", code, body)
+	}
+	if _, lp := sample(tc, "tiny"); !slices.Equal(lp, tBaseLP) {
+		t.Errorf("base after the unload: %v, want %v", lp, tBaseLP)
+	}
+	if v := srvMetric(t, ths.URL, genmetrics.Requests); v != 4 {
+		t.Errorf("%s = %v on the torch server, want its 4 generations", genmetrics.Requests, v)
+	}
+}
