@@ -163,7 +163,7 @@ func messageText(raw json.RawMessage, param string) (string, *reqError) {
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	c := s.cur.Load()
+	c := s.serving(r.Context())
 	spec, rerr := s.parseChat(w, r, c, &req)
 	if rerr != nil {
 		writeReqError(w, rerr)

@@ -78,7 +78,7 @@ func (s *Server) completionPrompts(raw json.RawMessage, c *served) ([][]int32, [
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	c := s.cur.Load()
+	c := s.serving(r.Context())
 	spec, texts, rerr := s.parseCompletion(w, r, c, &req)
 	if rerr != nil {
 		writeReqError(w, rerr)

@@ -187,10 +187,11 @@ type Server struct {
 	activeLM *textpolicy.LM // the model activeAd is attached to
 	activeAd *adapter       // the adapter attached to activeLM (nil: none)
 
-	swapMu sync.Mutex // orders swaps (revision numbers)
-	updMu  sync.Mutex // one /update_weights_from_disk at a time
-	rngMu  sync.Mutex
-	rng    *rand.Rand
+	swapMu   sync.Mutex // orders swaps (revision numbers)
+	reviveMu sync.Mutex // one reload after a worker died (serving)
+	updMu    sync.Mutex // one /update_weights_from_disk at a time
+	rngMu    sync.Mutex
+	rng      *rand.Rand
 }
 
 // New returns a server for lm.

@@ -1,11 +1,16 @@
 package serve_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -13,6 +18,7 @@ import (
 
 	"github.com/t2t-lab/t2t/internal/genmetrics"
 	"github.com/t2t-lab/t2t/learner/engine"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/torch"
 	"github.com/t2t-lab/t2t/serve"
@@ -92,4 +98,81 @@ func TestTorchServesAdapters(t *testing.T) {
 	if v := srvMetric(t, ths.URL, genmetrics.Requests); v != 4 {
 		t.Errorf("%s = %v on the torch server, want its 4 generations", genmetrics.Requests, v)
 	}
+}
+
+// kill -9 of the torch worker while a batch of streaming requests decodes fails each of them
+// with the worker's death in its error event, the server stays up, and the next request runs
+// on a new worker (the model loaded again from its directory).
+func TestTorchWorkerKilledMidBatch(t *testing.T) {
+	srvRequireTorch(t)
+	seed := srvTestSeed(t)
+	glm := srvCheckpointOf(t, seed, func(c *hfmodel.Config) { c.MaxPositionEmbeddings = 4096 })
+	spec := engine.Spec{Kind: engine.Torch, Threads: 1}
+	tlm, err := textpolicy.OpenLM(t.Context(), spec, glm.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(ctx context.Context, dir string) (*textpolicy.LM, error) {
+		return textpolicy.OpenLM(ctx, spec, dir)
+	}
+	srv, hs, c := srvStart(t, tlm, serve.Options{GenSlots: 4, GenSlotLen: 4096, MaxTokens: 4000, LoadWeights: load})
+	t.Cleanup(func() { cur, _ := srv.Current(); _ = cur.Close() })
+	const n = 3
+	bodies := make([]*bufio.Reader, n)
+	for i := range n {
+		body := fmt.Sprintf(`{"model":"tiny","stream":true,"temperature":0,"max_tokens":3000,"prompt":"go %d"}`, i)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, hs.URL+"/v1/completions", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		bodies[i] = bufio.NewReader(res.Body)
+		for { // its first token: the request decodes in the batch
+			line, err := bodies[i].ReadString('\n')
+			if err != nil {
+				t.Fatalf("request %d ended before its first token: %v", i, err)
+			}
+			if strings.HasPrefix(line, "data: {") && strings.Contains(line, `"text"`) {
+				break
+			}
+		}
+	}
+	pid := tlm.Model.(*torch.Model).Worker().PID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i, rd := range bodies {
+		rest, _ := io.ReadAll(rd)
+		if !strings.Contains(string(rest), `"error"`) || !strings.Contains(string(rest), "worker died") {
+			t.Errorf("request %d after the kill: no worker-died error event in %q", i, tail(string(rest), 300))
+		}
+	}
+	p := srvChatParams("tiny", 5)
+	p.N = openai.Int(1)
+	if _, err := c.Chat.Completions.New(context.Background(), p); err != nil {
+		t.Fatalf("the next request: %v", err)
+	}
+	cur, rev := srv.Current()
+	if rev != 1 || cur == tlm || workerPID(cur) == pid {
+		t.Errorf("after the kill: revision %d, same model %v: want a new worker", rev, cur == tlm)
+	}
+}
+
+func workerPID(lm *textpolicy.LM) int {
+	if m, ok := lm.Model.(*torch.Model); ok {
+		return m.Worker().PID()
+	}
+	return 0
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
 }
