@@ -58,6 +58,6 @@ func printSampling(w io.Writer, s *SamplingStats) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "      sampling: %.1f rows/step of %d slots  %s tokens/s  wait %s  (%d steps, %d tokens, %d generations)\n",
-		s.RowsPerStep(), s.Slots, siCount(s.TokensPerSec()), s.MeanWait().Round(time.Millisecond), s.Steps, s.Tokens, s.Requests)
+	fmt.Fprintf(w, "      sampling: %.1f rows/step of %d slots  %.0f tokens/s  wait %s  (%d steps, %d tokens, %d generations)\n",
+		s.RowsPerStep(), s.Slots, s.TokensPerSec(), s.MeanWait().Round(time.Millisecond), s.Steps, s.Tokens, s.Requests)
 }
