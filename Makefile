@@ -8,7 +8,7 @@ PLAIN_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -vE '/(actors|cluster|
 # over 6 min under -race on 2 cores: the tiny Qwen3 with the atomic tokenizer
 # reads ~200–600-token prompts) run in the plain pass instead; the gridnet
 # node and train tests keep the race detector on those paths.
-RACE_SKIP := ^(TestREADMECommands|TestTrainQwen3Policy|TestTrainPushesToServe|TestNodePushesToServe|TestTrainPushesFullWeights|TestNodeLLMThroughEndpoint|TestEngineTorchCommands|TestTrainTorchWorkerKilledResumes|TestTrainEngineerSelfAndBase|TestExperimentSelfAndBaseArms|TestTrainRunWithServedPolicyAsEngineer)$$
+RACE_SKIP := ^(TestREADMECommands|TestTrainQwen3Policy|TestTrainPushesToServe|TestNodePushesToServe|TestTrainPushesFullWeights|TestNodeLLMThroughEndpoint|TestEngineTorchCommands|TestTrainTorchWorkerKilledResumes|TestTrainEngineerSelfAndBase|TestExperimentSelfAndBaseArms|TestTrainRunWithServedPolicyAsEngineer|TestSFTCommand|TestTorchServesAdapters|TestTorchWorkerKilledMidBatch|TestRunSamplingStats)$$
 # daemon's in-process cluster tests start protoactor remotes in one process, whose grpc logger
 # setup races (protoactor-go: remote.Start resets grpc's global logger unlocked); they run in the
 # plain pass, as the cluster's full protoactor test does.
@@ -23,8 +23,8 @@ PYTHON ?= $(or $(T2T_PYTHON),$(shell for p in python3 /usr/bin/python3 python; d
 test: test-worker
 	$(GO) vet ./...
 	$(GO) test -count=1 $(PLAIN_PKGS)
-	$(if $(RACE_PKGS),$(GO) test -count=1 -timeout 20m -race -skip '$(RACE_SKIP)|$(DAEMON_PLAIN)' $(RACE_PKGS))
-	$(GO) test -count=1 -run '$(RACE_SKIP)' ./cmd/t2t ./serve
+	$(if $(RACE_PKGS),$(GO) test -count=1 -timeout 35m -race -skip '$(RACE_SKIP)|$(DAEMON_PLAIN)' $(RACE_PKGS))
+	$(GO) test -count=1 -run '$(RACE_SKIP)' ./cmd/t2t ./serve ./train
 	# protoactor-go itself races under -race (see cluster/provider_integration_test.go):
 	# its full-cluster test runs here, without the race detector.
 	$(GO) test -count=1 -run TestProviderProtoactorCluster ./cluster
