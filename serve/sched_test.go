@@ -2,7 +2,6 @@ package serve_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/t2t-lab/t2t/internal/genmetrics"
+	"github.com/t2t-lab/t2t/internal/testutil"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/serve"
 )
@@ -120,58 +120,20 @@ func TestSchedulerServesConcurrentRequests(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A streaming client that disconnects frees its slot at the next decode step: the request
 // ends as abandoned long before its max_tokens, and the pool is empty again.
 func TestSchedulerFreesSlotOfLeavingClient(t *testing.T) {
 	seed := srvTestSeed(t)
 	lm := srvCheckpointOf(t, seed, func(c *hfmodel.Config) { c.MaxPositionEmbeddings = 4096 })
 	t.Cleanup(func() { _ = lm.Close() })
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	_, hs, _ := srvStart(t, lm, serve.Options{GenSlots: 2, GenSlotLen: 4096, MaxTokens: 4000,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	const maxTokens = 4000
 	ctx, cancel := context.WithCancel(context.Background())
-	body := fmt.Sprintf(`{"model":"tiny","stream":true,"temperature":0,"max_tokens":%d,"prompt":"go"}`, maxTokens)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/v1/completions", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd := bufio.NewReader(res.Body)
-	for { // the first token's chunk: the row runs in a slot
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			t.Fatalf("stream ended before its first token: %v", err)
-		}
-		if strings.HasPrefix(line, "data: {") && strings.Contains(line, `"text"`) {
-			break
-		}
-	}
+	res := srvStreamStarted(t, ctx, hs.URL, fmt.Sprintf(`{"model":"tiny","stream":true,"temperature":0,"max_tokens":%d,"prompt":"go"}`, maxTokens))
 	cancel() // the client leaves
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
+	_, _ = io.Copy(io.Discard, res)
 	deadline := time.Now().Add(2 * time.Minute) // liveness, not speed
 	for srvMetric(t, hs.URL, genmetrics.Requests) != 1 || srvMetric(t, hs.URL, genmetrics.InUse) != 0 {
 		if time.Now().After(deadline) {
@@ -202,5 +164,31 @@ func TestSchedulerPoolOverBudget(t *testing.T) {
 	}
 	if _, err := serve.New(lm, serve.Options{GenSlots: -1}); err == nil {
 		t.Error("GenSlots -1 accepted")
+	}
+}
+
+// srvStreamStarted posts a streaming completion body to base and returns its stream once the
+// first token's chunk has come (the row decodes in a slot); the test's cleanup closes it.
+func srvStreamStarted(t *testing.T, ctx context.Context, base, body string) *bufio.Reader {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	rd := bufio.NewReader(res.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s: the stream ended before its first token: %v", body, err)
+		}
+		if strings.HasPrefix(line, "data: {") && strings.Contains(line, `"text"`) {
+			return rd
+		}
 	}
 }

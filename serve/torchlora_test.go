@@ -120,27 +120,8 @@ func TestTorchWorkerKilledMidBatch(t *testing.T) {
 	const n = 3
 	bodies := make([]*bufio.Reader, n)
 	for i := range n {
-		body := fmt.Sprintf(`{"model":"tiny","stream":true,"temperature":0,"max_tokens":3000,"prompt":"go %d"}`, i)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, hs.URL+"/v1/completions", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { res.Body.Close() })
-		bodies[i] = bufio.NewReader(res.Body)
-		for { // its first token: the request decodes in the batch
-			line, err := bodies[i].ReadString('\n')
-			if err != nil {
-				t.Fatalf("request %d ended before its first token: %v", i, err)
-			}
-			if strings.HasPrefix(line, "data: {") && strings.Contains(line, `"text"`) {
-				break
-			}
-		}
+		bodies[i] = srvStreamStarted(t, t.Context(), hs.URL,
+			fmt.Sprintf(`{"model":"tiny","stream":true,"temperature":0,"max_tokens":3000,"prompt":"go %d"}`, i))
 	}
 	pid := tlm.Model.(*torch.Model).Worker().PID()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {

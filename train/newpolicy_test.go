@@ -175,15 +175,7 @@ func TestQwen3PolicyLearningRate(t *testing.T) {
 // that concurrent Play calls share; a negative value is an option error.
 func TestQwen3PolicyGenSlots(t *testing.T) {
 	dir := tinyQwen3Dir(t)
-	parse := func(args ...string) (PolicySpec, error) {
-		var f Flags
-		fs := flag.NewFlagSet("train", flag.ContinueOnError)
-		f.Register(fs)
-		if err := fs.Parse(append([]string{"--policy", "qwen3", "--model", dir, "--max-new-tokens", "8", "--prompt", "compact"}, args...)); err != nil {
-			t.Fatal(err)
-		}
-		return f.policySpec(smallConfig(), slog.New(slog.DiscardHandler), io.Discard)
-	}
+	parse := func(args ...string) (PolicySpec, error) { return qwen3Spec(t, dir, smallConfig(), args...) }
 	var oe *OptionError
 	if _, err := parse("--gen-slots", "-1"); !errors.As(err, &oe) || oe.Field != "gen-slots" {
 		t.Fatalf("--gen-slots -1: %v", err)
@@ -225,15 +217,9 @@ func TestQwen3PolicyGenSlots(t *testing.T) {
 func TestRunSamplingStats(t *testing.T) {
 	seed := testSeed(t)
 	dir := tinyQwen3Dir(t)
-	var f Flags
-	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	f.Register(fs)
-	if err := fs.Parse([]string{"--policy", "qwen3", "--model", dir, "--max-new-tokens", "8", "--prompt", "compact", "--gen-slots", "8"}); err != nil {
-		t.Fatal(err)
-	}
 	cfg := smallConfig()
 	cfg.Instances = 8
-	spec, err := f.policySpec(cfg, slog.New(slog.DiscardHandler), io.Discard)
+	spec, err := qwen3Spec(t, dir, cfg, "--gen-slots", "8")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,4 +260,17 @@ func TestRunSamplingStats(t *testing.T) {
 		t.Errorf("%s = %v, the stage alone ran %d steps", genmetrics.Steps, steps, s.Steps)
 	}
 	t.Logf("%.2f rows per decode step, %d steps", s.RowsPerStep(), s.Steps)
+}
+
+// qwen3Spec is the policy spec of t2t train's flags for a qwen3 policy on the checkpoint in
+// dir (8 new tokens, the compact prompt) plus args.
+func qwen3Spec(t *testing.T, dir string, cfg env.Config, args ...string) (PolicySpec, error) {
+	t.Helper()
+	var f Flags
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	f.Register(fs)
+	if err := fs.Parse(append([]string{"--policy", "qwen3", "--model", dir, "--max-new-tokens", "8", "--prompt", "compact"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return f.policySpec(cfg, slog.New(slog.DiscardHandler), io.Discard)
 }

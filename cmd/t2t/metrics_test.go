@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/daemon"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/testutil"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -101,24 +101,6 @@ func metricsScrape(t *testing.T, url, node string) map[string]float64 {
 	return metricsParse(t, body, node)
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // evalSize is the instances and units of the evaluation after each stage
 // of a run with opt: the validation set and the benchmark suite, one
 // greedy episode per instance.
@@ -145,7 +127,7 @@ func TestTrainMetricsHTTP(t *testing.T) {
 	cfg.Instances = instances
 	opt := train.Options{RunID: "metrics", Stages: stages, Seed: 3, Config: cfg, InstancesPerUnit: perUnit, GroupSize: group,
 		LearnerBatch: 2, ValPerSize: 1, EvalPerSize: 1}
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	stop, err := serveTrainHTTP("127.0.0.1:0", "test-node", &opt, st, &out)
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/daemon"
+	"github.com/t2t-lab/t2t/internal/testutil"
 )
 
 // Cluster tests of t2t node: real processes of the t2t binary and a real
@@ -177,7 +178,7 @@ type nodeProc struct {
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	lines  []string
-	stderr syncBuffer
+	stderr testutil.SyncBuffer
 	change chan struct{} // poked on each stdout line and on exit
 	exited chan struct{}
 	err    error
