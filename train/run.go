@@ -257,6 +257,9 @@ func (r *run) stages(ctx context.Context, first int) (*Result, error) {
 		}
 	}
 	r.stageStart = time.Now()
+	if r.sampler != nil { // the first stage's counters start after the initial evaluation
+		r.samp0, _ = r.sampler.SamplingStats()
+	}
 	rep, err := sys.Run(ctx, opt.Stages)
 	r.res.Actors = rep
 	if err != nil {
