@@ -215,6 +215,24 @@ func (lm *LM) GenerateStreamContext(ctx context.Context, prompts [][]int32, sc e
 	return lm.Model.GenerateStream(prompts, sc, topLogProbs, rng, onToken)
 }
 
+// schedulerChunk is the rows one Generate call of a caller's batch should carry: def (what
+// the direct path holds in memory at once), or, when a scheduler's slots hold every prompt
+// with sc.MaxNewTokens new tokens, the pool's size: the scheduler admits the rows as slots free
+// and interleaves them with other callers' rows, so one request per pool keeps it full.
+func (lm *LM) schedulerChunk(prompts [][]int32, sc engine.SampleConfig, def int) int {
+	lm.mu.RLock()
+	defer lm.mu.RUnlock()
+	if lm.sched == nil || lm.sched.Slots() <= def {
+		return def
+	}
+	for _, p := range prompts {
+		if len(p)+sc.MaxNewTokens > lm.sched.SlotLen() {
+			return def
+		}
+	}
+	return lm.sched.Slots()
+}
+
 // fits reports whether the scheduler's pool can ever hold the request.
 func (lm *LM) fits(prompts [][]int32, sc engine.SampleConfig) bool {
 	if len(prompts) > lm.sched.Slots() {

@@ -190,8 +190,9 @@ func (p *Policy) Play(ins []*env.Instance, groupSize int, temperature float64, s
 	}
 	tokens := make([][]int32, n)
 	logps := make([][]float32, n)
-	for lo := 0; lo < n; lo += p.opt.GenBatch {
-		hi := min(n, lo+p.opt.GenBatch)
+	chunk := p.lm.schedulerChunk(prompts, sc, p.opt.GenBatch)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
 		batch := make([][]int32, 0, hi-lo)
 		for r := lo; r < hi; r++ {
 			batch = append(batch, prompts[r/groupSize])

@@ -71,3 +71,34 @@ func TestLMSchedulerSharesBatches(t *testing.T) {
 		t.Errorf("the 9-row request went through the scheduler: %+v", st2)
 	}
 }
+
+// TestPlaySubmitsOneRequestPerPool: with a scheduler whose slots hold a unit's rows, Play
+// submits them as one request (the scheduler interleaves them with other callers' rows)
+// instead of GenBatch-sized requests one after another.
+func TestPlaySubmitsOneRequestPerPool(t *testing.T) {
+	seed := tpTestSeed(t)
+	lm := tpLM(t, seed)
+	defer lm.Close()
+	o := tpOptions()
+	o.GenBatch = 4
+	p, err := New(lm, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := tpInstances(t, seed, 4)
+	slotLen := 0
+	for _, in := range ins {
+		slotLen = max(slotLen, len(p.Prompt(in))+o.MaxNewTokens)
+	}
+	if err := lm.EnableScheduler(16, slotLen); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := p.Play(ins, 3, 1, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := lm.SchedulerStats()
+	if len(ro.Episodes) != 12 || st.Requests != 1 || st.Admitted != 12 {
+		t.Fatalf("%d episodes; scheduler %+v: want one request of 12 rows", len(ro.Episodes), st)
+	}
+}
