@@ -14,9 +14,10 @@ type SamplingReporter interface {
 	SamplingStats() (engine.SchedulerStats, bool)
 }
 
-// SamplingStats is what a policy's generation scheduler did during a stage (rollouts, and
-// the engineer's generations when it is the policy itself; the stage's evaluation is not
-// counted).
+// SamplingStats is what a policy's generation scheduler did during a stage, from its start
+// (after the previous stage's close) to its close: the training units, the stage's evaluation
+// units (they run as work units of the stage), and the engineer's generations when it is the
+// policy itself.
 type SamplingStats struct {
 	Steps     int64         // decode steps
 	StepRows  int64         // rows over those steps
