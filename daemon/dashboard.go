@@ -161,7 +161,9 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 // state, the running stage's progress, learning curves over finished
 // stages (inline SVG), the engineer's decisions, the config heat maps,
 // failure categories, learner flow and the nodes. Without JavaScript it
-// shows the server's snapshot (`t2t status` text) in #snap.
+// shows the server's snapshot (`t2t status` text) in #snap. poll()
+// returns a promise that settles once its answer is shown; an answer
+// older than the one shown is dropped.
 const dashboardHTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>t2t run</title>
 <style>
@@ -286,6 +288,7 @@ function render(d){
   $('warn').textContent=share>0.05?'Warning: '+(100*share).toFixed(1)+'% of the groups were discarded (more than 5%): rollout work is wasted.':'';
   stagesTable(d);curves(stages);heat(stages);engineer(stages);failures(stages);nodes(d);
 }
-function poll(){fetch('/api/status',{cache:'no-store'}).then(function(r){return r.json()}).then(function(d){if(d.error){$('err').textContent=d.error}else{render(d)}}).catch(function(e){$('err').textContent=String(e)})}
+var asked=0,shown=0;
+function poll(){var n=++asked;return fetch('/api/status',{cache:'no-store'}).then(function(r){return r.json()}).then(function(d){if(n<shown)return;shown=n;if(d.error){$('err').textContent=d.error}else{render(d)}}).catch(function(e){if(n>=shown)$('err').textContent=String(e)})}
 poll();setInterval(poll,2000);
 </script></body></html>`
