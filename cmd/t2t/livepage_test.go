@@ -164,7 +164,9 @@ func TestLivePageRealRun(t *testing.T) {
 		}
 		t.Logf("read the page with stage %d training (%d units applied)", s.State.Stage, livePageRunning(s).Units)
 		livePageCheck(t, dom, s, want, p.cmd.Process.Pid)
-		if !strings.Contains(nojs, `<pre id="snap">run live`) || !strings.Contains(nojs, fmt.Sprintf("%d (running)", s.State.Stage)) {
+		if !strings.Contains(nojs, `<pre id="snap">run live`) || !strings.Contains(nojs, fmt.Sprintf("%d (running)", s.State.Stage)) ||
+			!strings.Contains(nojs, fmt.Sprintf("running: stage %d (training): ", s.State.Stage)) || !strings.Contains(nojs, "config over stages") ||
+			!strings.Contains(nojs, fmt.Sprintf(", pid %d) coordinator,learner,rollout,engineer at this process", p.cmd.Process.Pid)) {
 			t.Errorf("without scripts the page shows no snapshot of the running stage:\n%.3000s", nojs)
 		}
 		break
