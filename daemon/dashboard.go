@@ -92,6 +92,14 @@ type pageStatus struct {
 	NowUnix int64 `json:"now_unix_ms"`
 }
 
+// Handler serves the live page alone: /ui and /api/status (`t2t status
+// --http`: any run in Redis, running or finished).
+func (d *Dashboard) Handler() http.Handler {
+	mux := http.NewServeMux()
+	d.register(mux)
+	return mux
+}
+
 func (d *Dashboard) register(mux *http.ServeMux) {
 	mux.HandleFunc("/ui", d.page)
 	mux.HandleFunc("/api/status", d.status)
@@ -121,7 +129,9 @@ func (d *Dashboard) read(ctx context.Context, now time.Time) (*pageStatus, error
 	if f := d.flow.Load(); f != nil {
 		rep.SetFlow(f)
 	}
-	rep.Nodes = []train.StatusNode{}
+	if d.self != nil || d.nodes != nil {
+		rep.Nodes = []train.StatusNode{} // known, if none: not the "not in Redis" of t2t status
+	}
 	if s := d.self; s != nil {
 		rep.Nodes = append(rep.Nodes, train.StatusNode{ID: s.id, Name: s.name, PID: s.pid, Address: "this process",
 			Roles:     roleNames([]cluster.Role{cluster.RoleCoordinator, cluster.RoleLearner, cluster.RoleRollout, cluster.RoleEngineer}),

@@ -119,7 +119,8 @@ func livePageMidStage(s livePageState) bool {
 // per (size, stage), the failure table's counts equal the Redis
 // aggregates (the running stage's too) and the Nodes table lists the
 // process. With scripts off the page shows the server's snapshot, the
-// running stage marked. After the run the page shows every stage done.
+// running stage marked. After the run, t2t status --http serves the page
+// with every stage done.
 func TestLivePageRealRun(t *testing.T) {
 	bin := livePageChromium(t)
 	seed := cmp.Or(*livePageSeed, 27)
@@ -174,6 +175,25 @@ func TestLivePageRealRun(t *testing.T) {
 	if code := p.wait(120 * time.Second); code != 0 {
 		t.Fatalf("t2t train exited with %d", code)
 	}
+
+	// The finished run's page, served by t2t status --http from Redis:
+	// every stage done and plotted, the failure table still Redis's.
+	sp := startNode(t, "status", "status", "--redis", redisURL, "--run", "live", "--http", "127.0.0.1:0")
+	base = "http://" + nodeField(t, sp.line("t2t status: run=live http=", 30*time.Second), "http")
+	s, ok := livePageStatus(base)
+	if !ok || s.State.Phase != train.PhaseDone || len(s.Stages) != 3 || livePageRunning(s).Stage != 0 || livePageRunning(s).Running {
+		t.Fatalf("t2t status --http after the run: %+v", s)
+	}
+	var dom string
+	cdpDecode(t, browser.eval(browser.open(base+"/ui", true), "poll().then(function(){return document.documentElement.outerHTML})"), &dom)
+	if strings.Contains(dom, `data-running="1"`) || !strings.Contains(dom, "phase done") {
+		t.Errorf("the finished run's page shows a running stage, or not the phase done:\n%.3000s", dom)
+	}
+	livePageCheck(t, dom, s, livePageFailures(t, st, s), 0)
+	sp.cmd.Process.Signal(os.Interrupt)
+	if code := sp.wait(30 * time.Second); code != 0 {
+		t.Fatalf("t2t status --http exited with %d after an interrupt", code)
+	}
 }
 
 // livePageRunning is s's running stage.
@@ -213,8 +233,8 @@ var (
 	livePageCell    = regexp.MustCompile(`class="cell" data-size="(\d+)" data-stage="(\d+)"`)
 )
 
-// livePageCheck checks the DOM of the page rendered while s's running
-// stage ran.
+// livePageCheck checks the DOM of the page rendered from s (pid: the
+// process the Nodes table lists; 0: none).
 func livePageCheck(t *testing.T, dom string, s livePageState, want map[string]store.Counts, pid int) {
 	t.Helper()
 	cells := map[string]int{}
@@ -264,7 +284,7 @@ func livePageCheck(t *testing.T, dom string, s livePageState, want map[string]st
 	if len(got) != len(want) || len(want) == 0 {
 		t.Errorf("failure table: rows %v, want one per Redis aggregate %v", got, want)
 	}
-	if !strings.Contains(dom, fmt.Sprintf("<td>%d</td><td>coordinator,learner,rollout,engineer</td><td>this process</td>", pid)) {
+	if pid != 0 && !strings.Contains(dom, fmt.Sprintf("<td>%d</td><td>coordinator,learner,rollout,engineer</td><td>this process</td>", pid)) {
 		t.Errorf("the Nodes table does not list the process (pid %d)", pid)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,7 +187,15 @@ func TestStatusBadInput(t *testing.T) {
 		{[]string{"status", "--redis", st.URL(), "--run", "a b"}, 2, `--run "a b"`},
 		{[]string{"status", "--redis", st.URL(), "--run", "ghost"}, 2, "no such run"},
 		{[]string{"status", "--redis", fmt.Sprintf("redis://127.0.0.1:%d/0", nodeFreePort(t)), "--run", "x", "--timeout", "300ms"}, 1, "t2t status:"},
+		{[]string{"status", "--redis", st.URL(), "--json", "--http", "127.0.0.1:0"}, 2, "--json and --http"},
+		{[]string{"status", "--redis", st.URL(), "--run", "ghost", "--http", "127.0.0.1:0"}, 2, "no such run"},
+		{[]string{"status", "--redis", st.URL(), "--run", "r1", "--http", "127.0.0.1:99999"}, 2, "127.0.0.1:99999"},
 	} {
+		if tc.code == 2 && slices.Contains(tc.args, "r1") {
+			if err := st.PutRunState(context.Background(), store.RunState{RunID: "r1", Phase: train.PhaseTraining}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		code, _, stderr := t2t(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("t2t %s: exit %d, stderr %q; want %d and %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.want)
