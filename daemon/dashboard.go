@@ -33,6 +33,8 @@ type Dashboard struct {
 	// self is this process as a node of a one-process run (nil: the
 	// nodes come from the cluster's membership, or none).
 	self *selfNode
+	// sampling reads the policy's generation scheduler (nil: none).
+	sampling *train.SamplingMeter
 }
 
 // selfNode is the process of a one-process run: every role, and the units
@@ -50,6 +52,13 @@ type selfNode struct {
 // lists the cluster's members (nil on a one-process run).
 func NewDashboard(st *store.Store, ps *train.PolicyStore, run string, nodes func() []cluster.NodeMeta) *Dashboard {
 	return &Dashboard{st: st, ps: ps, run: run, nodes: nodes}
+}
+
+// WithSampling makes the page show m's readings of the policy's
+// generation scheduler (nil: none) and returns d. Call it before serving.
+func (d *Dashboard) WithSampling(m *train.SamplingMeter) *Dashboard {
+	d.sampling = m
+	return d
 }
 
 // local makes the page list this process (id node) as the run's one node,
@@ -76,26 +85,19 @@ func (d *Dashboard) onFlow(f train.FlowRecord) {
 	}
 }
 
-// pageStatus is /api/status.
+// pageStatus is /api/status: the run's train.Status (its Nodes and
+// Sampling filled by this process) and the time it was read.
 type pageStatus struct {
 	*train.Status
-	Nodes   []pageNode `json:"nodes"`
-	NowUnix int64      `json:"now_unix_ms"`
+	NowUnix int64 `json:"now_unix_ms"`
 }
 
-// pageNode is one member of the cluster as /api/status lists it.
-type pageNode struct {
-	ID       string         `json:"id"`
-	Name     string         `json:"name"`
-	Roles    []cluster.Role `json:"roles"`
-	Address  string         `json:"address"`
-	Capacity int            `json:"capacity"`
-	// PID, UnitsDone, LastUnitMs (the last heartbeat: when its last unit
-	// finished) and PolicyLag are known for this process only.
-	PID        int   `json:"pid,omitempty"`
-	UnitsDone  int64 `json:"units_done,omitempty"`
-	LastUnitMs int64 `json:"last_unit_unix_ms,omitempty"`
-	PolicyLag  int64 `json:"policy_lag,omitempty"`
+// Handler serves the live page alone: /ui and /api/status (`t2t status
+// --http`: any run in Redis, running or finished).
+func (d *Dashboard) Handler() http.Handler {
+	mux := http.NewServeMux()
+	d.register(mux)
+	return mux
 }
 
 func (d *Dashboard) register(mux *http.ServeMux) {
@@ -127,18 +129,31 @@ func (d *Dashboard) read(ctx context.Context, now time.Time) (*pageStatus, error
 	if f := d.flow.Load(); f != nil {
 		rep.SetFlow(f)
 	}
-	out := &pageStatus{Status: rep, NowUnix: now.UnixMilli(), Nodes: []pageNode{}}
+	if d.self != nil || d.nodes != nil {
+		rep.Nodes = []train.StatusNode{} // known, if none: not the "not in Redis" of t2t status
+	}
 	if s := d.self; s != nil {
-		out.Nodes = append(out.Nodes, pageNode{ID: s.id, Name: s.name, PID: s.pid, Address: "this process",
-			Roles:     []cluster.Role{cluster.RoleCoordinator, cluster.RoleLearner, cluster.RoleRollout, cluster.RoleEngineer},
+		rep.Nodes = append(rep.Nodes, train.StatusNode{ID: s.id, Name: s.name, PID: s.pid, Address: "this process",
+			Roles:     roleNames([]cluster.Role{cluster.RoleCoordinator, cluster.RoleLearner, cluster.RoleRollout, cluster.RoleEngineer}),
 			UnitsDone: s.units.Load(), LastUnitMs: s.lastMs.Load(), PolicyLag: s.lag.Load()})
 	}
 	if d.nodes != nil {
 		for _, n := range d.nodes() {
-			out.Nodes = append(out.Nodes, pageNode{ID: n.ID, Name: n.Name, Roles: n.Roles, Address: n.Address, Capacity: n.Capacity})
+			rep.Nodes = append(rep.Nodes, train.StatusNode{ID: n.ID, Name: n.Name, Roles: roleNames(n.Roles), Address: n.Address, Capacity: n.Capacity})
 		}
 	}
-	return out, nil
+	if d.sampling != nil {
+		rep.Sampling = d.sampling.Status(now)
+	}
+	return &pageStatus{Status: rep, NowUnix: now.UnixMilli()}, nil
+}
+
+func roleNames(roles []cluster.Role) []string {
+	out := make([]string, len(roles))
+	for i, r := range roles {
+		out[i] = string(r)
+	}
+	return out
 }
 
 func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
@@ -161,7 +176,9 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 // state, the running stage's progress, learning curves over finished
 // stages (inline SVG), the engineer's decisions, the config heat maps,
 // failure categories, learner flow and the nodes. Without JavaScript it
-// shows the server's snapshot (`t2t status` text) in #snap.
+// shows the server's snapshot (`t2t status` text) in #snap. poll()
+// returns a promise that settles once its answer is shown; an answer
+// older than the one shown is dropped.
 const dashboardHTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>t2t run</title>
 <style>
@@ -281,11 +298,12 @@ function render(d){
   var run=stages.filter(function(x){return x.running})[0];
   $('running').textContent=run?'stage '+run.stage+' running ('+s.phase+'): '+run.units+' training units applied, '+run.train.episodes+' training episodes and '+run.val.episodes+' validation episodes so far':'';
   var fr=d.flow;$('flow').textContent=fr?flowLine(fr):'';
-  $('sampling').textContent=d.rows_per_decode_step!=null?'sampling: '+d.rows_per_decode_step.toFixed(1)+' rows per decode step':'';
+  var sm=d.sampling;$('sampling').textContent=sm?'sampling: '+sm.rows_per_decode_step.toFixed(2)+' rows per decode step, '+(sm.tokens_per_s_over_ns?sm.tokens_per_s.toFixed(1)+' tokens/s (over '+secs(sm.tokens_per_s_over_ns)+')':'tokens/s not measured yet')+'; '+sm.tokens+' tokens in '+sm.steps+' decode steps for '+sm.requests+' requests, mean queue wait '+(sm.mean_queue_wait_ns/1e6).toFixed(0)+' ms; slots '+sm.slots_in_use+' of '+sm.slots+' in use, '+sm.queued+' queued':'';
   var share=fr&&fr.total.arrived?(fr.total.discarded_stale+fr.total.discarded_late_stage+fr.total.discarded_duplicate)/fr.total.arrived:0;
   $('warn').textContent=share>0.05?'Warning: '+(100*share).toFixed(1)+'% of the groups were discarded (more than 5%): rollout work is wasted.':'';
   stagesTable(d);curves(stages);heat(stages);engineer(stages);failures(stages);nodes(d);
 }
-function poll(){fetch('/api/status',{cache:'no-store'}).then(function(r){return r.json()}).then(function(d){if(d.error){$('err').textContent=d.error}else{render(d)}}).catch(function(e){$('err').textContent=String(e)})}
+var asked=0,shown=0;
+function poll(){var n=++asked;return fetch('/api/status',{cache:'no-store'}).then(function(r){return r.json()}).then(function(d){if(n<shown)return;shown=n;if(d.error){$('err').textContent=d.error}else{render(d)}}).catch(function(e){if(n>=shown)$('err').textContent=String(e)})}
 poll();setInterval(poll,2000);
 </script></body></html>`

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/env"
@@ -190,6 +191,11 @@ func TestQwen3PolicyGenSlots(t *testing.T) {
 	}
 	defer closePol()
 	tp := pol.(*textpolicy.Policy)
+	t0 := time.Unix(1_700_000_000, 0)
+	meter := NewSamplingMeter(pol, t0)
+	if meter == nil {
+		t.Fatal("no sampling meter for a policy with --gen-slots")
+	}
 	ins, err := env.Generate(env.Config{Agents: 2, Instances: 4, Sizes: []env.SizeConfig{{Size: 3, DataRatio: 0.5, HoleRatio: 0.1, WaitRatio: 0.5}}}, 5, 0, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +215,20 @@ func TestQwen3PolicyGenSlots(t *testing.T) {
 	if !ok || st.Requests < 2 || st.Tokens == 0 {
 		t.Errorf("scheduler stats %+v (enabled %v): the rollouts did not go through it", st, ok)
 	}
+	// The live page's reading of the scheduler: rows per decode step at
+	// once, tokens/s only over at least SamplingMinSpan.
+	sm := meter.Status(t0.Add(time.Second))
+	if sm == nil || sm.Tokens != st.Tokens || sm.Steps != st.Steps || sm.RowsPerDecodeStep != float64(st.StepRows)/float64(st.Steps) ||
+		sm.RowsPerDecodeStep < 1 || sm.TokensPerSecondOver != 0 || sm.Slots != 8 || sm.MeanQueueWait != st.QueueWait/time.Duration(st.Admitted) {
+		t.Errorf("sampling after 1 s: %+v, scheduler %+v", sm, st)
+	}
+	if sm := meter.Status(t0.Add(8 * time.Second)); sm == nil || sm.TokensPerSecondOver != 8*time.Second || sm.TokensPerSecond != float64(st.Tokens)/8 {
+		t.Errorf("sampling after 8 s: %+v, want %d tokens over 8 s", sm, st.Tokens)
+	}
+	if m := NewSamplingMeter(&ScriptedPolicy{}, t0); m != nil {
+		t.Errorf("a scripted policy has a sampling meter")
+	}
+	t.Logf("sampling: %s", meter.Status(t0.Add(8*time.Second)))
 }
 
 // TestRunSamplingStats: a qwen3 policy with --gen-slots reports what its scheduler did per

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,10 +102,50 @@ type Status struct {
 	Checkpoints []store.CheckpointRecord `json:"checkpoints"`
 	// Flow is the run's flow record, when the run wrote one.
 	Flow *FlowRecord `json:"flow,omitempty"`
-	// RowsPerDecodeStep is the generation scheduler's mean batch rows per
-	// decode step (an LLM policy's sampling); nil until a scheduler
-	// reports it, and then the page and `t2t status` show it.
-	RowsPerDecodeStep *float64 `json:"rows_per_decode_step,omitempty"`
+	// Sampling is an LLM policy's sampling through its generation
+	// scheduler (--gen-slots), as the process running the policy sees it;
+	// nil where none reports it (`t2t status` reads Redis only).
+	Sampling *SamplingStatus `json:"sampling,omitempty"`
+	// Nodes are the run's processes as the process serving the live page
+	// knows them; nil in `t2t status`, which reads Redis only.
+	Nodes []StatusNode `json:"nodes"`
+}
+
+// StatusNode is one process of a run: every role of a one-process run,
+// or a member of the cluster.
+type StatusNode struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Roles    []string `json:"roles"`
+	Address  string   `json:"address"`
+	Capacity int      `json:"capacity"`
+	// PID, UnitsDone, LastUnitMs (the last heartbeat: when its last unit
+	// finished) and PolicyLag are known for the serving process only.
+	PID        int   `json:"pid,omitempty"`
+	UnitsDone  int64 `json:"units_done,omitempty"`
+	LastUnitMs int64 `json:"last_unit_unix_ms,omitempty"`
+	PolicyLag  int64 `json:"policy_lag,omitempty"`
+}
+
+// SamplingStatus is an LLM policy's generation scheduler: cumulative
+// counters (engine.SchedulerStats) and the rates they give.
+type SamplingStatus struct {
+	// RowsPerDecodeStep is StepRows/Steps: how many sequences a decode
+	// step advanced on average (the batching the scheduler achieved).
+	RowsPerDecodeStep float64 `json:"rows_per_decode_step"`
+	// TokensPerSecond is the tokens sampled per second over
+	// TokensPerSecondOver, the span between two of the server's readings.
+	TokensPerSecond     float64       `json:"tokens_per_s"`
+	TokensPerSecondOver time.Duration `json:"tokens_per_s_over_ns"`
+	Tokens              int64         `json:"tokens"`
+	Steps               int64         `json:"steps"`
+	Requests            int64         `json:"requests"`
+	// MeanQueueWait is the mean wait of a row between its request and
+	// its prefill.
+	MeanQueueWait time.Duration `json:"mean_queue_wait_ns"`
+	Slots         int           `json:"slots"`
+	SlotsInUse    int           `json:"slots_in_use"`
+	Queued        int           `json:"queued"`
 }
 
 // CollectStatus reads run's status from st and its flow record from ps
@@ -220,6 +261,12 @@ func WriteStatus(w io.Writer, rep *Status, now time.Time) error {
 	} else {
 		b.WriteString("state: none recorded (the run did not write one)\n")
 	}
+	for _, s := range rep.Stages {
+		if s.Running {
+			fmt.Fprintf(&b, "running: stage %d (%s): %d training units applied, %d training and %d validation episodes so far\n",
+				s.Stage, rep.State.Phase, s.Units, s.Train.Episodes, s.Val.Episodes)
+		}
+	}
 	if rep.ConfigDiff != "" || len(rep.Stages) >= 2 {
 		last := rep.Stages[len(rep.Stages)-1]
 		fmt.Fprintf(&b, "latest config change, stage %d → %d (%s):", rep.DiffStages[0], rep.DiffStages[1], last.Proposer)
@@ -254,9 +301,10 @@ func WriteStatus(w io.Writer, rep *Status, now time.Time) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeConfigs(&b, rep.Stages)
 	writeFailures(&b, rep.Stages)
-	if rep.RowsPerDecodeStep != nil {
-		fmt.Fprintf(&b, "\nsampling: %.1f rows per decode step\n", *rep.RowsPerDecodeStep)
+	if sm := rep.Sampling; sm != nil {
+		fmt.Fprintf(&b, "\nsampling: %s\n", sm)
 	}
 	if f := rep.Flow; f != nil {
 		fmt.Fprintf(&b, "\nflow (max lag %s, staleness K %d, late groups kept up to %s): %s\n",
@@ -265,6 +313,7 @@ func WriteStatus(w io.Writer, rep *Status, now time.Time) error {
 			fmt.Fprintf(&b, "WARNING: %s\n", DiscardWarning(f.Total))
 		}
 	}
+	writeNodes(&b, rep.Nodes, now)
 	if len(rep.Checkpoints) == 0 {
 		b.WriteString("\ncheckpoints: none\n")
 	} else {
@@ -345,5 +394,84 @@ func writeFailures(b *strings.Builder, stages []StatusStage) {
 	}
 	if n == 0 {
 		b.WriteString("  none recorded yet\n")
+	}
+}
+
+// String is "2.3 rows per decode step, 41.0 tokens/s (over 5s), …".
+func (s *SamplingStatus) String() string {
+	rate := "tokens/s: not measured yet"
+	if s.TokensPerSecondOver > 0 {
+		rate = fmt.Sprintf("%.1f tokens/s (over %s)", s.TokensPerSecond, s.TokensPerSecondOver.Round(100*time.Millisecond))
+	}
+	return fmt.Sprintf("%.2f rows per decode step, %s; %d tokens in %d decode steps for %d requests, mean queue wait %s; slots %d of %d in use, %d requests queued",
+		s.RowsPerDecodeStep, rate, s.Tokens, s.Steps, s.Requests, s.MeanQueueWait.Round(time.Millisecond), s.SlotsInUse, s.Slots, s.Queued)
+}
+
+// writeConfigs prints the configuration over stages: per map size, each
+// stage's data, hole and wait ratio ("*": changed from the stage before).
+func writeConfigs(b *strings.Builder, stages []StatusStage) {
+	if len(stages) == 0 {
+		return
+	}
+	b.WriteString("\nconfig over stages (data / hole / wait ratio; *: changed from the stage before):\n")
+	sizes := map[int]bool{}
+	for _, s := range stages {
+		for _, z := range s.Config.Sizes {
+			sizes[z.Size] = true
+		}
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "  size\t")
+	for _, s := range stages {
+		fmt.Fprintf(tw, "stage %d\t", s.Stage)
+	}
+	fmt.Fprintln(tw)
+	for _, size := range slices.Sorted(maps.Keys(sizes)) {
+		fmt.Fprintf(tw, "%d\t", size)
+		var prev *env.SizeConfig
+		for _, s := range stages {
+			i := slices.IndexFunc(s.Config.Sizes, func(z env.SizeConfig) bool { return z.Size == size })
+			if i < 0 {
+				fmt.Fprint(tw, "-\t")
+				prev = nil
+				continue
+			}
+			z := s.Config.Sizes[i]
+			mark := " "
+			if prev != nil && (prev.DataRatio != z.DataRatio || prev.HoleRatio != z.HoleRatio || prev.WaitRatio != z.WaitRatio) {
+				mark = "*"
+			}
+			fmt.Fprintf(tw, "%.3f / %.2f / %.2f%s\t", z.DataRatio, z.HoleRatio, z.WaitRatio, mark)
+			prev = &z
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// writeNodes prints the run's processes (none known: `t2t status`, which
+// reads Redis only).
+func writeNodes(b *strings.Builder, nodes []StatusNode, now time.Time) {
+	if nodes == nil {
+		b.WriteString("\nnodes: not in Redis (the live page /ui of the run's coordinator lists them)\n")
+		return
+	}
+	b.WriteString("\nnodes:\n")
+	if len(nodes) == 0 {
+		b.WriteString("  none\n")
+	}
+	for _, n := range nodes {
+		fmt.Fprintf(b, "  %s (id %s", cmp.Or(n.Name, "-"), n.ID)
+		if n.PID != 0 {
+			fmt.Fprintf(b, ", pid %d", n.PID)
+		}
+		fmt.Fprintf(b, ") %s at %s", strings.Join(n.Roles, ","), cmp.Or(n.Address, "-"))
+		if n.Capacity > 0 {
+			fmt.Fprintf(b, ", capacity %d", n.Capacity)
+		}
+		if n.UnitsDone > 0 {
+			fmt.Fprintf(b, ", %d units done, policy lag %d, last unit %s ago", n.UnitsDone, n.PolicyLag, now.Sub(time.UnixMilli(n.LastUnitMs)).Round(100*time.Millisecond))
+		}
+		b.WriteString("\n")
 	}
 }

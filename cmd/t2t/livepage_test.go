@@ -1,19 +1,18 @@
-//go:build livepage
-
 package main
 
 import (
 	"bufio"
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
+	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,31 +37,9 @@ func livePageChromium(t *testing.T) string {
 	return ""
 }
 
-// livePageDump renders page in headless Chromium (scripts on or off) and
-// returns the DOM.
-func livePageDump(t *testing.T, bin, page string, js bool) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir(),
-		"--virtual-time-budget=3000", "--dump-dom"}
-	if !js {
-		args = append(args, "--blink-settings=scriptEnabled=false")
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, append(args, page)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	return stdout.String()
-}
-
-// redisPauseWrites holds every client's write commands at redisURL for
-// ms milliseconds (CLIENT PAUSE ms WRITE): the run stands still while
-// reads (the page's) go on.
-func redisPauseWrites(t *testing.T, redisURL string, ms int) {
+// redisCommand sends one command to the Redis at redisURL and fails the
+// test unless it answers +OK.
+func redisCommand(t *testing.T, redisURL string, args ...string) {
 	t.Helper()
 	u, err := url.Parse(redisURL)
 	if err != nil {
@@ -74,26 +51,31 @@ func redisPauseWrites(t *testing.T, redisURL string, ms int) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	n := strconv.Itoa(ms)
-	fmt.Fprintf(c, "*4\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n$%d\r\n%s\r\n$5\r\nWRITE\r\n", len(n), n)
+	fmt.Fprintf(c, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(c, "$%d\r\n%s\r\n", len(a), a)
+	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil || line != "+OK\r\n" {
-		t.Fatalf("CLIENT PAUSE: %q %v", line, err)
+		t.Fatalf("redis %v: %q %v", args, line, err)
 	}
 }
 
 // livePageState is the part of /api/status the test reads.
 type livePageState struct {
 	State  *store.RunState `json:"state"`
-	Stages []struct {
-		Stage   int  `json:"stage"`
-		Running bool `json:"running"`
-		Config  struct {
-			Sizes []struct {
-				Size int `json:"size"`
-			} `json:"sizes"`
-		} `json:"config"`
-	} `json:"stages"`
+	Stages []livePageStage `json:"stages"`
+}
+
+type livePageStage struct {
+	Stage   int   `json:"stage"`
+	Running bool  `json:"running"`
+	Units   int64 `json:"units"`
+	Config  struct {
+		Sizes []struct {
+			Size int `json:"size"`
+		} `json:"sizes"`
+	} `json:"config"`
 }
 
 // livePageStatus reads /api/status (false: no answer, or no state yet).
@@ -106,48 +88,86 @@ func livePageStatus(base string) (livePageState, bool) {
 	return s, true
 }
 
-// TestLivePageRealRun (build tag livepage: it does not yet find a paused
-// running stage reliably, see the branch report) runs `t2t train` (a process, real redis-server) and
-// renders /ui in headless Chromium while a stage after the first runs
-// (the run's Redis writes paused so it stands still): the running row says
-// running and the curve has no point for it, the x axis names the finished
-// stages, the heat maps have one cell per (size, stage), the failure
-// table's counts equal the Redis aggregates and the Nodes table lists the
-// process. With scripts off the page shows the server's snapshot.
+var livePageSeed = flag.Uint64("livepageseed", 0, "run seed of the live page test (0: a fixed default)")
+
+// livePageHold is how long the test holds the run's Redis writes (CLIENT
+// PAUSE … WRITE) while it reads the page: under the store's 5 s
+// operation timeout, so no write of the run times out and is retried.
+const livePageHold = 4 * time.Second
+
+// livePageMidStage reports whether s shows a stage after the first in
+// training with at least one unit applied.
+func livePageMidStage(s livePageState) bool {
+	if s.State == nil || s.State.Stage < 1 || s.State.Phase != train.PhaseTraining {
+		return false
+	}
+	for _, sg := range s.Stages {
+		if sg.Running && sg.Stage == s.State.Stage && sg.Units >= 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLivePageRealRun runs `t2t train` (a process, real redis-server) with
+// /ui open in headless Chromium (driven over the DevTools pipe). It polls
+// /api/status until a stage after the first is training with a unit
+// applied, then holds the run's Redis writes (CLIENT PAUSE WRITE: reads go
+// on, the run's state and aggregates stand still) and has the open page
+// refresh: the running row says running and the curve has no point for
+// it, the x axis names the finished stages, the heat maps have one cell
+// per (size, stage), the failure table's counts equal the Redis
+// aggregates (the running stage's too) and the Nodes table lists the
+// process. With scripts off the page shows the server's snapshot, the
+// running stage marked. After the run, t2t status --http serves the page
+// with every stage done.
 func TestLivePageRealRun(t *testing.T) {
 	bin := livePageChromium(t)
+	seed := cmp.Or(*livePageSeed, 27)
+	t.Logf("seed %d (-livepageseed to replay)", seed)
 	redisURL := nodeRedis(t)
+	browser := cdpStart(t, bin, 1200, 900)
 	p := startNode(t, "train", "train", "--redis", redisURL, "--http", "127.0.0.1:0", "--policy", "scripted", "--mistake-rate", "0.3",
-		"--stages", "4", "--instances", "1024", "--instances-per-unit", "8", "--group", "4", "--val-per-size", "2", "--eval-per-size", "1",
-		"--run-id", "live")
+		"--seed", fmt.Sprint(seed), "--stages", "3", "--instances", "2048", "--instances-per-unit", "8", "--group", "4",
+		"--val-per-size", "2", "--eval-per-size", "1", "--run-id", "live")
 	base := "http://" + nodeField(t, p.line("t2t train: http=", 30*time.Second), "http")
 	st, err := store.Open(context.Background(), store.Options{URL: redisURL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for attempt := 0; ; attempt++ {
-		if isClosed(p.exited) || attempt == 40 {
-			t.Fatalf("no page showed a running stage after the first in %d attempts", attempt)
+	page := browser.open(base+"/ui", true)
+	for held := 0; ; {
+		if isClosed(p.exited) || held == 5 {
+			t.Fatalf("no stage after the first was caught training (held the run %d times)", held)
 		}
-		s, ok := livePageStatus(base)
-		if !ok || s.State.Stage < 1 || !(s.State.Phase == train.PhaseTraining || s.State.Phase == train.PhaseEvaluating) {
-			time.Sleep(20 * time.Millisecond) // poll interval, not a timing assertion
+		if s, ok := livePageStatus(base); !ok || !livePageMidStage(s) {
+			time.Sleep(10 * time.Millisecond) // poll interval, not a timing assertion
 			continue
 		}
-		// The pause (shorter than the store's 5 s operation timeout)
-		// holds the run's writes while both pages render; the attempt
-		// counts only if the run's state did not move meanwhile.
-		redisPauseWrites(t, redisURL, 4000)
-		want := livePageFailures(t, st, s)
-		dom := livePageDump(t, bin, base+"/ui", true)
-		nojs := livePageDump(t, bin, base+"/ui", false)
-		after, ok := livePageStatus(base)
-		if !ok || after.State.Stage != s.State.Stage || after.State.Phase != s.State.Phase || !strings.Contains(dom, `data-running="1"`) {
-			continue // the stage moved on while the page was read: try again
+		held++
+		redisCommand(t, redisURL, "CLIENT", "PAUSE", fmt.Sprint(livePageHold.Milliseconds()), "WRITE")
+		t0 := time.Now()
+		s, ok := livePageStatus(base)
+		if !ok || !livePageMidStage(s) {
+			redisCommand(t, redisURL, "CLIENT", "UNPAUSE")
+			continue // the stage ended between the poll and the hold
 		}
+		want := livePageFailures(t, st, s)
+		var dom string
+		cdpDecode(t, browser.eval(page, "poll().then(function(){return document.documentElement.outerHTML})"), &dom)
+		nojs := browser.html(browser.open(base+"/ui", false))
+		after := livePageFailures(t, st, s)
+		redisCommand(t, redisURL, "CLIENT", "UNPAUSE")
+		if d := time.Since(t0); d >= livePageHold || !reflect.DeepEqual(want, after) {
+			t.Logf("the hold ran out (%s) before the page was read: again", d.Round(time.Millisecond))
+			continue
+		}
+		t.Logf("read the page with stage %d training (%d units applied)", s.State.Stage, livePageRunning(s).Units)
 		livePageCheck(t, dom, s, want, p.cmd.Process.Pid)
-		if !strings.Contains(nojs, `<pre id="snap">run live`) || !strings.Contains(nojs, " (running)") {
+		if !strings.Contains(nojs, `<pre id="snap">run live`) || !strings.Contains(nojs, fmt.Sprintf("%d (running)", s.State.Stage)) ||
+			!strings.Contains(nojs, fmt.Sprintf("running: stage %d (training): ", s.State.Stage)) || !strings.Contains(nojs, "config over stages") ||
+			!strings.Contains(nojs, fmt.Sprintf(", pid %d) coordinator,learner,rollout,engineer at this process", p.cmd.Process.Pid)) {
 			t.Errorf("without scripts the page shows no snapshot of the running stage:\n%.3000s", nojs)
 		}
 		break
@@ -155,24 +175,51 @@ func TestLivePageRealRun(t *testing.T) {
 	if code := p.wait(120 * time.Second); code != 0 {
 		t.Fatalf("t2t train exited with %d", code)
 	}
+
+	// The finished run's page, served by t2t status --http from Redis:
+	// every stage done and plotted, the failure table still Redis's.
+	sp := startNode(t, "status", "status", "--redis", redisURL, "--run", "live", "--http", "127.0.0.1:0")
+	base = "http://" + nodeField(t, sp.line("t2t status: run=live http=", 30*time.Second), "http")
+	s, ok := livePageStatus(base)
+	if !ok || s.State.Phase != train.PhaseDone || len(s.Stages) != 3 || livePageRunning(s).Stage != 0 || livePageRunning(s).Running {
+		t.Fatalf("t2t status --http after the run: %+v", s)
+	}
+	var dom string
+	cdpDecode(t, browser.eval(browser.open(base+"/ui", true), "poll().then(function(){return document.documentElement.outerHTML})"), &dom)
+	if strings.Contains(dom, `data-running="1"`) || !strings.Contains(dom, "phase done") {
+		t.Errorf("the finished run's page shows a running stage, or not the phase done:\n%.3000s", dom)
+	}
+	livePageCheck(t, dom, s, livePageFailures(t, st, s), 0)
+	sp.cmd.Process.Signal(os.Interrupt)
+	if code := sp.wait(30 * time.Second); code != 0 {
+		t.Fatalf("t2t status --http exited with %d after an interrupt", code)
+	}
 }
 
-// livePageFailures reads, for each finished stage of s, the Redis
+// livePageRunning is s's running stage.
+func livePageRunning(s livePageState) livePageStage {
+	for _, sg := range s.Stages {
+		if sg.Running {
+			return sg
+		}
+	}
+	return livePageStage{}
+}
+
+// livePageFailures reads, for each stage of s, the Redis
 // aggregates as the failure table's rows: "stage split agents" → the
 // answers, invalid answers and counts per category.
 func livePageFailures(t *testing.T, st *store.Store, s livePageState) map[string]store.Counts {
 	t.Helper()
 	out := map[string]store.Counts{}
 	for _, sg := range s.Stages {
-		if sg.Running {
-			continue
-		}
 		for _, split := range []string{store.SplitTrain, store.SplitVal} {
 			agg, err := st.Aggregates(context.Background(), "live", sg.Stage, split)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for a, c := range store.SumSplit(agg).ByAgents {
+				c.RewardSum = 0 // a float sum in map order: not shown, and not the same twice
 				out[fmt.Sprintf("%d %s %d", sg.Stage, split, a)] = c
 			}
 		}
@@ -186,8 +233,8 @@ var (
 	livePageCell    = regexp.MustCompile(`class="cell" data-size="(\d+)" data-stage="(\d+)"`)
 )
 
-// livePageCheck checks the DOM of the page rendered while s's running
-// stage ran.
+// livePageCheck checks the DOM of the page rendered from s (pid: the
+// process the Nodes table lists; 0: none).
 func livePageCheck(t *testing.T, dom string, s livePageState, want map[string]store.Counts, pid int) {
 	t.Helper()
 	cells := map[string]int{}
@@ -200,8 +247,8 @@ func livePageCheck(t *testing.T, dom string, s livePageState, want map[string]st
 			if !strings.Contains(dom, fmt.Sprintf(`<tr class="run" data-running="1"><td>%d</td><td>running</td>`, sg.Stage)) {
 				t.Errorf("stage %d runs but its row does not say so:\n%s", sg.Stage, dom)
 			}
-			if strings.Contains(dom, fmt.Sprintf(`class="pt" data-stage="%d"`, sg.Stage)) {
-				t.Errorf("the curve has a point for running stage %d", sg.Stage)
+			if strings.Contains(dom, fmt.Sprintf(`class="pt" data-stage="%d"`, sg.Stage)) || strings.Contains(dom, fmt.Sprintf(`class="xlabel">stage %d<`, sg.Stage)) {
+				t.Errorf("the curve has a point or an x label for running stage %d", sg.Stage)
 			}
 		} else if !strings.Contains(dom, fmt.Sprintf(`class="xlabel">stage %d<`, sg.Stage)) || !strings.Contains(dom, fmt.Sprintf(`class="pt" data-stage="%d"`, sg.Stage)) {
 			t.Errorf("finished stage %d has no x label or no point on the curve", sg.Stage)
@@ -221,7 +268,8 @@ func livePageCheck(t *testing.T, dom string, s livePageState, want map[string]st
 		key := m[1] + " " + m[2] + " " + m[3]
 		w, ok := want[key]
 		if !ok {
-			continue // the running stage's row: its counts move
+			t.Errorf("failure row %s: no such Redis aggregate", key)
+			continue
 		}
 		got[key] = true
 		if m[4] != fmt.Sprint(w.Episodes) || m[5] != fmt.Sprint(w.Episodes-w.Valid) {
@@ -236,7 +284,7 @@ func livePageCheck(t *testing.T, dom string, s livePageState, want map[string]st
 	if len(got) != len(want) || len(want) == 0 {
 		t.Errorf("failure table: rows %v, want one per Redis aggregate %v", got, want)
 	}
-	if !strings.Contains(dom, fmt.Sprintf("<td>%d</td><td>coordinator,learner,rollout,engineer</td><td>this process</td>", pid)) {
+	if pid != 0 && !strings.Contains(dom, fmt.Sprintf("<td>%d</td><td>coordinator,learner,rollout,engineer</td><td>this process</td>", pid)) {
 		t.Errorf("the Nodes table does not list the process (pid %d)", pid)
 	}
 }

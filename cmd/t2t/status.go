@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/daemon"
 	"github.com/t2t-lab/t2t/train"
 )
 
-const statusUsage = `t2t status --redis redis://host:port/db [--run ID] [--json]
+const statusUsage = `t2t status --redis redis://host:port/db [--run ID] [--json | --http host:port]
 
 Prints the live state of a run from Redis: its stage, phase, policy and
 config version; the config history and the latest config change; per stage
@@ -20,7 +24,9 @@ the valid/optimal rates of the training episodes, the validation set and
 the 3/4/5-agent benchmark suite, the learner's updates and the groups it
 discarded (stale, late stage, duplicate); the run's flow (groups used,
 kept late, discarded, time dispatch waited for the learner); and the
-checkpoints. Without --run, the most recently updated run.`
+checkpoints. Without --run, the most recently updated run. With --http it
+serves the run's live page (/ui, /api/status) from Redis until interrupted:
+the page of a finished run, or of a run whose own --http you cannot reach.`
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t status", statusUsage, stderr)
@@ -29,6 +35,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	runID := fs.String("run", "", "run id (default: the most recently updated run)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up on Redis after this long (an unreachable Redis fails within it)")
+	httpAddr := fs.String("http", "", "serve the run's live page (/ui, /api/status) on this host:port until interrupted, reading Redis on every request")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -37,6 +44,9 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	}
 	if *timeout <= 0 {
 		return badInput("--timeout must be > 0")
+	}
+	if *asJSON && *httpAddr != "" {
+		return badInput("--json and --http: choose one")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -55,10 +65,27 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep.Redis = st.URL()
+	if *httpAddr != "" {
+		return serveStatus(*httpAddr, st, ps, rep.Run, stdout)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
 	return train.WriteStatus(stdout, rep, time.Now())
+}
+
+// serveStatus serves run's live page from st and ps on addr until an
+// interrupt.
+func serveStatus(addr string, st *store.Store, ps *train.PolicyStore, run string, out io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stopHTTP, err := daemon.ListenAndServe(addr, daemon.NewDashboard(st, ps, run, nil).Handler(), out, "t2t status: run="+run+" ")
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	<-ctx.Done()
+	return nil
 }

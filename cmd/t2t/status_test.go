@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +59,8 @@ func TestStatusOfRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if midCode != 0 || !strings.Contains(midOut, "state: stage 1 evaluating, policy version ") {
+	if midCode != 0 || !strings.Contains(midOut, "state: stage 1 evaluating, policy version ") ||
+		!strings.Contains(midOut, fmt.Sprintf("running: stage 1 (evaluating): %d training units applied, %d training and ", (instances+perUnit-1)/perUnit, instances*4)) {
 		t.Fatalf("status during stage 1's evaluation: exit %d\n%s", midCode, midOut)
 	}
 	ctx := context.Background()
@@ -136,6 +139,28 @@ func TestStatusOfRun(t *testing.T) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "running:") || !strings.Contains(out, "nodes: not in Redis") {
+		t.Errorf("status of a finished run: a running stage, or nodes it cannot know:\n%s", out)
+	}
+	// The config over stages: one row per size, one cell per stage.
+	for _, z := range res.Stages[0].Config.Sizes {
+		row := regexp.MustCompile(fmt.Sprintf(`(?m)^ +%d((?: +\d\.\d{3} / \d\.\d\d / \d\.\d\d[ *])+)$`, z.Size)).FindStringSubmatch(out)
+		if row == nil {
+			t.Errorf("status output has no config row for size %d:\n%s", z.Size, out)
+			continue
+		}
+		var cells []string
+		for i := range stages {
+			for _, y := range res.Stages[i].Config.Sizes {
+				if y.Size == z.Size {
+					cells = append(cells, fmt.Sprintf("%.3f / %.2f / %.2f", y.DataRatio, y.HoleRatio, y.WaitRatio))
+				}
+			}
+		}
+		if got := strings.Fields(strings.ReplaceAll(strings.ReplaceAll(row[1], "*", " "), " / ", "/")); strings.Join(got, " ") != strings.ReplaceAll(strings.Join(cells, " "), " / ", "/") {
+			t.Errorf("config row of size %d: %q, want %q", z.Size, row[1], cells)
+		}
+	}
 	if wantDiff != "" && !strings.Contains(out, "  "+strings.Split(wantDiff, "\n")[0]+"\n") {
 		t.Errorf("status output lacks the diff %q:\n%s", wantDiff, out)
 	}
@@ -162,7 +187,15 @@ func TestStatusBadInput(t *testing.T) {
 		{[]string{"status", "--redis", st.URL(), "--run", "a b"}, 2, `--run "a b"`},
 		{[]string{"status", "--redis", st.URL(), "--run", "ghost"}, 2, "no such run"},
 		{[]string{"status", "--redis", fmt.Sprintf("redis://127.0.0.1:%d/0", nodeFreePort(t)), "--run", "x", "--timeout", "300ms"}, 1, "t2t status:"},
+		{[]string{"status", "--redis", st.URL(), "--json", "--http", "127.0.0.1:0"}, 2, "--json and --http"},
+		{[]string{"status", "--redis", st.URL(), "--run", "ghost", "--http", "127.0.0.1:0"}, 2, "no such run"},
+		{[]string{"status", "--redis", st.URL(), "--run", "r1", "--http", "127.0.0.1:99999"}, 2, "127.0.0.1:99999"},
 	} {
+		if tc.code == 2 && slices.Contains(tc.args, "r1") {
+			if err := st.PutRunState(context.Background(), store.RunState{RunID: "r1", Phase: train.PhaseTraining}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		code, _, stderr := t2t(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("t2t %s: exit %d, stderr %q; want %d and %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.want)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -46,7 +47,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	opt.Rollouts = *rollouts
 	opt.Tracer = tel.Tracer("t2t/train")
 	if *httpAddr != "" {
-		stopHTTP, err := serveTrainHTTP(*httpAddr, tf.Telemetry.Node, &opt, st, stdout)
+		dash := daemon.NewDashboard(st, nil, cmp.Or(opt.RunID, train.DefaultRunID(opt.Seed)), nil).WithSampling(train.NewSamplingMeter(s.Policy, time.Now()))
+		stopHTTP, err := serveTrainHTTP(*httpAddr, tf.Telemetry.Node, &opt, st, dash, stdout)
 		if err != nil {
 			return err
 		}
@@ -68,14 +70,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 }
 
 // serveTrainHTTP serves t2t train's /healthz, /readyz (ready while the
-// stages run), /metrics and live page (the run in st), hooking them into
-// opt and into st's Redis commands.
-func serveTrainHTTP(addr, node string, opt *train.Options, st *store.Store, out io.Writer) (func(), error) {
-	runID := opt.RunID
-	if runID == "" {
-		runID = train.DefaultRunID(opt.Seed)
-	}
-	h, err := daemon.RunHandler(node, opt, daemon.NewDashboard(st, nil, runID, nil))
+// stages run), /metrics and live page dash, hooking them into opt and into
+// st's Redis commands.
+func serveTrainHTTP(addr, node string, opt *train.Options, st *store.Store, dash *daemon.Dashboard, out io.Writer) (func(), error) {
+	h, err := daemon.RunHandler(node, opt, dash)
 	if err != nil {
 		return nil, err
 	}
