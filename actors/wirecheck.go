@@ -42,21 +42,9 @@ func checkMsgpack(b []byte) error {
 		}
 		h := msgpackHeadOf(c)
 		if h.lenBytes > 0 {
-			if len(b)-p < h.lenBytes {
-				return fmt.Errorf("truncated length at byte %d", p)
-			}
-			n := msgpackLen(b[p:], h.lenBytes)
-			p += h.lenBytes
-			if n > uint64(len(b)) {
-				return fmt.Errorf("length %d at byte %d exceeds payload", n, p)
-			}
-			if h.isContainer {
-				h.elems = int(n)
-				if c == 0xde || c == 0xdf {
-					h.elems *= 2
-				}
-			} else {
-				h.skip += int(n)
+			var err error
+			if p, err = h.readLen(b, p, c); err != nil {
+				return err
 			}
 		}
 		if h.skip > len(b)-p {
@@ -86,6 +74,29 @@ type msgpackHead struct {
 	elems       int  // values to read (map entries count twice)
 	lenBytes    int  // size of a big-endian length that follows
 	isContainer bool // an array or a map
+}
+
+// readLen reads the big-endian length of the value with type byte c at
+// b[p:] into h (elements for a container, bytes to skip otherwise) and
+// returns the position after it.
+func (h *msgpackHead) readLen(b []byte, p int, c byte) (int, error) {
+	if len(b)-p < h.lenBytes {
+		return p, fmt.Errorf("truncated length at byte %d", p)
+	}
+	n := msgpackLen(b[p:], h.lenBytes)
+	p += h.lenBytes
+	if n > uint64(len(b)) {
+		return p, fmt.Errorf("length %d at byte %d exceeds payload", n, p)
+	}
+	if h.isContainer {
+		h.elems = int(n)
+		if c == 0xde || c == 0xdf {
+			h.elems *= 2
+		}
+	} else {
+		h.skip += int(n)
+	}
+	return p, nil
 }
 
 // msgpackHeadOf decodes type byte c (not the reserved 0xc1).

@@ -268,9 +268,40 @@ func SimulateCluster(opt ClusterSimOptions) ([]ClusterPoint, error) {
 // a circle for the learner, a square for the coordinator, a diamond for
 // Redis, nothing when the rollouts (or the window) limit.
 func ClusterSVG(points []ClusterPoint) []byte {
-	const W, H, L, R, T, B = 720, 400, 70, 170, 30, 50
-	byProf := map[string][]ClusterPoint{}
-	var names []string
+	byProf, names, pl, ok := newClusterPlot(points)
+	if !ok {
+		return []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`)
+	}
+	const W, H, R, T = clusterW, clusterH, clusterR, clusterT
+	var b strings.Builder
+	pl.axes(&b)
+	colors := []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"}
+	sort.Strings(names)
+	for i, n := range names {
+		pl.series(&b, byProf[n], colors[i%len(colors)], T+18*i, n)
+	}
+	ly := T + 18*len(names) + 10
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#444">● learner busy ≥ 90%%</text>`+"\n", W-R+12, ly)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#444">■ coordinator ≥ 90%%</text>`+"\n", W-R+12, ly+16)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#444">◆ Redis ≥ 90%%</text>`+"\n", W-R+12, ly+32)
+	b.WriteString("</svg>\n")
+	return []byte(b.String())
+}
+
+// ClusterSVG's canvas: width, height and the left, right, top and bottom
+// margins.
+const clusterW, clusterH, clusterL, clusterR, clusterT, clusterB = 720, 400, 70, 170, 30, 50
+
+// clusterPlot maps R (log2) and episodes per second (log10, decades lo..hi)
+// onto ClusterSVG's canvas.
+type clusterPlot struct {
+	minR, maxR, lo, hi float64
+}
+
+// newClusterPlot groups points by profile (names in first-seen order) and
+// fits the plot's ranges; ok is false when there is nothing to draw.
+func newClusterPlot(points []ClusterPoint) (byProf map[string][]ClusterPoint, names []string, pl clusterPlot, ok bool) {
+	byProf = map[string][]ClusterPoint{}
 	minR, maxR, minE, maxE := math.Inf(1), 0.0, math.Inf(1), 0.0
 	for _, p := range points {
 		if _, ok := byProf[p.Profile]; !ok {
@@ -283,64 +314,68 @@ func ClusterSVG(points []ClusterPoint) []byte {
 		}
 	}
 	if len(points) == 0 || maxE == 0 {
-		return []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`)
+		return nil, nil, clusterPlot{}, false
 	}
 	lo, hi := math.Floor(math.Log10(minE)), math.Ceil(math.Log10(maxE))
 	if hi == lo {
 		hi++
 	}
-	x := func(r float64) float64 {
-		if maxR == minR {
-			return L
-		}
-		return L + (W-L-R)*math.Log2(r/minR)/math.Log2(maxR/minR)
+	return byProf, names, clusterPlot{minR: minR, maxR: maxR, lo: lo, hi: hi}, true
+}
+
+func (pl clusterPlot) x(r float64) float64 {
+	const W, L, R = clusterW, clusterL, clusterR
+	if pl.maxR == pl.minR {
+		return L
 	}
-	y := func(e float64) float64 { return H - B - (H-B-T)*(math.Log10(math.Max(e, 1e-9))-lo)/(hi-lo) }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#888"/><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#888"/>`+"\n",
+	return L + (W-L-R)*math.Log2(r/pl.minR)/math.Log2(pl.maxR/pl.minR)
+}
+
+func (pl clusterPlot) y(e float64) float64 {
+	const H, T, B = clusterH, clusterT, clusterB
+	return H - B - (H-B-T)*(math.Log10(math.Max(e, 1e-9))-pl.lo)/(pl.hi-pl.lo)
+}
+
+// axes writes the SVG header, background, axes, grid lines and axis labels.
+func (pl clusterPlot) axes(b *strings.Builder) {
+	const W, H, L, R, T, B = clusterW, clusterH, clusterL, clusterR, clusterT, clusterB
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
+	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
+	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#888"/><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#888"/>`+"\n",
 		L, H-B, W-R, H-B, L, T, L, H-B)
-	for d := lo; d <= hi; d++ {
-		py := y(math.Pow(10, d))
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">1e%d</text>`+"\n", L, py, W-R, py, L-6, py+4, int(d))
+	for d := pl.lo; d <= pl.hi; d++ {
+		py := pl.y(math.Pow(10, d))
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">1e%d</text>`+"\n", L, py, W-R, py, L-6, py+4, int(d))
 	}
-	for r := minR; r <= maxR; r *= 2 {
-		px := x(r)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", px, H-B+16, int(r))
+	for r := pl.minR; r <= pl.maxR; r *= 2 {
+		px := pl.x(r)
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", px, H-B+16, int(r))
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">rollout actors R</text>`+"\n", (L+W-R)/2, H-12)
-	fmt.Fprintf(&b, `<text x="14" y="%d" transform="rotate(-90 14 %d)" text-anchor="middle">episodes/s fed to the learner</text>`+"\n", (T+H-B)/2, (T+H-B)/2)
-	colors := []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"}
-	sort.Strings(names)
-	for i, n := range names {
-		ps := byProf[n]
-		sort.Slice(ps, func(a, c int) bool { return ps[a].R < ps[c].R })
-		col := colors[i%len(colors)]
-		var pts []string
-		for _, p := range ps {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(float64(p.R)), y(p.EpisodesPerSecond)))
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">rollout actors R</text>`+"\n", (L+W-R)/2, H-12)
+	fmt.Fprintf(b, `<text x="14" y="%d" transform="rotate(-90 14 %d)" text-anchor="middle">episodes/s fed to the learner</text>`+"\n", (T+H-B)/2, (T+H-B)/2)
+}
+
+// series writes one profile's line (ps sorted by R), its bottleneck marks
+// and its legend entry at height ly.
+func (pl clusterPlot) series(b *strings.Builder, ps []ClusterPoint, col string, ly int, name string) {
+	const W, R = clusterW, clusterR
+	sort.Slice(ps, func(a, c int) bool { return ps[a].R < ps[c].R })
+	var pts []string
+	for _, p := range ps {
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", pl.x(float64(p.R)), pl.y(p.EpisodesPerSecond)))
+	}
+	fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), col)
+	for _, p := range ps {
+		px, py := pl.x(float64(p.R)), pl.y(p.EpisodesPerSecond)
+		switch p.Bottleneck {
+		case "learner":
+			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>`+"\n", px, py, col)
+		case "coordinator":
+			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="8" height="8" fill="%s"/>`+"\n", px-4, py-4, col)
+		case "redis":
+			fmt.Fprintf(b, `<path d="M%.1f %.1f l5 5 l-5 5 l-5 -5 z" fill="%s"/>`+"\n", px, py-5, col)
 		}
-		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), col)
-		for _, p := range ps {
-			px, py := x(float64(p.R)), y(p.EpisodesPerSecond)
-			switch p.Bottleneck {
-			case "learner":
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>`+"\n", px, py, col)
-			case "coordinator":
-				fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="8" height="8" fill="%s"/>`+"\n", px-4, py-4, col)
-			case "redis":
-				fmt.Fprintf(&b, `<path d="M%.1f %.1f l5 5 l-5 5 l-5 -5 z" fill="%s"/>`+"\n", px, py-5, col)
-			}
-		}
-		ly := T + 18*i
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">%s</text>`+"\n",
-			W-R+12, ly, W-R+32, ly, col, W-R+38, ly+4, n)
 	}
-	ly := T + 18*len(names) + 10
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#444">● learner busy ≥ 90%%</text>`+"\n", W-R+12, ly)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#444">■ coordinator ≥ 90%%</text>`+"\n", W-R+12, ly+16)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#444">◆ Redis ≥ 90%%</text>`+"\n", W-R+12, ly+32)
-	b.WriteString("</svg>\n")
-	return []byte(b.String())
+	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">%s</text>`+"\n",
+		W-R+12, ly, W-R+32, ly, col, W-R+38, ly+4, name)
 }

@@ -42,18 +42,7 @@ func decodeConcurrent(m engine.Model, o DecodeOptions, rng *rand.Rand, rep *Deco
 		return nil, err
 	}
 	defer s.Close()
-	reqs := make([]engine.Request, o.Concurrency)
-	for i := range reqs {
-		prompts := make([][]int32, o.Batch)
-		for r := range prompts {
-			prompts[r] = make([]int32, o.PromptLen)
-			for j := range prompts[r] {
-				prompts[r][j] = int32(rng.IntN(cfg.VocabSize))
-			}
-		}
-		reqs[i] = engine.Request{Prompts: prompts, Seed: rng.Uint64(),
-			Sample: engine.SampleConfig{MaxNewTokens: o.NewTokens, Temperature: o.Temperature}}
-	}
+	reqs := randomRequests(o, cfg.VocabSize, rng)
 	warm := make([]engine.Request, len(reqs))
 	for i, r := range reqs {
 		warm[i] = r
@@ -80,6 +69,32 @@ func decodeConcurrent(m engine.Model, o DecodeOptions, rng *rand.Rand, rep *Deco
 	if n != slots*o.NewTokens {
 		return nil, fmt.Errorf("generated %d tokens, want %d × %d", n, slots, o.NewTokens)
 	}
+	sr := schedulerReport(slots, n, wall, before, st)
+	rep.Sched, rep.TotalSec = sr, wall
+	return rep, nil
+}
+
+// randomRequests builds o.Concurrency requests of o.Batch prompts of
+// o.PromptLen random tokens below vocab, each with its own seed.
+func randomRequests(o DecodeOptions, vocab int, rng *rand.Rand) []engine.Request {
+	reqs := make([]engine.Request, o.Concurrency)
+	for i := range reqs {
+		prompts := make([][]int32, o.Batch)
+		for r := range prompts {
+			prompts[r] = make([]int32, o.PromptLen)
+			for j := range prompts[r] {
+				prompts[r][j] = int32(rng.IntN(vocab))
+			}
+		}
+		reqs[i] = engine.Request{Prompts: prompts, Seed: rng.Uint64(),
+			Sample: engine.SampleConfig{MaxNewTokens: o.NewTokens, Temperature: o.Temperature}}
+	}
+	return reqs
+}
+
+// schedulerReport summarises a measured round of n tokens in wall seconds
+// on slots KV slots from the scheduler's stats before and after it.
+func schedulerReport(slots, n int, wall float64, before, st engine.SchedulerStats) *SchedulerReport {
 	steps := st.Steps - before.Steps
 	sr := &SchedulerReport{Slots: slots, WallSec: wall, TotalTokPS: float64(n) / wall, Steps: steps}
 	if steps > 0 {
@@ -89,8 +104,7 @@ func decodeConcurrent(m engine.Model, o DecodeOptions, rng *rand.Rand, rep *Deco
 	if adm := st.Admitted - before.Admitted; adm > 0 {
 		sr.QueueWaitMS = float64((st.QueueWait - before.QueueWait).Milliseconds()) / float64(adm)
 	}
-	rep.Sched, rep.TotalSec = sr, wall
-	return rep, nil
+	return sr
 }
 
 // submitAll submits every request at once and returns the tokens generated.

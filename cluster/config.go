@@ -294,6 +294,17 @@ func (c Config) EffectiveTuning() (Tuning, error) {
 // Validate checks every field; the error is a *FieldError naming the first
 // bad one (errors.Is ErrInvalidConfig).
 func (c Config) Validate() error {
+	if err := c.validateNetwork(); err != nil {
+		return err
+	}
+	if err := c.validateTuning(); err != nil {
+		return err
+	}
+	return c.validateTimeouts()
+}
+
+// validateNetwork checks the addresses, seeds, secret key and label.
+func (c Config) validateNetwork() error {
 	if net.ParseIP(c.BindAddr) == nil {
 		return &FieldError{Of: ErrInvalidConfig, Field: "BindAddr", Value: c.BindAddr, Reason: "must be an IP address"}
 	}
@@ -321,6 +332,12 @@ func (c Config) Validate() error {
 	if len(c.Label) > 255 {
 		return &FieldError{Of: ErrInvalidConfig, Field: "Label", Value: fmt.Sprintf("%d bytes", len(c.Label)), Reason: "at most 255 bytes"}
 	}
+	return nil
+}
+
+// validateTuning checks that no Tuning field is negative and that the
+// effective probe timeout is below the probe interval.
+func (c Config) validateTuning() error {
 	t, err := c.EffectiveTuning()
 	if err != nil {
 		return err
@@ -357,6 +374,11 @@ func (c Config) Validate() error {
 	if t.ProbeTimeout >= t.ProbeInterval {
 		return &FieldError{Of: ErrInvalidConfig, Field: "Tuning.ProbeTimeout", Value: t.ProbeTimeout, Reason: fmt.Sprintf("must be below ProbeInterval (%v)", t.ProbeInterval)}
 	}
+	return nil
+}
+
+// validateTimeouts checks the join and leave timings and the event buffer.
+func (c Config) validateTimeouts() error {
 	if c.JoinTimeout <= 0 {
 		return &FieldError{Of: ErrInvalidConfig, Field: "JoinTimeout", Value: c.JoinTimeout, Reason: "must be > 0"}
 	}

@@ -145,34 +145,7 @@ func Join(ctx context.Context, cfg Config, meta NodeMeta, logger *slog.Logger) (
 		watchers:   make(map[int]chan struct{}),
 	}
 
-	mc := memberlist.DefaultLANConfig()
-	mc.Name = meta.ID
-	mc.BindAddr = cfg.BindAddr
-	mc.BindPort = cfg.BindPort
-	mc.AdvertiseAddr = cfg.AdvertiseAddr
-	mc.AdvertisePort = cfg.AdvertisePort
-	if mc.AdvertisePort == 0 {
-		mc.AdvertisePort = cfg.BindPort
-	}
-	mc.Label = cfg.Label
-	if len(cfg.SecretKey) > 0 {
-		mc.SecretKey = cfg.SecretKey
-	}
-	mc.ProbeInterval = tuning.ProbeInterval
-	mc.ProbeTimeout = tuning.ProbeTimeout
-	mc.SuspicionMult = tuning.SuspicionMult
-	mc.SuspicionMaxTimeoutMult = tuning.SuspicionMaxTimeoutMult
-	mc.IndirectChecks = tuning.IndirectChecks
-	mc.GossipInterval = tuning.GossipInterval
-	mc.GossipNodes = tuning.GossipNodes
-	mc.PushPullInterval = tuning.PushPullInterval
-	mc.TCPTimeout = tuning.TCPTimeout
-	d := &mlDelegate{m: m}
-	mc.Delegate = d
-	mc.Events = d
-	mc.Alive = d
-	mc.Logger = log.New(newMLLogWriter(logger, cfg.LogEvery, cfg.OnLogLine, time.Now), "", 0)
-
+	mc := m.memberlistConfig()
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start gossip on %s: %w", net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.BindPort)), err)
@@ -190,6 +163,39 @@ func Join(ctx context.Context, cfg Config, meta NodeMeta, logger *slog.Logger) (
 		return nil, err
 	}
 	return m, nil
+}
+
+// memberlistConfig builds the memberlist configuration for m from its
+// Config and effective Tuning, with m's delegate and a rate-limited log.
+func (m *Membership) memberlistConfig() *memberlist.Config {
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = m.local.ID
+	mc.BindAddr = m.cfg.BindAddr
+	mc.BindPort = m.cfg.BindPort
+	mc.AdvertiseAddr = m.cfg.AdvertiseAddr
+	mc.AdvertisePort = m.cfg.AdvertisePort
+	if mc.AdvertisePort == 0 {
+		mc.AdvertisePort = m.cfg.BindPort
+	}
+	mc.Label = m.cfg.Label
+	if len(m.cfg.SecretKey) > 0 {
+		mc.SecretKey = m.cfg.SecretKey
+	}
+	mc.ProbeInterval = m.tuning.ProbeInterval
+	mc.ProbeTimeout = m.tuning.ProbeTimeout
+	mc.SuspicionMult = m.tuning.SuspicionMult
+	mc.SuspicionMaxTimeoutMult = m.tuning.SuspicionMaxTimeoutMult
+	mc.IndirectChecks = m.tuning.IndirectChecks
+	mc.GossipInterval = m.tuning.GossipInterval
+	mc.GossipNodes = m.tuning.GossipNodes
+	mc.PushPullInterval = m.tuning.PushPullInterval
+	mc.TCPTimeout = m.tuning.TCPTimeout
+	d := &mlDelegate{m: m}
+	mc.Delegate = d
+	mc.Events = d
+	mc.Alive = d
+	mc.Logger = log.New(newMLLogWriter(m.logger, m.cfg.LogEvery, m.cfg.OnLogLine, time.Now), "", 0)
+	return mc
 }
 
 // otherSeeds returns cfg.Seeds without this node's own gossip address.

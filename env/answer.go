@@ -438,8 +438,50 @@ func planNextMove(s string, p, hi int) (m Move, next, bad int, badWord bool) {
 
 // agentLine parses one non-blank, non-fence line s[a:b] and records it.
 func (p *planParser) agentLine(a, b int) error {
+	agent, d, x, err := p.agentLabel(a, b)
+	if err != nil {
+		return err
+	}
+	if agent >= p.k {
+		return p.errAt(d, fmt.Sprintf("agent %d out of range (want 0..%d)", agent, p.k-1))
+	}
+	ln := p.line(agent)
+	if ln.seen {
+		return p.errAt(d, fmt.Sprintf("duplicate agent %d", agent))
+	}
+	n, err := p.countMoves(x, b)
+	if err != nil {
+		return err
+	}
+	*ln = planLine{seen: true, lo: x, hi: b, n: n, off: a}
+	p.n = max(p.n, agent+1)
+	p.total += n
+	return nil
+}
+
+// planSkipWS returns the first index from x on in s[:b] that is not a
+// space or tab.
+func planSkipWS(s string, x, b int) int {
+	for x < b && (s[x] == ' ' || s[x] == '\t') {
+		x++
+	}
+	return x
+}
+
+// planSkipStars skips up to three '*' (Markdown emphasis) from x on in s[:b].
+func planSkipStars(s string, x, b int) int {
+	for n := 0; n < 3 && x < b && s[x] == '*'; n++ {
+		x++
+	}
+	return x
+}
+
+// agentLabel parses the "Agent <i>:" label (with an optional bullet and
+// emphasis) at the start of line s[a:b]. It returns the agent number, the
+// index d of its first digit and the index x just past the label.
+func (p *planParser) agentLabel(a, b int) (agent, d, x int, err error) {
 	s := p.text
-	x := a
+	x = a
 	// Bullet.
 	switch {
 	case s[x] == '-' || s[x] == '+':
@@ -449,18 +491,7 @@ func (p *planParser) agentLine(a, b int) error {
 	case strings.HasPrefix(s[x:b], "•"):
 		x += len("•")
 	}
-	skipWS := func() {
-		for x < b && (s[x] == ' ' || s[x] == '\t') {
-			x++
-		}
-	}
-	skipStars := func() {
-		for n := 0; n < 3 && x < b && s[x] == '*'; n++ {
-			x++
-		}
-	}
-	skipWS()
-	skipStars()
+	x = planSkipStars(s, planSkipWS(s, x, b), b)
 	// Label.
 	switch {
 	case planFoldPrefix(s[x:b], "agent"):
@@ -468,36 +499,32 @@ func (p *planParser) agentLine(a, b int) error {
 	case x < b && (s[x] == 'a' || s[x] == 'A'):
 		x++
 	default:
-		return p.errAt(x, `expected "Agent <i>: <moves>"`)
+		return 0, 0, 0, p.errAt(x, `expected "Agent <i>: <moves>"`)
 	}
-	skipWS()
-	d := x
-	agent := 0
+	x = planSkipWS(s, x, b)
+	d = x
 	for x < b && '0' <= s[x] && s[x] <= '9' {
 		if x-d >= 4 {
-			return p.errAt(d, "agent number out of range")
+			return 0, 0, 0, p.errAt(d, "agent number out of range")
 		}
 		agent = agent*10 + int(s[x]-'0')
 		x++
 	}
 	if x == d {
-		return p.errAt(x, "expected an agent number")
+		return 0, 0, 0, p.errAt(x, "expected an agent number")
 	}
-	skipWS()
-	skipStars()
-	skipWS()
+	x = planSkipWS(s, planSkipStars(s, planSkipWS(s, x, b), b), b)
 	if x >= b || s[x] != ':' {
-		return p.errAt(x, `expected ':' after the agent label`)
+		return 0, 0, 0, p.errAt(x, `expected ':' after the agent label`)
 	}
-	x++
-	skipStars()
-	if agent >= p.k {
-		return p.errAt(d, fmt.Sprintf("agent %d out of range (want 0..%d)", agent, p.k-1))
-	}
-	ln := p.line(agent)
-	if ln.seen {
-		return p.errAt(d, fmt.Sprintf("duplicate agent %d", agent))
-	}
+	x = planSkipStars(s, x+1, b)
+	return agent, d, x, nil
+}
+
+// countMoves counts the moves in s[x:b], or returns an error at the first
+// unknown move word or unexpected character.
+func (p *planParser) countMoves(x, b int) (int, error) {
+	s := p.text
 	n := 0
 	for q := x; ; {
 		_, next, bad, badWord := planNextMove(s, q, b)
@@ -507,21 +534,17 @@ func (p *planParser) agentLine(a, b int) error {
 				for e < b && planIsLetter(s[e]) {
 					e++
 				}
-				return p.errAt(bad, fmt.Sprintf("unknown move %q (want UP, DOWN, LEFT, RIGHT or WAIT)", s[bad:e]))
+				return 0, p.errAt(bad, fmt.Sprintf("unknown move %q (want UP, DOWN, LEFT, RIGHT or WAIT)", s[bad:e]))
 			}
 			r, _ := utf8.DecodeRuneInString(s[bad:b])
-			return p.errAt(bad, fmt.Sprintf("unexpected character %q in move list", r))
+			return 0, p.errAt(bad, fmt.Sprintf("unexpected character %q in move list", r))
 		}
 		if next < 0 {
-			break
+			return n, nil
 		}
 		n++
 		q = next
 	}
-	*ln = planLine{seen: true, lo: x, hi: b, n: n, off: a}
-	p.n = max(p.n, agent+1)
-	p.total += n
-	return nil
 }
 
 // line returns agent i's slot.

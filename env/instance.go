@@ -311,32 +311,9 @@ func (in *Instance) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&j); err != nil {
 		return fmt.Errorf("instance: %w", err)
 	}
-	for _, d := range []struct {
-		name string
-		v    int
-	}{{"width", j.Width}, {"height", j.Height}} {
-		if d.v < 0 || d.v > MaxSize {
-			return &FieldError{Field: d.name, Value: d.v, Reason: fmt.Sprintf("must be in [%d,%d]", MinSize, MaxSize)}
-		}
-	}
-	if len(j.Grid) != j.Height {
-		return &FieldError{Field: "grid", Value: len(j.Grid), Reason: fmt.Sprintf("want %d rows (height)", j.Height)}
-	}
-	holes := make([]bool, 0, j.Width*j.Height)
-	for r, row := range j.Grid {
-		if len(row) != j.Width {
-			return &FieldError{Field: fmt.Sprintf("grid[%d]", r), Value: row, Reason: fmt.Sprintf("want %d cells (width)", j.Width)}
-		}
-		for c := 0; c < len(row); c++ {
-			switch row[c] {
-			case '.':
-				holes = append(holes, false)
-			case 'H':
-				holes = append(holes, true)
-			default:
-				return &FieldError{Field: fmt.Sprintf("grid[%d][%d]", r, c), Value: string(row[c]), Reason: "want '.' or 'H'"}
-			}
-		}
+	holes, err := j.holes()
+	if err != nil {
+		return err
 	}
 	out := Instance{Width: j.Width, Height: j.Height, Holes: holes, Agents: j.Agents,
 		SOC: j.SOC, Makespan: j.Makespan, NeedsWait: j.NeedsWait, Seed: j.Seed, Paths: j.Paths}
@@ -346,18 +323,8 @@ func (in *Instance) UnmarshalJSON(b []byte) error {
 	if len(j.Paths) != 0 && len(j.Paths) != len(j.Agents) {
 		return &FieldError{Field: "paths", Value: len(j.Paths), Reason: fmt.Sprintf("want one path per agent (%d)", len(j.Agents))}
 	}
-	if len(j.Paths) != 0 { // the plan an instance carries must be one: valid, and optimal when costs are given
-		var rep Report
-		Verify(&out, &Plan{Paths: j.Paths}, &rep)
-		switch {
-		case !rep.Valid && len(rep.Failures) > 0:
-			f := rep.Failures[0]
-			return &FieldError{Field: "paths", Value: fmt.Sprintf("agent %d at t=%d", f.Agent, f.T), Reason: "not a valid plan: " + f.Check.String() + " fails"}
-		case !rep.Valid:
-			return &FieldError{Field: "paths", Value: len(j.Paths), Reason: "not a valid plan"}
-		case j.SOC > 0 && rep.SOC != j.SOC:
-			return &FieldError{Field: "paths", Value: rep.SOC, Reason: fmt.Sprintf("sum of costs differs from the instance's soc %d", j.SOC)}
-		}
+	if err := j.checkPaths(&out); err != nil {
+		return err
 	}
 	if j.SOC < 0 || j.Makespan < 0 {
 		return &FieldError{Field: "soc", Value: j.SOC, Reason: "costs must be >= 0"}
@@ -371,6 +338,61 @@ func (in *Instance) UnmarshalJSON(b []byte) error {
 	}
 	out.ID = cmp.Or(j.ID, hash)
 	*in = out
+	return nil
+}
+
+// holes checks the dimensions and grid rows of j and returns the hole
+// mask, row-major.
+func (j *instanceJSON) holes() ([]bool, error) {
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"width", j.Width}, {"height", j.Height}} {
+		if d.v < 0 || d.v > MaxSize {
+			return nil, &FieldError{Field: d.name, Value: d.v, Reason: fmt.Sprintf("must be in [%d,%d]", MinSize, MaxSize)}
+		}
+	}
+	if len(j.Grid) != j.Height {
+		return nil, &FieldError{Field: "grid", Value: len(j.Grid), Reason: fmt.Sprintf("want %d rows (height)", j.Height)}
+	}
+	holes := make([]bool, 0, j.Width*j.Height)
+	for r, row := range j.Grid {
+		if len(row) != j.Width {
+			return nil, &FieldError{Field: fmt.Sprintf("grid[%d]", r), Value: row, Reason: fmt.Sprintf("want %d cells (width)", j.Width)}
+		}
+		for c := 0; c < len(row); c++ {
+			switch row[c] {
+			case '.':
+				holes = append(holes, false)
+			case 'H':
+				holes = append(holes, true)
+			default:
+				return nil, &FieldError{Field: fmt.Sprintf("grid[%d][%d]", r, c), Value: string(row[c]), Reason: "want '.' or 'H'"}
+			}
+		}
+	}
+	return holes, nil
+}
+
+// checkPaths checks the plan j carries, if any, for out (built from j): it
+// must be a valid plan, with j's sum of costs when j gives one.
+func (j *instanceJSON) checkPaths(out *Instance) error {
+	if len(j.Paths) == 0 {
+		return nil
+	}
+	// The plan an instance carries must be one: valid, and optimal when
+	// costs are given.
+	var rep Report
+	Verify(out, &Plan{Paths: j.Paths}, &rep)
+	switch {
+	case !rep.Valid && len(rep.Failures) > 0:
+		f := rep.Failures[0]
+		return &FieldError{Field: "paths", Value: fmt.Sprintf("agent %d at t=%d", f.Agent, f.T), Reason: "not a valid plan: " + f.Check.String() + " fails"}
+	case !rep.Valid:
+		return &FieldError{Field: "paths", Value: len(j.Paths), Reason: "not a valid plan"}
+	case j.SOC > 0 && rep.SOC != j.SOC:
+		return &FieldError{Field: "paths", Value: rep.SOC, Reason: fmt.Sprintf("sum of costs differs from the instance's soc %d", j.SOC)}
+	}
 	return nil
 }
 

@@ -111,19 +111,39 @@ func planRenderMap(in *Instance) string {
 // and the exact answer format with an example. The text is a pure function
 // of in and opt.
 func RenderPrompt(in *Instance, opt PromptOptions) string {
-	k := len(in.Agents)
 	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	if opt.Compact {
-		p("Map %dx%d:\n", in.Height, in.Width)
-		b.WriteString(planRenderMap(in))
-		for i, a := range in.Agents {
-			p("Agent %d: start (%d, %d), goal (%d, %d)%s\n", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C, compactOffset(a))
-		}
-		p("Answer: <answer> then one line per agent 0..%d, Agent i: MOVE MOVE ... (UP, DOWN, LEFT, RIGHT, WAIT), then </answer>.\n", k-1)
+		renderCompactPrompt(&b, in)
 		return b.String()
 	}
+	writePromptTask(&b, in, opt)
+	b.WriteString("\nAnswer format: think as needed, then write the plan inside <answer></answer> tags")
+	if opt.Format == AnswerJSON {
+		writeJSONAnswerFormat(&b, len(in.Agents), opt)
+	} else {
+		writeMovesAnswerFormat(&b, len(in.Agents), opt)
+	}
+	return b.String()
+}
 
+// renderCompactPrompt writes the short prompt of PromptOptions.Compact: the
+// map, each agent's start, goal and offset, and a one-line answer format.
+func renderCompactPrompt(b *strings.Builder, in *Instance) {
+	k := len(in.Agents)
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("Map %dx%d:\n", in.Height, in.Width)
+	b.WriteString(planRenderMap(in))
+	for i, a := range in.Agents {
+		p("Agent %d: start (%d, %d), goal (%d, %d)%s\n", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C, compactOffset(a))
+	}
+	p("Answer: <answer> then one line per agent 0..%d, Agent i: MOVE MOVE ... (UP, DOWN, LEFT, RIGHT, WAIT), then </answer>.\n", k-1)
+}
+
+// writePromptTask writes the full prompt's task, map, legend, optional
+// coordinates, coordinate convention, rules and objective.
+func writePromptTask(b *strings.Builder, in *Instance, opt PromptOptions) {
+	k := len(in.Agents)
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	agents := "agents"
 	if k == 1 {
 		agents = "agent"
@@ -158,32 +178,39 @@ Rules:
 	} else {
 		b.WriteString("\nObjective: among valid plans, minimise the sum of costs. An agent's cost is the first timestep from which it stays on its goal until the end of the plan; waits before that count. The sum of costs adds the costs of all agents.\n")
 	}
+}
 
-	b.WriteString("\nAnswer format: think as needed, then write the plan inside <answer></answer> tags")
-	if opt.Format == AnswerJSON {
-		p(` as one JSON object whose "paths" list gives, for each agent in order 0..%d, its cell [row, col] at every timestep, starting with its start cell at timestep 0:
+// writeJSONAnswerFormat writes the rest of the answer format for AnswerJSON
+// (k agents) and, unless opt.NoExample, its example.
+func writeJSONAnswerFormat(b *strings.Builder, k int, opt PromptOptions) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p(` as one JSON object whose "paths" list gives, for each agent in order 0..%d, its cell [row, col] at every timestep, starting with its start cell at timestep 0:
 <answer>
 {"paths": [`, k-1)
-		for i := range k {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("[[r, c], [r, c], ...]")
+	for i := range k {
+		if i > 0 {
+			b.WriteString(", ")
 		}
-		b.WriteString(`]}
+		b.WriteString("[[r, c], [r, c], ...]")
+	}
+	b.WriteString(`]}
 </answer>
 Consecutive cells of a path must be the same cell (a wait) or side-by-side neighbours (one move). Put nothing else inside the tags.
 `)
-		if !opt.NoExample {
-			b.WriteString(`
+	if !opt.NoExample {
+		b.WriteString(`
 Example for a different map with 2 agents, where agent 0 starts at (0, 0) and agent 1 at (1, 0):
 <answer>
 {"paths": [[[0,0],[0,1],[0,2],[1,2]], [[1,0],[1,0],[2,0]]]}
 </answer>
 `)
-		}
-		return b.String()
 	}
+}
+
+// writeMovesAnswerFormat writes the rest of the answer format for move lines
+// (k agents) and, unless opt.NoExample, its example.
+func writeMovesAnswerFormat(b *strings.Builder, k int, opt PromptOptions) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p(", one line per agent, agents in order 0..%d:\n<answer>\n", k-1)
 	for i := range k {
 		p("Agent %d: MOVE MOVE ...\n", i)
@@ -200,7 +227,6 @@ Agent 1: WAIT DOWN
 </answer>
 `)
 	}
-	return b.String()
 }
 
 // compactOffset writes where a's goal lies from its start in move words, vertical first:

@@ -230,48 +230,67 @@ func (s *Sim) Step(moves []Move) StepResult {
 		res.T, res.AllAtGoal, res.Done, res.Ignored = s.t, s.allGoal, true, true
 		return res
 	}
-	in := s.in
 	var old [MaxAgents]Pos
 	clear(s.declared)
 	s.t++
 	for i := range k {
-		g := in.Agents[i].Goal
-		var ev StepEvent
-		before := s.pos[i]
-		old[i] = before
-		// No agent is stopped here: a stop fails the episode, and Step
-		// after Done does nothing.
-		m := moves[i]
-		if m >= NumMoves {
-			m = Wait
-		}
-		q := m.Apply(before)
-		s.pos[i], s.last[i] = q, m
-		s.flat[i*s.stride+s.plen[i]] = q
-		s.plen[i]++
-		switch {
-		case !in.InBounds(q):
-			ev |= EventOutOfBounds
-			s.stopped[i] = true
-		case in.Hole(q):
-			ev |= EventHole
-			s.stopped[i] = true
-		}
-		if before == g && q != g {
-			ev |= EventLeftGoal
-		}
-		if before != g && q == g {
-			ev |= EventArrived
-		}
-		if q == g {
-			ev |= EventAtGoal
-		}
+		old[i] = s.pos[i]
+		ev := s.moveAgent(i, moves[i])
 		if ev&(EventHole|EventOutOfBounds) != 0 {
 			res.Failed = true
 		}
 		res.Events[i] = ev
 	}
-	// Conflicts: k is small (<= MaxAgents), so pairs are cheap.
+	s.markConflicts(&res, &old)
+	s.failed = s.failed || res.Failed
+	s.allGoal = s.atGoals()
+	res.T, res.AllAtGoal, res.Done = s.t, s.allGoal, s.Done()
+	return res
+}
+
+// moveAgent applies move m to agent i (a value outside the five moves acts
+// as Wait), records it in the trajectory and returns the agent's events,
+// stopping the agent if it left the grid or fell into a hole.
+func (s *Sim) moveAgent(i int, m Move) StepEvent {
+	in := s.in
+	g := in.Agents[i].Goal
+	var ev StepEvent
+	before := s.pos[i]
+	// No agent is stopped here: a stop fails the episode, and Step
+	// after Done does nothing.
+	if m >= NumMoves {
+		m = Wait
+	}
+	q := m.Apply(before)
+	s.pos[i], s.last[i] = q, m
+	s.flat[i*s.stride+s.plen[i]] = q
+	s.plen[i]++
+	switch {
+	case !in.InBounds(q):
+		ev |= EventOutOfBounds
+		s.stopped[i] = true
+	case in.Hole(q):
+		ev |= EventHole
+		s.stopped[i] = true
+	}
+	if before == g && q != g {
+		ev |= EventLeftGoal
+	}
+	if before != g && q == g {
+		ev |= EventArrived
+	}
+	if q == g {
+		ev |= EventAtGoal
+	}
+	return ev
+}
+
+// markConflicts adds the vertex and edge conflicts between the agents'
+// new positions (old holds their positions before the step) to res.
+// k is small (<= MaxAgents), so pairs are cheap.
+func (s *Sim) markConflicts(res *StepResult, old *[MaxAgents]Pos) {
+	in := s.in
+	k := len(s.pos)
 	for i := range k {
 		pi := s.pos[i]
 		if !in.InBounds(pi) {
@@ -294,10 +313,6 @@ func (s *Sim) Step(moves []Move) StepResult {
 			res.Events[j] |= ev
 		}
 	}
-	s.failed = s.failed || res.Failed
-	s.allGoal = s.atGoals()
-	res.T, res.AllAtGoal, res.Done = s.t, s.allGoal, s.Done()
-	return res
 }
 
 // Plan returns a copy of the trajectory so far: each agent's cells for
@@ -328,6 +343,27 @@ func (s *Sim) Observe(agent int, radius int, dst []float32) []float32 {
 	}
 	dst = dst[:size]
 	clear(dst)
+	w := 2*radius + 1
+	plane := w * w
+	s.observeTerrain(agent, radius, dst)
+	s.observeAgents(agent, radius, dst)
+	s.observeScalars(agent, dst[ObsChannels*plane:])
+	return dst
+}
+
+// obsCell returns q's index within the (2*radius+1)² window centred on me, or
+// -1 if q lies outside it.
+func obsCell(q, me Pos, radius int) int {
+	w := 2*radius + 1
+	y, x := q.R-me.R+radius, q.C-me.C+radius
+	if y < 0 || x < 0 || y >= w || x >= w {
+		return -1
+	}
+	return y*w + x
+}
+
+// observeTerrain marks the wall and hole planes of agent's window in dst.
+func (s *Sim) observeTerrain(agent, radius int, dst []float32) {
 	in := s.in
 	w := 2*radius + 1
 	plane := w * w
@@ -347,15 +383,18 @@ func (s *Sim) Observe(agent int, radius int, dst []float32) []float32 {
 			}
 		}
 	}
-	cellIdx := func(q Pos) int {
-		y, x := q.R-me.R+radius, q.C-me.C+radius
-		if y < 0 || x < 0 || y >= w || x >= w {
-			return -1
-		}
-		return y*w + x
-	}
+}
+
+// observeAgents marks goals, the other agents (with their last move and
+// whether they sit on their goal) and the cells others have claimed in
+// agent's window in dst.
+func (s *Sim) observeAgents(agent, radius int, dst []float32) {
+	in := s.in
+	w := 2*radius + 1
+	plane := w * w
+	me := s.pos[agent]
 	for j, a := range in.Agents {
-		if idx := cellIdx(a.Goal); idx >= 0 {
+		if idx := obsCell(a.Goal, me, radius); idx >= 0 {
 			if j == agent {
 				dst[ObsOwnGoal*plane+idx] = 1
 			} else {
@@ -366,7 +405,7 @@ func (s *Sim) Observe(agent int, radius int, dst []float32) []float32 {
 			continue
 		}
 		q := s.pos[j]
-		idx := cellIdx(q)
+		idx := obsCell(q, me, radius)
 		if idx < 0 || !in.InBounds(q) {
 			continue
 		}
@@ -382,11 +421,17 @@ func (s *Sim) Observe(agent int, radius int, dst []float32) []float32 {
 		if !d || j == agent {
 			continue
 		}
-		if idx := cellIdx(s.intent[j].Apply(s.pos[j])); idx >= 0 {
+		if idx := obsCell(s.intent[j].Apply(s.pos[j]), me, radius); idx >= 0 {
 			dst[ObsClaimed*plane+idx] = 1
 		}
 	}
-	sc := dst[ObsChannels*plane:]
+}
+
+// observeScalars writes agent's scalar features (goal offset, at-goal, time,
+// goal distance and each move's distance gain) into sc.
+func (s *Sim) observeScalars(agent int, sc []float32) {
+	in := s.in
+	me := s.pos[agent]
 	n := float32(max(in.Width, in.Height))
 	g := in.Agents[agent].Goal
 	sc[ObsGoalDR] = float32(g.R-me.R) / n
@@ -413,7 +458,6 @@ func (s *Sim) Observe(agent int, radius int, dst []float32) []float32 {
 		}
 		sc[ObsMoveGain+int(m)] = gain
 	}
-	return dst
 }
 
 // SetIntent declares the move agent will make in the coming step, so that

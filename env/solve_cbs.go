@@ -96,6 +96,54 @@ type ctConflict struct {
 // returns found=false when the constraint tree is exhausted (within the
 // bounds of sp, if any).
 func (s *Solver) run(sp searchSpec) (bool, error) {
+	if err := s.startSearch(sp); err != nil {
+		return false, err
+	}
+	if ok, err := s.pushRoot(sp); !ok || err != nil {
+		return false, err
+	}
+
+	jointTried := false
+	for s.open.len() > 0 {
+		x := s.open.pop().val
+		nd := &s.nodes[x]
+		if nd.numConflicts == 0 {
+			s.extract(x)
+			return true, nil
+		}
+		if !nd.evaluated {
+			if err := s.evaluate(x); err != nil {
+				return false, err
+			}
+			nd = &s.nodes[x]
+			if f := nd.soc + nd.heuristic; f > nd.lowerBound {
+				nd.lowerBound = f
+				if !s.pruned(x) {
+					s.push(x)
+				}
+				continue
+			}
+		}
+		if done, found, err := s.lateJoint(sp, &jointTried); done {
+			return found, err
+		}
+		if s.generated >= sp.maxNodes {
+			return false, &BudgetError{Nodes: s.generated, Expansions: s.expansions}
+		}
+		bypassed, err := s.expand(x)
+		if err != nil {
+			return false, err
+		}
+		if bypassed {
+			s.push(x)
+		}
+	}
+	return false, nil
+}
+
+// startSearch resets the search state for sp and, for an unbounded search
+// on a small joint space, checks the joint space first.
+func (s *Solver) startSearch(sp searchSpec) error {
 	s.search = sp
 	s.generated, s.expansions = 0, 0
 	s.nodes = s.nodes[:0]
@@ -104,11 +152,15 @@ func (s *Solver) run(sp searchSpec) (bool, error) {
 	s.constraints = s.constraints[:0]
 	s.open.reset()
 	if !sp.bounded() && s.jointStatus == solvJointUnknown && s.jointConfigs <= solvJointEager {
-		if err := s.jointCheck(); err != nil {
-			return false, err
-		}
+		return s.jointCheck()
 	}
+	return nil
+}
 
+// pushRoot plans every agent alone at the root node and pushes it. It
+// returns false when some agent has no path (an UnsolvableError unless sp
+// is bounded) or the root is pruned.
+func (s *Solver) pushRoot(sp searchSpec) (bool, error) {
 	root := s.newNode(-1, -1)
 	lb := s.socLB
 	for a := int32(0); a < int32(s.numAgents); a++ {
@@ -133,57 +185,31 @@ func (s *Solver) run(sp searchSpec) (bool, error) {
 		return false, nil
 	}
 	s.push(root)
+	return true, nil
+}
 
-	jointTried := false
-	for s.open.len() > 0 {
-		x := s.open.pop().val
-		nd := &s.nodes[x]
-		if nd.numConflicts == 0 {
-			s.extract(x)
-			return true, nil
-		}
-		if !nd.evaluated {
-			if err := s.evaluate(x); err != nil {
-				return false, err
+// lateJoint switches to the joint search (once, tracked by *jointTried)
+// or runs the late joint check when CBS has generated many nodes on a
+// small joint space. done says that run must return found and err.
+func (s *Solver) lateJoint(sp searchSpec, jointTried *bool) (done, found bool, err error) {
+	if !*jointTried && !s.noJoint && s.generated >= solvJointLateNodes && s.jointSolvable() {
+		// CBS is struggling on a small joint space: solve it exactly
+		// over joint states instead.
+		*jointTried = true
+		found, done, err := s.jointSolve()
+		if err != nil || done {
+			if err == nil && !found && !sp.bounded() {
+				err = &UnsolvableError{Agent: -1, Reason: "the joint state space is exhausted"}
 			}
-			nd = &s.nodes[x]
-			if f := nd.soc + nd.heuristic; f > nd.lowerBound {
-				nd.lowerBound = f
-				if !s.pruned(x) {
-					s.push(x)
-				}
-				continue
-			}
-		}
-		if !jointTried && !s.noJoint && s.generated >= solvJointLateNodes && s.jointSolvable() {
-			// CBS is struggling on a small joint space: solve it exactly
-			// over joint states instead.
-			jointTried = true
-			found, done, err := s.jointSolve()
-			if err != nil || done {
-				if err == nil && !found && !sp.bounded() {
-					err = &UnsolvableError{Agent: -1, Reason: "the joint state space is exhausted"}
-				}
-				return found, err
-			}
-		}
-		if !sp.bounded() && s.jointStatus == solvJointUnknown && s.generated >= solvJointLateNodes && s.jointConfigs <= solvJointLate {
-			if err := s.jointCheck(); err != nil {
-				return false, err
-			}
-		}
-		if s.generated >= sp.maxNodes {
-			return false, &BudgetError{Nodes: s.generated, Expansions: s.expansions}
-		}
-		bypassed, err := s.expand(x)
-		if err != nil {
-			return false, err
-		}
-		if bypassed {
-			s.push(x)
+			return true, found, err
 		}
 	}
-	return false, nil
+	if !sp.bounded() && s.jointStatus == solvJointUnknown && s.generated >= solvJointLateNodes && s.jointConfigs <= solvJointLate {
+		if err := s.jointCheck(); err != nil {
+			return true, false, err
+		}
+	}
+	return false, false, nil
 }
 
 // agentUB is the largest cost agent a may have, given that the other agents
@@ -286,22 +312,7 @@ func (s *Solver) push(x int32) {
 // pushed again).
 func (s *Solver) expand(x int32) (bool, error) {
 	cf := s.nodes[x].split
-	var cs [2]ctCons
-	switch cf.kind {
-	case confVertex:
-		cs[0] = ctCons{agent: cf.i, kind: consVertex, cell: cf.cell, t: cf.t}
-		cs[1] = ctCons{agent: cf.j, kind: consVertex, cell: cf.cell, t: cf.t}
-	case confEdge:
-		cs[0] = ctCons{agent: cf.i, kind: consEdge, cell: cf.cell, to: cf.to, t: cf.t}
-		cs[1] = ctCons{agent: cf.j, kind: consEdge, cell: cf.to, to: cf.cell, t: cf.t}
-	case confTarget:
-		cs[0], cs[1] = s.targetSplit(&cf)
-	}
-	if cf.kind != confTarget && !s.noCorridor {
-		if c0, c1, ok := s.corridor(x, &cf); ok {
-			cs[0], cs[1] = c0, c1
-		}
-	}
+	cs := s.splitConstraints(x, &cf)
 	var kids [2]int32
 	nk := 0
 	nodesMark, consMark := int32(len(s.nodes)), len(s.constraints)
@@ -347,6 +358,29 @@ func (s *Solver) expand(x int32) (bool, error) {
 		s.push(kids[i])
 	}
 	return false, nil
+}
+
+// splitConstraints returns the two constraints that split node x on its
+// conflict cf, one per child: a vertex or edge constraint on each agent, a
+// target split, or corridor constraints where the conflict lies in one.
+func (s *Solver) splitConstraints(x int32, cf *ctConflict) [2]ctCons {
+	var cs [2]ctCons
+	switch cf.kind {
+	case confVertex:
+		cs[0] = ctCons{agent: cf.i, kind: consVertex, cell: cf.cell, t: cf.t}
+		cs[1] = ctCons{agent: cf.j, kind: consVertex, cell: cf.cell, t: cf.t}
+	case confEdge:
+		cs[0] = ctCons{agent: cf.i, kind: consEdge, cell: cf.cell, to: cf.to, t: cf.t}
+		cs[1] = ctCons{agent: cf.j, kind: consEdge, cell: cf.to, to: cf.cell, t: cf.t}
+	case confTarget:
+		cs[0], cs[1] = s.targetSplit(cf)
+	}
+	if cf.kind != confTarget && !s.noCorridor {
+		if c0, c1, ok := s.corridor(x, cf); ok {
+			cs[0], cs[1] = c0, c1
+		}
+	}
+	return cs
 }
 
 // replan finds new paths in child (a fresh copy of x plus constraint c)

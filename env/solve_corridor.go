@@ -167,16 +167,7 @@ func (s *Solver) earliest(x, a, target int32) int32 {
 	if start == target {
 		return 0
 	}
-	need := int(s.banHorizon+2) * s.numCells
-	if len(s.layerMark) < need {
-		s.layerMark = append(s.layerMark, make([]uint32, need-len(s.layerMark))...)
-	}
-	if s.layerStamp >= 1<<31 {
-		clear(s.layerMark)
-		s.layerStamp = 0
-	}
-	s.layerStamp++
-	stamp := s.layerStamp
+	stamp := s.nextLayerStamp()
 	layer := append(s.layerCells[:0], start)
 	lo := 0
 	for t := int32(0); t <= s.banHorizon; t++ {
@@ -220,6 +211,21 @@ func (s *Solver) earliest(x, a, target int32) int32 {
 	}
 	s.layerCells = layer[:0]
 	return best
+}
+
+// nextLayerStamp sizes s.layerMark for one mark per (time, cell) up to
+// banHorizon+1 and returns a fresh stamp, so that no cell counts as marked.
+func (s *Solver) nextLayerStamp() uint32 {
+	need := int(s.banHorizon+2) * s.numCells
+	if len(s.layerMark) < need {
+		s.layerMark = append(s.layerMark, make([]uint32, need-len(s.layerMark))...)
+	}
+	if s.layerStamp >= 1<<31 {
+		clear(s.layerMark)
+		s.layerStamp = 0
+	}
+	s.layerStamp++
+	return s.layerStamp
 }
 
 // staticDist fills s.targetDist with distances to target over free cells,

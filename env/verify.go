@@ -213,49 +213,10 @@ func Verify(in *Instance, p *Plan, rep *Report) {
 	if p != nil {
 		paths = p.Paths
 	}
-	k := len(in.Agents)
-	n := min(k, len(paths))
-	for i := len(paths); i < k; i++ {
-		rep.add(KindMissingAgent, i, -1, 0, in.Agents[i].Start)
-	}
-	for i := k; i < len(paths); i++ {
-		var cell Pos
-		if len(paths[i]) > 0 {
-			cell = paths[i][0]
-		}
-		rep.add(KindExtraAgent, i, -1, 0, cell)
-	}
+	n := rep.checkAgentCount(in, paths)
 	horizon := 0
-	w, h := in.Width, in.Height
-	holes := in.Holes
 	for i := range n {
-		path := paths[i]
-		if len(path) == 0 {
-			rep.add(KindMissingAgent, i, -1, 0, in.Agents[i].Start)
-			continue
-		}
-		a := in.Agents[i]
-		if path[0] != a.Start {
-			rep.add(KindWrongStart, i, -1, 0, path[0])
-		}
-		prev := path[0]
-		for t, q := range path {
-			if q.R < 0 || q.C < 0 || q.R >= h || q.C >= w {
-				rep.add(KindOutOfBounds, i, -1, t, q)
-			} else if holes[q.R*w+q.C] {
-				rep.add(KindHole, i, -1, t, q)
-			}
-			if t > 0 {
-				if _, ok := MoveBetween(prev, q); !ok {
-					rep.add(KindIllegalStep, i, -1, t, q)
-				}
-			}
-			prev = q
-		}
-		if last := path[len(path)-1]; last != a.Goal {
-			rep.add(KindNotAtGoal, i, -1, len(path)-1, last)
-		}
-		horizon = max(horizon, len(path)-1)
+		horizon = max(horizon, rep.checkPath(in, i, paths[i]))
 	}
 	rep.conflicts(in, paths[:n], horizon)
 
@@ -269,6 +230,83 @@ func Verify(in *Instance, p *Plan, rep *Report) {
 		rep.GapSOC = rep.SOC - in.SOC
 		rep.GapMakespan = rep.Makespan - in.Makespan
 		rep.Optimal = rep.GapSOC <= 0
+	}
+}
+
+// checkAgentCount reports a missing agent for each agent of in without a
+// path and an extra agent for each path past them, and returns how many
+// paths belong to agents of in.
+func (rep *Report) checkAgentCount(in *Instance, paths [][]Pos) int {
+	k := len(in.Agents)
+	for i := len(paths); i < k; i++ {
+		rep.add(KindMissingAgent, i, -1, 0, in.Agents[i].Start)
+	}
+	for i := k; i < len(paths); i++ {
+		var cell Pos
+		if len(paths[i]) > 0 {
+			cell = paths[i][0]
+		}
+		rep.add(KindExtraAgent, i, -1, 0, cell)
+	}
+	return min(k, len(paths))
+}
+
+// checkPath runs the single-agent checks on agent i's path (a missing
+// agent when it is empty) and returns its last timestep.
+func (rep *Report) checkPath(in *Instance, i int, path []Pos) int {
+	if len(path) == 0 {
+		rep.add(KindMissingAgent, i, -1, 0, in.Agents[i].Start)
+		return 0
+	}
+	w, h := in.Width, in.Height
+	holes := in.Holes
+	a := in.Agents[i]
+	if path[0] != a.Start {
+		rep.add(KindWrongStart, i, -1, 0, path[0])
+	}
+	prev := path[0]
+	for t, q := range path {
+		if q.R < 0 || q.C < 0 || q.R >= h || q.C >= w {
+			rep.add(KindOutOfBounds, i, -1, t, q)
+		} else if holes[q.R*w+q.C] {
+			rep.add(KindHole, i, -1, t, q)
+		}
+		if t > 0 {
+			if _, ok := MoveBetween(prev, q); !ok {
+				rep.add(KindIllegalStep, i, -1, t, q)
+			}
+		}
+		prev = q
+	}
+	if last := path[len(path)-1]; last != a.Goal {
+		rep.add(KindNotAtGoal, i, -1, len(path)-1, last)
+	}
+	return len(path) - 1
+}
+
+// planCellAt returns the cell of path at t (its last cell once it has
+// ended) and that cell's index in a w×h grid, or -1 when the path is empty
+// or the cell lies off the grid.
+func planCellAt(path []Pos, t, w, h int) (Pos, int32) {
+	if len(path) == 0 {
+		return Pos{}, -1
+	}
+	q := path[len(path)-1]
+	if t < len(path) {
+		q = path[t]
+	}
+	if q.R < 0 || q.C < 0 || q.R >= h || q.C >= w {
+		return q, -1
+	}
+	return q, int32(q.R*w + q.C)
+}
+
+// planClearCells zeroes occ at every cell index in cells (-1 skipped).
+func planClearCells(occ, cells []int32) {
+	for _, c := range cells {
+		if c >= 0 {
+			occ[c] = 0
+		}
 	}
 }
 
@@ -295,21 +333,11 @@ func (r *Report) conflicts(in *Instance, paths [][]Pos, horizon int) {
 	clear(prev)
 	for t := 0; t <= horizon; t++ {
 		for i, path := range paths {
-			ccur[i] = -1
-			if len(path) == 0 {
-				continue
-			}
-			var q Pos
-			if t < len(path) {
-				q = path[t]
-			} else {
-				q = path[len(path)-1]
-			}
-			if q.R < 0 || q.C < 0 || q.R >= h || q.C >= w {
-				continue
-			}
-			c := int32(q.R*w + q.C)
+			q, c := planCellAt(path, t, w, h)
 			ccur[i] = c
+			if c < 0 {
+				continue
+			}
 			for j := cur[c] - 1; j >= 0; j = lcur[j] - 1 {
 				r.add(KindVertexConflict, int(j), i, t, q)
 			}
@@ -330,11 +358,7 @@ func (r *Report) conflicts(in *Instance, paths [][]Pos, horizon int) {
 			}
 		}
 		if t > 0 {
-			for _, c := range cprev {
-				if c >= 0 {
-					prev[c] = 0
-				}
-			}
+			planClearCells(prev, cprev)
 		}
 		cur, prev = prev, cur
 		lcur, lprev = lprev, lcur

@@ -159,33 +159,41 @@ func Tally(policy, suite string, outs []Outcome) *Eval {
 		e.Agents = append(e.Agents, a)
 		e.ByAgents = append(e.ByAgents, *c)
 	}
-	slices.Sort(e.Agents)
-	slices.Sort(e.Sizes)
-	slices.Sort(e.Subsets)
-	cmpCell := func(a, b Cell) int {
-		if a.Agents != b.Agents {
-			return a.Agents - b.Agents
-		}
-		if a.Size != b.Size {
-			return a.Size - b.Size
-		}
-		switch {
-		case a.Subset < b.Subset:
-			return -1
-		case a.Subset > b.Subset:
-			return 1
-		}
-		return 0
-	}
-	slices.SortFunc(e.BySize, cmpCell)
-	slices.SortFunc(e.BySubset, cmpCell)
-	slices.SortFunc(e.ByAgents, cmpCell)
+	e.sortCells()
 	sizeMeans(e.BySize, func(c *Cell) bool { return true }, &e.Total)
 	for i := range e.ByAgents {
 		a := e.ByAgents[i].Agents
 		sizeMeans(e.BySize, func(c *Cell) bool { return c.Agents == a }, &e.ByAgents[i])
 	}
 	return e
+}
+
+// sortCells sorts the agent counts, sizes and subsets, and the cells by
+// (agents, size, subset).
+func (e *Eval) sortCells() {
+	slices.Sort(e.Agents)
+	slices.Sort(e.Sizes)
+	slices.Sort(e.Subsets)
+	slices.SortFunc(e.BySize, cmpCell)
+	slices.SortFunc(e.BySubset, cmpCell)
+	slices.SortFunc(e.ByAgents, cmpCell)
+}
+
+// cmpCell orders cells by agents, then size, then subset.
+func cmpCell(a, b Cell) int {
+	if a.Agents != b.Agents {
+		return a.Agents - b.Agents
+	}
+	if a.Size != b.Size {
+		return a.Size - b.Size
+	}
+	switch {
+	case a.Subset < b.Subset:
+		return -1
+	case a.Subset > b.Subset:
+		return 1
+	}
+	return 0
 }
 
 // sizeMeans sets dst's size means from the per-(agents, size) cells that

@@ -336,7 +336,17 @@ func budgetLine(e *Experiment) string {
 // and, with a baseline, the paired-difference table.
 func experimentTables(e *Experiment, sums []Summary) (final, paired, best *table) {
 	ms := Metrics(e)
-	final = &table{header: []string{"strategy", "runs"}}
+	final = finalTable(e, ms, sums)
+	if e.Baseline == "" {
+		return final, nil, nil
+	}
+	return final, pairedTable(e, ms, sums), bestTable(e, ms, sums)
+}
+
+// finalTable lists each metric's final value per strategy, after the
+// initial policy's row (one run per seed) when there are strategies.
+func finalTable(e *Experiment, ms []Metric, sums []Summary) *table {
+	final := &table{header: []string{"strategy", "runs"}}
 	for _, m := range ms {
 		final.header = append(final.header, m.Label)
 	}
@@ -367,10 +377,12 @@ func experimentTables(e *Experiment, sums []Summary) (final, paired, best *table
 		}
 		final.rows = append(final.rows, row)
 	}
-	if e.Baseline == "" {
-		return final, nil, nil
-	}
-	paired = &table{header: []string{"strategy − " + e.Baseline, "seeds"}}
+	return final
+}
+
+// pairedTable lists each strategy's paired difference to the baseline.
+func pairedTable(e *Experiment, ms []Metric, sums []Summary) *table {
+	paired := &table{header: []string{"strategy − " + e.Baseline, "seeds"}}
 	for _, m := range ms {
 		paired.header = append(paired.header, m.Label)
 	}
@@ -384,7 +396,14 @@ func experimentTables(e *Experiment, sums []Summary) (final, paired, best *table
 		}
 		paired.rows = append(paired.rows, row)
 	}
-	best = &table{header: []string{"metric", "best strategy", "its mean", e.Baseline + " mean", "paired difference (points)"}}
+	return paired
+}
+
+// bestTable names, for each non-optimality metric, the strategy with the
+// best final mean and its difference to the baseline; nil when there is
+// none.
+func bestTable(e *Experiment, ms []Metric, sums []Summary) *table {
+	best := &table{header: []string{"metric", "best strategy", "its mean", e.Baseline + " mean", "paired difference (points)"}}
 	var base *Summary
 	for i := range sums {
 		if sums[i].Strategy == e.Baseline {
@@ -410,9 +429,9 @@ func experimentTables(e *Experiment, sums []Summary) (final, paired, best *table
 		best.rows = append(best.rows, []string{m.Label, sums[bi].Strategy, pm(sums[bi].Final[mi]), pm(base.Final[mi]), pmSigned(sums[bi].VsBaseline[mi])})
 	}
 	if len(best.rows) == 0 {
-		best = nil
+		return nil
 	}
-	return final, paired, best
+	return best
 }
 
 // curveLabels labels curve points: "init", "0", "1", ...

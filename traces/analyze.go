@@ -318,7 +318,18 @@ type interval struct {
 }
 
 func stagesAndStragglers(spans []*Span, stageOf []int) ([]Stage, []Straggler, time.Duration) {
-	// The stages, by start time.
+	stages, pos := collectStages(spans)
+	unitStage := attributeActivity(spans, stages, stageOf, pos)
+	strag, threshold, ok := stragglers(spans, unitStage)
+	if !ok {
+		return stages, nil, 0
+	}
+	return stages, strag, threshold
+}
+
+// collectStages returns the stage spans as Stages, by start time, and each
+// stage span's position among them (span index → position).
+func collectStages(spans []*Span) ([]Stage, map[int]int) {
 	var stageIdx []int
 	for i, s := range spans {
 		if s.Name == telemetry.SpanStage {
@@ -340,8 +351,13 @@ func stagesAndStragglers(spans []*Span, stageOf []int) ([]Stage, []Straggler, ti
 		}
 		pos[i] = k
 	}
+	return stages, pos
+}
 
-	// Attribute activity spans to stages.
+// attributeActivity clips every activity span to the stages it belongs to,
+// sweeps each stage's intervals into its time breakdown and counts its work
+// units. It returns the stage label of each executing unit (by span index).
+func attributeActivity(spans []*Span, stages []Stage, stageOf []int, pos map[int]int) []string {
 	ivs := make([][]interval, len(stages))
 	unitStage := make([]string, len(spans)) // stage label per executing unit
 	for i, s := range spans {
@@ -371,8 +387,13 @@ func stagesAndStragglers(spans []*Span, stageOf []int) ([]Stage, []Straggler, ti
 	for k := range stages {
 		sweep(&stages[k], ivs[k])
 	}
+	return unitStage
+}
 
-	// Stragglers among executing work units.
+// stragglers returns the executing work units that ran longer than
+// StragglerFactor × the p90 of their durations, longest first, and that
+// threshold; ok is false when there are no executing units.
+func stragglers(spans []*Span, unitStage []string) (strag []Straggler, threshold time.Duration, ok bool) {
 	var units []int
 	var ds []time.Duration
 	for i, s := range spans {
@@ -382,12 +403,11 @@ func stagesAndStragglers(spans []*Span, stageOf []int) ([]Stage, []Straggler, ti
 		}
 	}
 	if len(units) == 0 {
-		return stages, nil, 0
+		return nil, 0, false
 	}
 	slices.Sort(ds)
 	p90 := percentile(ds, 90)
-	threshold := time.Duration(float64(p90) * StragglerFactor)
-	var strag []Straggler
+	threshold = time.Duration(float64(p90) * StragglerFactor)
 	for _, i := range units {
 		s := spans[i]
 		if d := s.Duration(); d > threshold {
@@ -403,7 +423,7 @@ func stagesAndStragglers(spans []*Span, stageOf []int) ([]Stage, []Straggler, ti
 		}
 	}
 	sort.SliceStable(strag, func(a, b int) bool { return strag[a].Duration > strag[b].Duration })
-	return stages, strag, threshold
+	return strag, threshold, true
 }
 
 // stageTargets returns the positions of the stages span i is attributed to.

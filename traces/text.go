@@ -30,24 +30,7 @@ func (r Report) Text() string {
 	}
 	_ = tw.Flush() // writes to a strings.Builder cannot fail
 
-	if len(r.Stages) > 0 {
-		b.WriteString("\nStages: where the wall time went (critical path; parts sum to wall)\n")
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "stage\trun\twall\tunits\t")
-		for c := range NumCategories {
-			fmt.Fprintf(tw, "%s\t", c)
-		}
-		fmt.Fprintln(tw)
-		for i := range r.Stages {
-			s := &r.Stages[i]
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t", orDash(s.Stage), orDash(s.Run), fmtDur(s.Wall), s.WorkUnits)
-			for c := range NumCategories {
-				fmt.Fprintf(tw, "%s %3.0f%%\t", fmtDur(s.Parts[c]), 100*s.Fraction(c))
-			}
-			fmt.Fprintln(tw)
-		}
-		_ = tw.Flush()
-	}
+	r.writeStages(&b)
 
 	b.WriteString("\nNodes: busy = union of work_unit spans, over the observed window\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -58,19 +41,49 @@ func (r Report) Text() string {
 	}
 	_ = tw.Flush()
 
-	if r.StragglerThreshold > 0 {
-		fmt.Fprintf(&b, "\nStragglers: work units over %.1f × p90 = %s: %d\n", StragglerFactor, fmtDur(r.StragglerThreshold), len(r.Stragglers))
-		if len(r.Stragglers) > 0 {
-			tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "node\tstage\twork unit\tduration\t× p90\tspan\t")
-			for _, s := range r.Stragglers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t\n", orDash(s.Node), orDash(s.Stage), orDash(s.WorkUnit),
-					fmtDur(s.Duration), s.Ratio, s.SpanID)
-			}
-			_ = tw.Flush()
-		}
-	}
+	r.writeStragglers(&b)
 	return b.String()
+}
+
+// writeStages writes the stages' critical-path table, if there are stages.
+func (r Report) writeStages(b *strings.Builder) {
+	if len(r.Stages) == 0 {
+		return
+	}
+	b.WriteString("\nStages: where the wall time went (critical path; parts sum to wall)\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "stage\trun\twall\tunits\t")
+	for c := range NumCategories {
+		fmt.Fprintf(tw, "%s\t", c)
+	}
+	fmt.Fprintln(tw)
+	for i := range r.Stages {
+		s := &r.Stages[i]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t", orDash(s.Stage), orDash(s.Run), fmtDur(s.Wall), s.WorkUnits)
+		for c := range NumCategories {
+			fmt.Fprintf(tw, "%s %3.0f%%\t", fmtDur(s.Parts[c]), 100*s.Fraction(c))
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+}
+
+// writeStragglers writes the stragglers' header and table, if a threshold
+// was computed.
+func (r Report) writeStragglers(b *strings.Builder) {
+	if r.StragglerThreshold <= 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nStragglers: work units over %.1f × p90 = %s: %d\n", StragglerFactor, fmtDur(r.StragglerThreshold), len(r.Stragglers))
+	if len(r.Stragglers) > 0 {
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "node\tstage\twork unit\tduration\t× p90\tspan\t")
+		for _, s := range r.Stragglers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t\n", orDash(s.Node), orDash(s.Stage), orDash(s.WorkUnit),
+				fmtDur(s.Duration), s.Ratio, s.SpanID)
+		}
+		_ = tw.Flush()
+	}
 }
 
 func orDash(s string) string {

@@ -114,18 +114,9 @@ func Setup(ctx context.Context, opt Options) (*Telemetry, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
-	if opt.ServiceName == "" {
-		opt.ServiceName = DefaultServiceName
-	}
-	if opt.NodeID == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("telemetry: default NodeID: %w", err)
-		}
-		opt.NodeID = host
-	}
-	if opt.SampleRatio == 0 {
-		opt.SampleRatio = 1
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	metrics, err := NewMetrics(map[string]string{"node": opt.NodeID})
 	if err != nil {
@@ -159,15 +150,7 @@ func Setup(ctx context.Context, opt Options) (*Telemetry, error) {
 		popts = append(popts, sdktrace.WithBatcher(fe, sdktrace.WithBlocking()))
 	}
 	if opt.OTLPEndpoint != "" {
-		tgt, _ := parseOTLPEndpoint(opt.OTLPEndpoint) // validated above
-		hopts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(tgt.hostPort)}
-		if tgt.insecure {
-			hopts = append(hopts, otlptracehttp.WithInsecure())
-		}
-		if tgt.path != "" {
-			hopts = append(hopts, otlptracehttp.WithURLPath(tgt.path))
-		}
-		oe, err := otlptracehttp.New(ctx, hopts...)
+		oe, err := newOTLPExporter(ctx, opt.OTLPEndpoint)
 		if err != nil {
 			if t.file != nil {
 				_ = t.file.Shutdown(ctx)
@@ -181,6 +164,39 @@ func Setup(ctx context.Context, opt Options) (*Telemetry, error) {
 	t.sdk = sdktrace.NewTracerProvider(popts...)
 	t.provider = t.sdk
 	return t, nil
+}
+
+// withDefaults fills in the service name, the node ID (the host name) and
+// the sample ratio where opt leaves them zero.
+func (opt Options) withDefaults() (Options, error) {
+	if opt.ServiceName == "" {
+		opt.ServiceName = DefaultServiceName
+	}
+	if opt.NodeID == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return opt, fmt.Errorf("telemetry: default NodeID: %w", err)
+		}
+		opt.NodeID = host
+	}
+	if opt.SampleRatio == 0 {
+		opt.SampleRatio = 1
+	}
+	return opt, nil
+}
+
+// newOTLPExporter builds the OTLP/HTTP span exporter for a validated
+// endpoint.
+func newOTLPExporter(ctx context.Context, endpoint string) (sdktrace.SpanExporter, error) {
+	tgt, _ := parseOTLPEndpoint(endpoint) // validated by Options.Validate
+	hopts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(tgt.hostPort)}
+	if tgt.insecure {
+		hopts = append(hopts, otlptracehttp.WithInsecure())
+	}
+	if tgt.path != "" {
+		hopts = append(hopts, otlptracehttp.WithURLPath(tgt.path))
+	}
+	return otlptracehttp.New(ctx, hopts...)
 }
 
 // Options returns the options in effect, defaults filled in.

@@ -84,21 +84,7 @@ func (s *Sampler) candidates(zmax, lse float64) []int32 {
 	case topK < v:
 		cand = topKIndices(s.z, topK, cand)
 	case nucleus:
-		// The nucleus is a prefix of the sorted vocabulary; sort only tokens above a threshold
-		// whose mass already reaches topP (lowering it until it does).
-		for t := 1e-4; ; t *= 1e-4 {
-			cand = cand[:0]
-			var mass float64
-			for i, z := range s.z {
-				if p := math.Exp(z - lse); p >= t*math.Exp(zmax-lse) || t < 1e-300 {
-					cand = append(cand, int32(i))
-					mass += p
-				}
-			}
-			if mass >= topP || len(cand) == v {
-				break
-			}
-		}
+		cand = s.nucleusPool(cand, zmax, lse, topP)
 	default:
 		for i := range v {
 			cand = append(cand, int32(i))
@@ -127,6 +113,27 @@ func (s *Sampler) candidates(zmax, lse float64) []int32 {
 	}
 	s.cand = cand
 	return cand
+}
+
+// nucleusPool returns, in dst, the ids above a probability threshold whose
+// mass already reaches topP: the nucleus is a prefix of the sorted
+// vocabulary, so only these need sorting. The threshold is lowered until
+// the mass reaches topP.
+func (s *Sampler) nucleusPool(dst []int32, zmax, lse, topP float64) []int32 {
+	cand := dst
+	for t := 1e-4; ; t *= 1e-4 {
+		cand = cand[:0]
+		var mass float64
+		for i, z := range s.z {
+			if p := math.Exp(z - lse); p >= t*math.Exp(zmax-lse) || t < 1e-300 {
+				cand = append(cand, int32(i))
+				mass += p
+			}
+		}
+		if mass >= topP || len(cand) == len(s.z) {
+			return cand
+		}
+	}
 }
 
 // topKIndices returns the k ids with the largest z (ties: lower id first), using a min-heap.

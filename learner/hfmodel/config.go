@@ -155,19 +155,7 @@ func ParseConfig(js []byte) (Config, error) {
 	if err := json.Unmarshal(js, &c.raw); err != nil {
 		return Config{}, fmt.Errorf("qwen3: config.json: %w: %w", learner.ErrInvalidConfig, err)
 	}
-	var extra struct {
-		RopeParameters *struct {
-			RopeTheta float64 `json:"rope_theta"`
-			RopeType  string  `json:"rope_type"`
-		} `json:"rope_parameters"`
-		RopeScaling      json.RawMessage `json:"rope_scaling"`
-		DType            string          `json:"dtype"`
-		HiddenAct        *string         `json:"hidden_act"`
-		AttentionBias    *bool           `json:"attention_bias"`
-		UseSlidingWindow *bool           `json:"use_sliding_window"`
-		ModelType        *string         `json:"model_type"`
-		LayerTypes       []string        `json:"layer_types"`
-	}
+	var extra configExtra
 	if err := json.Unmarshal(js, &extra); err != nil {
 		return Config{}, fmt.Errorf("qwen3: config.json: %w: %w", learner.ErrInvalidConfig, err)
 	}
@@ -191,27 +179,54 @@ func ParseConfig(js []byte) (Config, error) {
 	if c.TorchDType == "" {
 		c.TorchDType = extra.DType
 	}
-	switch {
-	case len(extra.RopeScaling) > 0 && string(extra.RopeScaling) != "null":
-		return Config{}, unsupported("rope_scaling", string(extra.RopeScaling), "RoPE scaling is not implemented")
-	case extra.HiddenAct != nil && *extra.HiddenAct != "silu":
-		return Config{}, unsupported("hidden_act", *extra.HiddenAct, `only "silu" is implemented`)
-	case extra.AttentionBias != nil && *extra.AttentionBias:
-		return Config{}, unsupported("attention_bias", true, "attention biases are not implemented")
-	case extra.UseSlidingWindow != nil && *extra.UseSlidingWindow:
-		return Config{}, unsupported("use_sliding_window", true, "sliding-window attention is not implemented")
-	case extra.ModelType != nil && *extra.ModelType != "qwen3":
-		return Config{}, unsupported("model_type", *extra.ModelType, `want "qwen3"`)
-	}
-	for i, lt := range extra.LayerTypes {
-		if lt != "full_attention" {
-			return Config{}, unsupported(fmt.Sprintf("layer_types[%d]", i), lt, `only "full_attention" is implemented`)
-		}
+	if err := extra.check(); err != nil {
+		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// configExtra holds the config.json fields that ParseConfig checks but
+// Config does not keep.
+type configExtra struct {
+	RopeParameters *struct {
+		RopeTheta float64 `json:"rope_theta"`
+		RopeType  string  `json:"rope_type"`
+	} `json:"rope_parameters"`
+	RopeScaling      json.RawMessage `json:"rope_scaling"`
+	DType            string          `json:"dtype"`
+	HiddenAct        *string         `json:"hidden_act"`
+	AttentionBias    *bool           `json:"attention_bias"`
+	UseSlidingWindow *bool           `json:"use_sliding_window"`
+	ModelType        *string         `json:"model_type"`
+	LayerTypes       []string        `json:"layer_types"`
+}
+
+// check refuses the features the model does not implement.
+func (x *configExtra) check() error {
+	unsupported := func(field string, v any, reason string) error {
+		return &learner.ConfigError{Field: field, Value: v, Reason: reason}
+	}
+	switch {
+	case len(x.RopeScaling) > 0 && string(x.RopeScaling) != "null":
+		return unsupported("rope_scaling", string(x.RopeScaling), "RoPE scaling is not implemented")
+	case x.HiddenAct != nil && *x.HiddenAct != "silu":
+		return unsupported("hidden_act", *x.HiddenAct, `only "silu" is implemented`)
+	case x.AttentionBias != nil && *x.AttentionBias:
+		return unsupported("attention_bias", true, "attention biases are not implemented")
+	case x.UseSlidingWindow != nil && *x.UseSlidingWindow:
+		return unsupported("use_sliding_window", true, "sliding-window attention is not implemented")
+	case x.ModelType != nil && *x.ModelType != "qwen3":
+		return unsupported("model_type", *x.ModelType, `want "qwen3"`)
+	}
+	for i, lt := range x.LayerTypes {
+		if lt != "full_attention" {
+			return unsupported(fmt.Sprintf("layer_types[%d]", i), lt, `only "full_attention" is implemented`)
+		}
+	}
+	return nil
 }
 
 // configJSON renders c as a Hugging Face config.json for Qwen3ForCausalLM: the fields of the

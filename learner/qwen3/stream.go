@@ -35,23 +35,10 @@ func (m *Model) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLog
 	}
 	n := len(prompts)
 	b, p, s := hfmodel.GenerateShape(n, maxP, sc.MaxNewTokens)
-	tok := make([]int32, b*p)
-	valid := make([]int32, b*p)
-	pad := make([]int32, b)
-	for i := range b {
-		pad[i] = int32(p)
-		if i < n {
-			pad[i] = int32(p - len(prompts[i]))
-			copy(tok[i*p+int(pad[i]):], prompts[i])
-			for j := int(pad[i]); j < p; j++ {
-				valid[i*p+j] = 1
-			}
-		}
-	}
+	tok, valid, pad := leftPadPrompts(prompts, b, p)
 	gen := &engine.Generation{Tokens: make([][]int32, n), LogProbs: make([][]float32, n), Stopped: make([]bool, n)}
 	v := m.cfg.VocabSize
 	smp := engine.NewSampler(sc, v)
-	var top []engine.TokenLogProb
 	next := make([]int32, b)
 	var caches []*tensors.Tensor
 	defer func() { finalize(caches) }()
@@ -76,31 +63,9 @@ func (m *Model) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLog
 	padT := tensors.FromFlatDataAndDimensions(pad, b)
 	defer func() { _ = padT.FinalizeAll() }()
 	done := make([]bool, n)
+	st := sampleStep{smp: smp, sc: sc, topLogProbs: topLogProbs, rng: rng, onToken: onToken}
 	for step := 0; step < sc.MaxNewTokens; step++ {
-		active := 0
-		for i := range n {
-			if done[i] {
-				continue
-			}
-			t, lp := smp.Sample(logits[i*v:(i+1)*v], rng)
-			gen.Tokens[i] = append(gen.Tokens[i], t)
-			gen.LogProbs[i] = append(gen.LogProbs[i], lp)
-			next[i] = t
-			stop := slices.Contains(sc.StopTokens, t)
-			if onToken != nil {
-				if topLogProbs > 0 {
-					top = smp.Top(topLogProbs, top)
-				}
-				if onToken(engine.TokenEvent{Row: i, Step: step, Token: t, LogProb: lp, Top: top}) {
-					stop = true
-				}
-			}
-			if stop {
-				done[i], gen.Stopped[i] = true, true
-			} else {
-				active++
-			}
-		}
+		active := st.run(gen, done, next, logits, v, step)
 		if active == 0 || step == sc.MaxNewTokens-1 {
 			break
 		}
@@ -113,4 +78,65 @@ func (m *Model) GenerateStream(prompts [][]int32, sc engine.SampleConfig, topLog
 		}
 	}
 	return gen, nil
+}
+
+// leftPadPrompts lays prompts out as a b×p batch, each row right-aligned (left padding), and
+// returns the tokens, the validity mask and each row's padding length; rows past the prompts
+// are all padding.
+func leftPadPrompts(prompts [][]int32, b, p int) (tok, valid, pad []int32) {
+	tok = make([]int32, b*p)
+	valid = make([]int32, b*p)
+	pad = make([]int32, b)
+	for i := range b {
+		pad[i] = int32(p)
+		if i < len(prompts) {
+			pad[i] = int32(p - len(prompts[i]))
+			copy(tok[i*p+int(pad[i]):], prompts[i])
+			for j := int(pad[i]); j < p; j++ {
+				valid[i*p+j] = 1
+			}
+		}
+	}
+	return tok, valid, pad
+}
+
+// sampleStep samples one token for every row that has not ended, in row order.
+type sampleStep struct {
+	smp         *engine.Sampler
+	sc          engine.SampleConfig
+	topLogProbs int
+	rng         *rand.Rand
+	onToken     func(engine.TokenEvent) bool
+	top         []engine.TokenLogProb // reused buffer for TokenEvent.Top
+}
+
+// run appends each live row's sampled token and log-prob to gen, writes it to next, marks rows
+// that stop (a stop token, or onToken returning true) as done and Stopped, and returns how many
+// rows are still live.
+func (st *sampleStep) run(gen *engine.Generation, done []bool, next []int32, logits []float32, v, step int) int {
+	active := 0
+	for i := range done {
+		if done[i] {
+			continue
+		}
+		t, lp := st.smp.Sample(logits[i*v:(i+1)*v], st.rng)
+		gen.Tokens[i] = append(gen.Tokens[i], t)
+		gen.LogProbs[i] = append(gen.LogProbs[i], lp)
+		next[i] = t
+		stop := slices.Contains(st.sc.StopTokens, t)
+		if st.onToken != nil {
+			if st.topLogProbs > 0 {
+				st.top = st.smp.Top(st.topLogProbs, st.top)
+			}
+			if st.onToken(engine.TokenEvent{Row: i, Step: step, Token: t, LogProb: lp, Top: st.top}) {
+				stop = true
+			}
+		}
+		if stop {
+			done[i], gen.Stopped[i] = true, true
+		} else {
+			active++
+		}
+	}
+	return active
 }

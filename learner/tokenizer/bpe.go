@@ -108,25 +108,13 @@ func (t *Tokenizer) bpeWord(dst []int32, piece string) []int32 {
 
 func (t *Tokenizer) bpe(piece string) []int32 {
 	if t.ignoreMerges {
-		var sb strings.Builder
-		for i := 0; i < len(piece); i++ {
-			sb.WriteRune(t.byteRune[piece[i]])
-		}
-		if id, ok := t.vocab[sb.String()]; ok {
+		if id, ok := t.wholeWord(piece); ok {
 			return []int32{id}
 		}
 	}
 	sc := bpePool.Get().(*bpeScratch)
 	defer bpePool.Put(sc)
-	syms := sc.syms[:0]
-	for i := 0; i < len(piece); i++ {
-		id := t.byteID[piece[i]]
-		if id < 0 { // no unknown token in byte-level BPE: a byte missing from the vocabulary is dropped, as HF does
-			continue
-		}
-		k := int32(len(syms))
-		syms = append(syms, bpeSym{id: id, prev: k - 1, next: k + 1})
-	}
+	syms := t.byteSymbols(sc.syms[:0], piece)
 	if len(syms) == 0 {
 		sc.syms = syms
 		return nil
@@ -172,6 +160,31 @@ func (t *Tokenizer) bpe(piece string) []int32 {
 	}
 	sc.syms, sc.heap = syms, h
 	return out
+}
+
+// wholeWord returns the vocabulary id of piece as one byte-level token,
+// if it has one (ignore_merges).
+func (t *Tokenizer) wholeWord(piece string) (int32, bool) {
+	var sb strings.Builder
+	for i := 0; i < len(piece); i++ {
+		sb.WriteRune(t.byteRune[piece[i]])
+	}
+	id, ok := t.vocab[sb.String()]
+	return id, ok
+}
+
+// byteSymbols appends piece's bytes to syms as a linked list of byte
+// tokens (the last one's next still to be cut) and returns it.
+func (t *Tokenizer) byteSymbols(syms []bpeSym, piece string) []bpeSym {
+	for i := 0; i < len(piece); i++ {
+		id := t.byteID[piece[i]]
+		if id < 0 { // no unknown token in byte-level BPE: a byte missing from the vocabulary is dropped, as HF does
+			continue
+		}
+		k := int32(len(syms))
+		syms = append(syms, bpeSym{id: id, prev: k - 1, next: k + 1})
+	}
+	return syms
 }
 
 // bpeHeap is a binary min-heap of candidates ordered by (rank, pos).

@@ -370,16 +370,9 @@ func (t *Tokenizer) parseAdded(list []tjAdded) error {
 		if a.Content == "" {
 			return tokBad(path, "empty content")
 		}
-		var id int32
-		switch {
-		case a.ID != nil:
-			id = *a.ID
-		default:
-			v, ok := t.vocab[a.Content]
-			if !ok {
-				return tokBad(path, "%q has no id and is not in the vocabulary", a.Content)
-			}
-			id = v
+		id, err := t.addedID(a, path)
+		if err != nil {
+			return err
 		}
 		if id < 0 || id > MaxTokenID {
 			return tokBad(path, "id %d outside [0,%d]", id, MaxTokenID)
@@ -410,7 +403,26 @@ func (t *Tokenizer) parseAdded(list []tjAdded) error {
 	}
 	t.rawMatcher = newAddedMatcher(raw)
 	t.normMatcher = newAddedMatcher(normed)
-	// Decoding table: added tokens decode to their content, BPE tokens through the byte map.
+	t.buildTokenBytes()
+	return nil
+}
+
+// addedID returns the id of added token a (at path): its own, or its
+// content's in the vocabulary.
+func (t *Tokenizer) addedID(a tjAdded, path string) (int32, error) {
+	if a.ID != nil {
+		return *a.ID, nil
+	}
+	v, ok := t.vocab[a.Content]
+	if !ok {
+		return 0, tokBad(path, "%q has no id and is not in the vocabulary", a.Content)
+	}
+	return v, nil
+}
+
+// buildTokenBytes fills the decoding table: added tokens decode to their
+// content, BPE tokens through the byte map.
+func (t *Tokenizer) buildTokenBytes() {
 	runeByte := map[rune]byte{}
 	for b, r := range t.byteRune {
 		runeByte[r] = byte(b)
@@ -434,7 +446,6 @@ func (t *Tokenizer) parseAdded(list []tjAdded) error {
 		}
 		t.tokenBytes[id] = b
 	}
-	return nil
 }
 
 func (t *Tokenizer) addedIDTaken(id int32) bool {

@@ -76,18 +76,7 @@ func TrainBPE(texts []string, opt BPETrainOptions) ([]byte, error) {
 	}
 	var merges []trainPair
 	for len(merges) < maxMerges {
-		best, bestN := trainPair{}, 1
-		var bestBytes []byte
-		for p, n := range pairs {
-			if n < bestN {
-				continue
-			}
-			pb := append(slices.Clip(tokBytes[p.a]), tokBytes[p.b]...)
-			if n > bestN || bestBytes == nil || string(pb) < string(bestBytes) ||
-				(string(pb) == string(bestBytes) && (p.a < best.a || (p.a == best.a && p.b < best.b))) {
-				best, bestN, bestBytes = p, n, pb
-			}
-		}
+		best, bestBytes := trainBestPair(pairs, tokBytes)
 		if bestBytes == nil {
 			break // no pair occurs twice
 		}
@@ -104,6 +93,25 @@ func TrainBPE(texts []string, opt BPETrainOptions) ([]byte, error) {
 		}
 	}
 	return trainJSON(tokBytes, merges, &opt)
+}
+
+// trainBestPair returns the most frequent pair occurring at least twice
+// (ties: merged bytes first, then lower ids) and its merged bytes, or nil
+// bytes when no pair occurs twice.
+func trainBestPair(pairs map[trainPair]int, tokBytes [][]byte) (trainPair, []byte) {
+	best, bestN := trainPair{}, 1
+	var bestBytes []byte
+	for p, n := range pairs {
+		if n < bestN {
+			continue
+		}
+		pb := append(slices.Clip(tokBytes[p.a]), tokBytes[p.b]...)
+		if n > bestN || bestBytes == nil || string(pb) < string(bestBytes) ||
+			(string(pb) == string(bestBytes) && (p.a < best.a || (p.a == best.a && p.b < best.b))) {
+			best, bestN, bestBytes = p, n, pb
+		}
+	}
+	return best, bestBytes
 }
 
 // trainWord is one distinct corpus word (a piece of a line, see TrainBPE) as token ids, with
