@@ -85,20 +85,6 @@ func TestVersionNamesBuildAndEngines(t *testing.T) {
 	}
 }
 
-func TestHelpListsEverySubcommand(t *testing.T) {
-	_, stdout, _ := t2t(t, "help")
-	for _, c := range commands() {
-		if !strings.Contains(stdout, "  "+c.name+" ") {
-			t.Errorf("t2t help lacks %s", c.name)
-		}
-	}
-	for _, sub := range []string{"logits", "cluster"} {
-		if !strings.Contains(stdout, sub) {
-			t.Errorf("t2t help lacks %s", sub)
-		}
-	}
-}
-
 func TestMalformedJSONLLineSaysNotJSON(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "bad.jsonl")

@@ -13,12 +13,17 @@ import (
 	"github.com/t2t-lab/t2t/train"
 )
 
-func runModel(args []string, stdout, stderr io.Writer) error {
-	return subcommands("model", []command{
+// modelCommands are the subcommands of "t2t model".
+func modelCommands() []command {
+	return []command{
 		{"init", "write a random-weight Qwen3 checkpoint (Hugging Face layout) of a preset shape", modelInit},
 		{"inspect", "summarise a checkpoint: config, parameters, dtypes, tensors, memory estimate", modelInspect},
 		{"logits", "token ids and next-token logits of texts (JSON), for parity checks against other runtimes", modelLogits},
-	}, args, stdout, stderr)
+	}
+}
+
+func runModel(args []string, stdout, stderr io.Writer) error {
+	return subcommands("model", modelCommands(), args, stdout, stderr)
 }
 
 func modelInit(args []string, stdout, stderr io.Writer) error {
