@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -38,13 +39,18 @@ func TestGRPOFLOPsAndPaddedShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := hfmodel.Preset(hfmodel.PresetTiny)
+	cfg, err := s.Source.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
 	switch {
-	case len(logged) != 1 || !strings.HasPrefix(logged[0], "tiny, 0.1069M parameters; memory estimate per micro-batch of 2 × 32 tokens: "):
+	case cfg.VocabSize != textpolicy.DefaultTinyVocab:
+		t.Errorf("tiny preset: vocab %d, want the tiny tokenizer's %d", cfg.VocabSize, textpolicy.DefaultTinyVocab)
+	case len(logged) != 1 || !strings.HasPrefix(logged[0], "tiny, 0.1527M parameters; memory estimate per micro-batch of 2 × 32 tokens: "):
 		t.Errorf("log %q", logged)
 	case rep.Model != "tiny" || rep.Device != "cpu" || rep.Bench != "grpo" || !strings.HasPrefix(rep.Backend, "gomlx: "):
 		t.Errorf("header %+v", rep)
-	case rep.FLOPsPerStep != cfg.TrainFLOPsPerToken(32, 0)*128 || rep.FLOPsPerStep != 690432*128:
+	case rep.FLOPsPerStep != cfg.TrainFLOPsPerToken(32, 0)*128:
 		t.Errorf("FLOPs/step %v, want %v", rep.FLOPsPerStep, cfg.TrainFLOPsPerToken(32, 0)*128)
 	case rep.PaddedShape != [2]int{2, 32}:
 		t.Errorf("padded shape %v, want [2 32]", rep.PaddedShape)
@@ -201,5 +207,40 @@ func TestClusterProfiles(t *testing.T) {
 	}
 	if names := ClusterProfileNames(); len(names) < 2 || names[0] != "gridnet" {
 		t.Errorf("profiles %v", names)
+	}
+}
+
+// The memory estimate of a LoRA run counts the adapters of the rank asked for, and the log
+// line says which.
+func TestGRPOLoRAEstimateAtItsRank(t *testing.T) {
+	cfg, err := tinySetup.Source.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rank := range []int{4, 8, 16} {
+		o := DefaultGRPOOptions()
+		o.Batch, o.PromptLen, o.CompletionLen, o.MicroBatch, o.Steps, o.LoRARank = 2, 8, 8, 2, 1, rank
+		var logged []string
+		s := tinySetup
+		s.Log = func(line string) { logged = append(logged, line) }
+		rep, err := RunGRPO(context.Background(), s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := hfmodel.EstimateTrainMemory(cfg, 2, 16, o.lora())
+		if want.TrainableParams != cfg.LoRAParams(o.lora()) || rep.EstimateB != want.Total() || rep.Trainable != want.TrainableParams {
+			t.Errorf("r%d: estimate %d B for %d trainable, report %d B / %d trainable", rank, want.Total(), want.TrainableParams, rep.EstimateB, rep.Trainable)
+		}
+		note := fmt.Sprintf("(LoRA r%d adapters)", rank)
+		if len(logged) != 1 || !strings.Contains(logged[0], note) || strings.Contains(logged[0], "r16") != (rank == 16) {
+			t.Errorf("r%d: log %q, want %q", rank, logged, note)
+		}
+	}
+	full := hfmodel.EstimateTrainMemory(cfg, 2, 16, hfmodel.LoRAConfig{})
+	if full != hfmodel.EstimateMemory(cfg, 2, 16, false) || full.TrainableParams != cfg.NumParams() {
+		t.Errorf("rank 0: %+v, want full fine-tuning", full)
+	}
+	if hfmodel.EstimateMemory(cfg, 2, 16, true) != hfmodel.EstimateTrainMemory(cfg, 2, 16, hfmodel.DefaultLoRAConfig()) {
+		t.Error("EstimateMemory(lora) is not EstimateTrainMemory at DefaultLoRAConfig")
 	}
 }

@@ -2,8 +2,10 @@ package bench
 
 import (
 	"flag"
+	"fmt"
 
 	"github.com/t2t-lab/t2t/learner/hfmodel"
+	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
 // Register binds s to the model flags of `t2t bench grpo|decode`: --preset (default
@@ -18,7 +20,7 @@ func (s *Source) Register(fs *flag.FlagSet) {
 	fs.IntVar(&sh.Intermediate, "intermediate", 0, "--preset: MLP intermediate size (0: the preset's)")
 	fs.IntVar(&sh.Heads, "heads", 0, "--preset: query heads; head_dim = hidden / heads (0: the preset's)")
 	fs.IntVar(&sh.KVHeads, "kv-heads", 0, "--preset: key-value heads (0: the preset's, or --heads/2 with --heads)")
-	fs.IntVar(&sh.Vocab, "vocab", 0, "--preset: vocabulary size (0: the preset's)")
+	fs.IntVar(&sh.Vocab, "vocab", 0, fmt.Sprintf("--preset: vocabulary size (0: the preset's; tiny: %d, the tiny tokenizer's, as t2t model init writes it)", textpolicy.DefaultTinyVocab))
 }
 
 // Register binds o to the flags of `t2t bench grpo`, o's values being the defaults (start

@@ -95,7 +95,7 @@ func (o GRPOOptions) lora() hfmodel.LoRAConfig {
 
 // estimate is the memory of one micro-batch.
 func (o GRPOOptions) estimate(cfg hfmodel.Config) hfmodel.MemoryEstimate {
-	return hfmodel.EstimateMemory(cfg, min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen, o.LoRARank > 0)
+	return hfmodel.EstimateTrainMemory(cfg, min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen, o.lora())
 }
 
 // GRPOFLOPsFormula is GRPOReport.FLOPsFormula: qwen3.Config.TrainFLOPsPerToken over a step's
@@ -156,7 +156,7 @@ func RunGRPO(ctx context.Context, s Setup, o GRPOOptions) (*GRPOReport, error) {
 	est := o.estimate(cfg)
 	note := ""
 	if o.LoRARank > 0 {
-		note = " (adapters counted at r16)"
+		note = fmt.Sprintf(" (LoRA r%d adapters)", o.LoRARank)
 	}
 	s.logf("%s, %.4gM parameters; memory estimate per micro-batch of %d × %d tokens%s: %s",
 		s.Source.Name(), float64(cfg.NumParams())/1e6, min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen, note, est)

@@ -18,7 +18,8 @@ type Source struct {
 	// Dir is a checkpoint directory; empty: Preset.
 	Dir string
 	// Preset is a qwen3 preset (qwen3.PresetTiny, …) and Shape its overrides; both are ignored
-	// with Dir.
+	// with Dir. The tiny preset's vocabulary is textpolicy.DefaultTinyVocab, as in the
+	// checkpoints `t2t model init --preset tiny` writes.
 	Preset string
 	Shape  hfmodel.Shape
 	// Seed seeds the random weights.
@@ -46,6 +47,11 @@ func (s Source) Config() (hfmodel.Config, error) {
 	c, err := hfmodel.Preset(s.Preset)
 	if err != nil {
 		return c, err
+	}
+	if s.Preset == hfmodel.PresetTiny {
+		// The tiny model is the one `t2t model init --preset tiny` writes: its vocabulary is
+		// the tiny tokenizer's.
+		c.VocabSize = textpolicy.DefaultTinyVocab
 	}
 	return s.Shape.Apply(c)
 }

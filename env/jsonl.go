@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/t2t-lab/t2t/internal/jsonl"
 )
 
 // MaxJSONLLine bounds one line of an instance file.
@@ -60,30 +62,15 @@ func ScanJSONL(r io.Reader, fn func(line int, b []byte) error) error {
 }
 
 // JSONReason shortens an encoding/json type error to the field and the
-// reason; other errors are returned as they are.
+// reason (a *jsonl.FieldError); other errors are returned as they are. A
+// line of a JSONL file goes through jsonl.LineReason instead, which also
+// words a line that is not JSON.
 func JSONReason(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fmt.Errorf("field %q: want %s, got %s", te.Field, te.Type, te.Value)
+		return &jsonl.FieldError{Err: te}
 	}
 	return err
-}
-
-// LineReason is the reason a JSONL line b failed to decode with err: a line
-// that is not JSON at all says so with its first characters ("not JSON
-// (starts with 'oops…')"); other errors go through JSONReason.
-func LineReason(b []byte, err error) error {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) {
-		return JSONReason(err)
-	}
-	const show = 12
-	r := []rune(string(b))
-	start := string(r[:min(len(r), show)])
-	if len(r) > show {
-		start += "…"
-	}
-	return fmt.Errorf("not JSON (starts with '%s')", start)
 }
 
 // EncodeJSONL encodes values one per line.

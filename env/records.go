@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/t2t-lab/t2t/internal/jsonl"
 )
 
 // ReadOptions say how ReadRecords reads an instance file.
@@ -68,7 +70,7 @@ func ReadRecordsUntil(r io.Reader, opt ReadOptions, stop func(Record) bool) ([]R
 func decodeInstance(b []byte, opt ReadOptions) (*Instance, error) {
 	in := new(Instance)
 	if err := json.Unmarshal(b, in); err != nil {
-		return nil, LineReason(b, err)
+		return nil, jsonl.LineReason(b, err)
 	}
 	if opt.StrictIDs {
 		if h := in.ComputeID(); in.ID != h {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/jsonl"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/report"
 )
@@ -53,7 +54,7 @@ func parseCache(path string, data []byte, policyID string) (map[string]report.Ou
 	err := env.ScanJSONL(bytes.NewReader(data), func(line int, b []byte) error {
 		var l CacheLine
 		if err := json.Unmarshal(b, &l); err != nil {
-			return &InputError{File: path, Line: line, Reason: env.JSONReason(err).Error()}
+			return &InputError{File: path, Line: line, Reason: jsonl.LineReason(b, err).Error()}
 		}
 		if l.InstanceID == "" {
 			return &InputError{File: path, Line: line, Reason: "missing instance_id"}

@@ -231,7 +231,7 @@ func TestReadCacheRepairsTornLine(t *testing.T) {
 // *InputError naming the file and the line.
 func TestReadCacheBadLine(t *testing.T) {
 	for _, tc := range []struct{ data, reason string }{
-		{"{\"policy\":\"x\",\"instance_id\":\"a\"}\nnot json\n", "invalid character"},
+		{"{\"policy\":\"x\",\"instance_id\":\"a\"}\nnot json\n", "not JSON (starts with 'not json')"},
 		{"{\"policy\":\"x\",\"instance_id\":\"a\"}\n{\"policy\":\"x\"}\n", "missing instance_id"},
 		{"{\"policy\":\"x\",\"instance_id\":\"a\"}\n{\"policy\":\"x\",\"instance_id\":\"b\",\"agents\":\"two\"}\n", `agents": want int, got string`},
 	} {
@@ -432,6 +432,20 @@ func TestFileSuiteKeysAnswersByContentHash(t *testing.T) {
 		os.WriteFile(path, []byte(tc.file), 0o644)
 		if _, err := FileSuite(path, env.ReadOptions{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("FileSuite: %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestCacheLineNotJSON: an answer-cache line that is not JSON is named with
+// its first characters, and a wrongly typed field by its name.
+func TestCacheLineNotJSON(t *testing.T) {
+	for _, tc := range []struct{ data, want string }{
+		{"\noops\n", "answers.jsonl:2: not JSON (starts with 'oops')"},
+		{`{"instance_id": 7}` + "\n", `answers.jsonl:1: field "Outcome.instance_id": want string, got number`},
+	} {
+		_, err := parseCache("answers.jsonl", []byte(tc.data), "p")
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("cache %q: %v, want %q", tc.data, err, tc.want)
 		}
 	}
 }

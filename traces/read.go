@@ -14,13 +14,14 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/cluster/telemetry/otlpjson"
+	"github.com/t2t-lab/t2t/internal/jsonl"
 )
 
 // ParseError is a part of a span file that does not hold valid spans.
 type ParseError struct {
 	File string // the path given to ReadSpans, or the name given to DecodeSpans
 	Line int    // 1-based: the line where the JSON value holding the problem starts
-	Err  error  // the JSON error, ErrInvalidSpan or ErrNotOTLP
+	Err  error  // the JSON error (jsonl.LineReason: a line that is not JSON is a *jsonl.NotJSONError), ErrInvalidSpan or ErrNotOTLP
 }
 
 func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err) }
@@ -105,7 +106,11 @@ func DecodeSpans(r io.Reader, name string) ([]Span, error) {
 		pos = start
 		var req otlpjson.TracesData
 		if err := dec.Decode(&req); err != nil {
-			return nil, &ParseError{File: name, Line: line, Err: err}
+			text := data[start:]
+			if n := bytes.IndexByte(text, '\n'); n >= 0 {
+				text = text[:n]
+			}
+			return nil, &ParseError{File: name, Line: line, Err: jsonl.LineReason(text, err)}
 		}
 		if req.ResourceSpans == nil && !isEmptyObject(data[start:dec.InputOffset()]) {
 			return nil, &ParseError{File: name, Line: line, Err: ErrNotOTLP}

@@ -651,3 +651,17 @@ func TestTimelineSVG(t *testing.T) {
 		}
 	}
 }
+
+// TestNotJSONLineSaysSo: a span-file line that is not JSON is named with
+// its first characters, not with encoding/json's "invalid character".
+func TestNotJSONLineSaysSo(t *testing.T) {
+	p := trWrite(t, t.TempDir(), "bad.jsonl", trGoodLine+"\n\noops, not a span line\n")
+	_, err := ReadSpans(p)
+	want := p + ":3: not JSON (starts with 'oops, not a …')"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err %v, want %q", err, want)
+	}
+	if se := (*json.SyntaxError)(nil); !errors.As(err, &se) {
+		t.Errorf("err %v: want it to wrap the *json.SyntaxError", err)
+	}
+}

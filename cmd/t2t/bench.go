@@ -12,12 +12,17 @@ import (
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 )
 
-func runBench(args []string, stdout, stderr io.Writer) error {
-	return subcommands("bench", []command{
+// benchCommands are the subcommands of "t2t bench".
+func benchCommands() []command {
+	return []command{
 		{"grpo", "time GRPO steps of a Qwen3 model (random weights of a preset shape, or a checkpoint): tokens/s, FLOPs, MFU, memory", benchGRPO},
 		{"decode", "time batched KV-cache decoding (gomlx or torch engine): prefill, decode tokens/s, memory", benchDecode},
 		{"cluster", "simulate a coordinator, a learner and R = 1…1,024 rollout actors: episodes/s fed to the learner, discards, where it saturates", benchCluster},
-	}, args, stdout, stderr)
+	}
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	return subcommands("bench", benchCommands(), args, stdout, stderr)
 }
 
 // benchModelFlags are the flags both benchmarks share: which model, on which device.

@@ -16,8 +16,8 @@ func TestBenchGRPO(t *testing.T) {
 		args  []string
 		flops float64 // per step: FLOPs/token · 4 rows · 32 tokens
 	}{
-		{"full", nil, 690432 * 128},
-		{"lora", []string{"--lora-rank", "4"}, (4*106880 + 6*8192 + 49152) * 128},
+		{"full", nil, (6*152704 + 49152) * 128}, // N = 152,704: the tiny model of vocab 1228
+		{"lora", []string{"--lora-rank", "4"}, (4*152704 + 6*8192 + 49152) * 128},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"bench", "grpo", "--preset", "tiny", "--batch", "4", "--prompt-len", "16", "--completion-len", "16",

@@ -85,22 +85,9 @@ func TestVersionNamesBuildAndEngines(t *testing.T) {
 	}
 }
 
-func TestHelpListsEverySubcommand(t *testing.T) {
-	_, stdout, _ := t2t(t, "help")
-	for _, c := range commands() {
-		if !strings.Contains(stdout, "  "+c.name+" ") {
-			t.Errorf("t2t help lacks %s", c.name)
-		}
-	}
-	for _, sub := range []string{"logits", "cluster"} {
-		if !strings.Contains(stdout, sub) {
-			t.Errorf("t2t help lacks %s", sub)
-		}
-	}
-}
-
 func TestMalformedJSONLLineSaysNotJSON(t *testing.T) {
-	in := filepath.Join(t.TempDir(), "bad.jsonl")
+	dir := t.TempDir()
+	in := filepath.Join(dir, "bad.jsonl")
 	if err := os.WriteFile(in, []byte("\noops, this is not JSON\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +95,21 @@ func TestMalformedJSONLLineSaysNotJSON(t *testing.T) {
 	want := "line 2: not JSON (starts with 'oops, this i…')"
 	if code != 3 || !strings.Contains(stdout, want) || !strings.Contains(stderr, want) {
 		t.Fatalf("exit %d, stdout %q, stderr %q: want exit 3 and %q", code, stdout, stderr, want)
+	}
+	// Every other reader of a JSONL file words it the same way (jsonl.LineReason).
+	want = in + ":2: not JSON (starts with 'oops, this i…')"
+	for _, args := range [][]string{
+		{"env", "show", "--in", in},
+		{"env", "check", "--instance", in, "--plan", in},
+		{"env", "prompt", "--in", in},
+		{"env", "export", "--in", in, "--out", dir},
+		{"traces", in},
+		{"eval", "--policy", "scripted", "--suite", in, "--out", filepath.Join(dir, "eval")},
+	} {
+		code, _, stderr := t2t(t, args...)
+		if code != 2 || !strings.Contains(stderr, want) || strings.Contains(stderr, "invalid character") {
+			t.Errorf("t2t %s: exit %d, stderr %q: want exit 2 and %q", strings.Join(args, " "), code, stderr, want)
+		}
 	}
 }
 

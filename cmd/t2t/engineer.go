@@ -18,10 +18,15 @@ import (
 	"github.com/t2t-lab/t2t/train"
 )
 
-func runEngineer(args []string, stdout, stderr io.Writer) error {
-	return subcommands("engineer", []command{
+// engineerCommands are the subcommands of "t2t engineer".
+func engineerCommands() []command {
+	return []command{
 		{"propose", "print the engineer's prompt and its proposal as a config diff, offline", engineerPropose},
-	}, args, stdout, stderr)
+	}
+}
+
+func runEngineer(args []string, stdout, stderr io.Writer) error {
+	return subcommands("engineer", engineerCommands(), args, stdout, stderr)
 }
 
 const proposeUsage = `t2t engineer propose --config-history FILE.json | --run ID --redis URL [--stage N] [--strategy S] [--modules F,G,H0,T]

@@ -17,8 +17,9 @@ import (
 	"github.com/t2t-lab/t2t/train"
 )
 
-func runEnv(args []string, stdout, stderr io.Writer) error {
-	return subcommands("env", []command{
+// envCommands are the subcommands of "t2t env".
+func envCommands() []command {
+	return []command{
 		{"gen", "generate instances from a config and a seed (JSONL)", envGen},
 		{"solve", "add optimal costs, needs_wait and an optimal plan to instances", envSolve},
 		{"check", "verify a plan for an instance: checks, costs, reward (JSON)", envCheck},
@@ -27,7 +28,11 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 		{"prompt", "print the LLM prompt for an instance", envPrompt},
 		{"import", "MovingAI .map/.scen benchmark files to instances (JSONL): --agents K consecutive scen rows each", envMovingAI(&movingai.ImportCommand{})},
 		{"export", "instances to MovingAI files other MAPF solvers read: a .map per grid, a .scen per instance", envMovingAI(&movingai.ExportCommand{})},
-	}, args, stdout, stderr)
+	}
+}
+
+func runEnv(args []string, stdout, stderr io.Writer) error {
+	return subcommands("env", envCommands(), args, stdout, stderr)
 }
 
 // instanceFlags select one instance of a JSONL file: by id, or by line.

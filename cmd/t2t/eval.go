@@ -43,7 +43,7 @@ func addEvalFlags(fs *flag.FlagSet, o *evaluate.Options) *evalFlags {
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("t2t eval", "t2t eval --policy gridnet --checkpoint DIR | --policy scripted [--suite eval|val|quick|FILE.jsonl] [--per-size N] --out DIR", stderr)
+	fs := newFlags("t2t eval", "t2t eval --policy gridnet --checkpoint DIR | --policy endpoint --policy-url URL --policy-model M | --policy scripted [--suite eval|val|quick|FILE.jsonl] [--per-size N] --out DIR", stderr)
 	var opt evaluate.Options
 	f := addEvalFlags(fs, &opt)
 	if err := parseFlags(fs, args); err != nil {

@@ -29,20 +29,36 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"env", "MAPF-FrozenLake instances: gen, solve, check, show, suite, prompt, import, export", runEnv},
+		{"env", "MAPF-FrozenLake instances", runEnv},
 		{"train", "a staged training run with every role in one process", runTrain},
 		{"eval", "evaluate a policy on a benchmark suite: the paper's tables, resumable", runEval},
 		{"experiment", "train several engineer strategies over seeds and write one report", runExperiment},
-		{"engineer", "engineer tools: propose (print the prompt and the proposal as a config diff)", runEngineer},
+		{"engineer", "engineer tools", runEngineer},
 		{"traces", "analyse span files: latency per span, critical path per stage, nodes, timeline", runTraces},
 		{"node", "join a t2t cluster with roles (coordinator,learner,engineer / rollout)", runNode},
 		{"status", "the live state of a run from Redis: stage, phase, versions, rates, checkpoints", runStatus},
-		{"model", "Qwen3 checkpoints: init (random weights of a preset shape), inspect, logits", runModel},
+		{"model", "Qwen3 checkpoints", runModel},
 		{"serve", "an OpenAI-compatible HTTP API over a Qwen3 checkpoint", runServe},
 		{"sft", "supervised warm start of a Qwen3 checkpoint on optimal answers", runSFT},
-		{"bench", "benchmarks of the Qwen3 learner: a GRPO step (tokens/s, FLOPs, MFU, memory), batched decoding, cluster (simulated)", runBench},
+		{"bench", "benchmarks: the Qwen3 learner (GRPO step, decoding) and the cluster (simulated)", runBench},
 		{"version", "the build (version, commit, Go) and the engines and devices usable here", runVersion},
 	}
+}
+
+// subcommandsOf returns the subcommands of group command name ("env":
+// gen, solve, …), nil for a command without them. t2t help lists them.
+func subcommandsOf(name string) []command {
+	switch name {
+	case "env":
+		return envCommands()
+	case "model":
+		return modelCommands()
+	case "bench":
+		return benchCommands()
+	case "engineer":
+		return engineerCommands()
+	}
+	return nil
 }
 
 func main() {
@@ -96,9 +112,12 @@ func printUsage(w io.Writer, cmds []command) {
 	fmt.Fprintln(w, "\nUsage: t2t <command> [flags]\n\nCommands:")
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-17s %s\n", c.name, c.summary)
+		for _, s := range subcommandsOf(c.name) {
+			fmt.Fprintf(w, "  %-17s %s\n", c.name+" "+s.name, s.summary)
+		}
 	}
-	fmt.Fprintln(w, "\nRun 't2t <command> --help' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 't2t <command> --help' for a command's flags ('t2t env gen --help' for a subcommand's).")
 }
 
 // subcommands dispatches "t2t <group> <sub> ...".

@@ -13,12 +13,17 @@ import (
 	"github.com/t2t-lab/t2t/train"
 )
 
-func runModel(args []string, stdout, stderr io.Writer) error {
-	return subcommands("model", []command{
+// modelCommands are the subcommands of "t2t model".
+func modelCommands() []command {
+	return []command{
 		{"init", "write a random-weight Qwen3 checkpoint (Hugging Face layout) of a preset shape", modelInit},
 		{"inspect", "summarise a checkpoint: config, parameters, dtypes, tensors, memory estimate", modelInspect},
 		{"logits", "token ids and next-token logits of texts (JSON), for parity checks against other runtimes", modelLogits},
-	}, args, stdout, stderr)
+	}
+}
+
+func runModel(args []string, stdout, stderr io.Writer) error {
+	return subcommands("model", modelCommands(), args, stdout, stderr)
 }
 
 func modelInit(args []string, stdout, stderr io.Writer) error {
@@ -27,7 +32,7 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Preset, "preset", hfmodel.PresetTiny, "shape: tiny, 0.6b-shape or 4b-shape")
 	out := fs.String("out", "", "checkpoint directory to write (required)")
 	fs.StringVar(&o.TokenizerPath, "tokenizer", "", "tokenizer.json to copy in (the vocabulary grows to fit it); default: learn the tiny byte-level BPE")
-	vocab := fs.Int("tokenizer-vocab", textpolicy.DefaultTinyVocab, "vocabulary size of the learned tiny tokenizer (without --tokenizer)")
+	vocab := fs.Int("tokenizer-vocab", textpolicy.DefaultTinyVocab, fmt.Sprintf("vocabulary size of the learned tiny tokenizer (without --tokenizer); %d is all its corpus yields: a larger value gives the same %[1]d ids", textpolicy.DefaultTinyVocab))
 	fs.Uint64Var(&o.Seed, "seed", 1, "weight initialisation seed")
 	fs.BoolVar(&o.Force, "force", false, "write a 4b-shape checkpoint (16 GB of float32 weights)")
 	fs.IntVar(&o.Shape.Layers, "layers", 0, "number of decoder layers (0: the preset's)")

@@ -49,7 +49,7 @@ func addNodeFlags(fs *flag.FlagSet) *nodeFlags {
 	f.listen = fs.String("listen", c.Listen, "actor remote address host:port other nodes reach this one at (a routable IP in a real cluster; 0.0.0.0 stands for the --advertise IP, else this host's private IP); port 0 picks one")
 	c.TLS.Register(fs)
 	f.insecureListen = fs.Bool("insecure-listen", false, "allow the actor transport on an address other hosts can reach without TLS (--tls-*): anyone who reaches it can send actor messages")
-	fs.StringVar(&c.HTTPAddr, "http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
+	fs.StringVar(&c.HTTPAddr, "http", "", "serve on this host:port (empty: off): /healthz, /readyz, /metrics (Prometheus text) and, on a coordinator, the live page /ui and its JSON /api/status; GET and HEAD only")
 	fs.IntVar(&c.Capacity, "capacity", c.Capacity, "rollout role: rollout actors on this node (default: its CPU count)")
 	fs.StringVar(&c.ServeAddr, "serve-addr", "", "coordinator with --policy qwen3: serve the trained model's OpenAI-compatible API here (host:port) so rollout nodes sample from its current weights")
 	serve.RegisterFlags(fs, &c.Serve) // --api-key: rollout nodes send it to --serve-addr

@@ -191,15 +191,12 @@ func t2tArgs(words []string) ([]string, bool) {
 	return nil, false
 }
 
-// groups are the commands whose first argument is a subcommand.
-var groups = map[string]bool{"env": true, "model": true, "bench": true, "engineer": true}
-
 // subcommandOf returns the subcommand path of args ("env solve", "train").
 func subcommandOf(args []string) []string {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return nil
 	}
-	if groups[args[0]] && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+	if subcommandsOf(args[0]) != nil && len(args) > 1 && !strings.HasPrefix(args[1], "-") {
 		return args[:2]
 	}
 	return args[:1]

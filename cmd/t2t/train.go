@@ -19,7 +19,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	var tf train.Flags
 	tf.Register(fs)
 	rollouts := fs.Int("rollouts", 2, "rollout actors")
-	httpAddr := fs.String("http", "", "serve /healthz, /readyz and /metrics (Prometheus text) on this host:port (empty: off)")
+	httpAddr := fs.String("http", "", "serve on this host:port (empty: off): /healthz, /readyz, /metrics (Prometheus text), the live page /ui and its JSON /api/status; GET and HEAD only")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

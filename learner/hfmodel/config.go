@@ -50,6 +50,8 @@ const (
 //
 //   - "tiny": 2 layers, hidden 64, 4 query / 2 key-value heads of 16, intermediate 128, vocab
 //     512 (set VocabSize to a tokenizer's VocabSize to use a real tokenizer), θ 1e6, tied.
+//     `t2t model init --preset tiny` and `t2t bench --preset tiny` set it to the tiny
+//     tokenizer's 1,228 ids (textpolicy.DefaultTinyVocab), so the CLI's tiny model is one shape.
 //   - "0.6b-shape": Qwen3-0.6B's shape (28 layers, hidden 1024, 16/8 heads of 128, intermediate
 //     3072, vocab 151936, tied).
 //   - "4b-shape": Qwen3-4B's shape (36 layers, hidden 2560, 32/8 heads of 128, intermediate

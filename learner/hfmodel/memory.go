@@ -44,16 +44,27 @@ func (c Config) LoRAParams(lc LoRAConfig) int64 {
 
 // EstimateMemory estimates the memory of a GRPO step on a micro-batch of batch sequences of
 // seqLen tokens (float32 everywhere, no rematerialisation), with DefaultLoRAConfig adapters
-// when lora is set (the base weights are then frozen: no gradients or optimizer state for
-// them), and of the KV cache for generating batch sequences of seqLen. It is an estimate to
-// print before a run, not a guarantee: backends add workspace and fragmentation.
+// when lora is set, and of the KV cache for generating batch sequences of seqLen: it is
+// EstimateTrainMemory with DefaultLoRAConfig or no adapters.
 func EstimateMemory(cfg Config, batch, seqLen int, lora bool) MemoryEstimate {
+	var lc LoRAConfig
+	if lora {
+		lc = DefaultLoRAConfig()
+	}
+	return EstimateTrainMemory(cfg, batch, seqLen, lc)
+}
+
+// EstimateTrainMemory is EstimateMemory with the adapters lc (lc.Rank 0: full fine-tuning).
+// With adapters the base weights are frozen: no gradients or optimizer state for them. It is
+// an estimate to print before a run, not a guarantee: backends add workspace and
+// fragmentation.
+func EstimateTrainMemory(cfg Config, batch, seqLen int, lc LoRAConfig) MemoryEstimate {
 	const f32 = 4
 	e := MemoryEstimate{Params: cfg.NumParams()}
 	e.TrainableParams = e.Params
 	e.Weights = e.Params * f32
-	if lora {
-		e.TrainableParams = cfg.LoRAParams(DefaultLoRAConfig())
+	if lc.Rank > 0 {
+		e.TrainableParams = cfg.LoRAParams(lc)
 		e.Weights += e.TrainableParams * f32
 	}
 	e.Gradients = 2 * e.TrainableParams * f32

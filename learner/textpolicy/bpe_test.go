@@ -61,8 +61,7 @@ func TestTinyTokenizer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Merges stop when every frequent word is one token, before the cap.
-	const tinyVocab = 1228
+	const tinyVocab = DefaultTinyVocab
 	if tok.VocabSize() != tinyVocab {
 		t.Fatalf("vocab %d, want %d", tok.VocabSize(), tinyVocab)
 	}
@@ -189,5 +188,39 @@ func TestTinyTokenizerAtoms(t *testing.T) {
 				t.Fatalf("token %q (in %q) holds a digit and more", piece, text)
 			}
 		}
+	}
+}
+
+// TestTinyVocabIsAllTheCorpusYields: the default tiny tokenizer has exactly
+// DefaultTinyVocab ids, and a larger cap (2048, the old default) gives the
+// same bytes: merges stop when every word that occurs twice is one token.
+func TestTinyVocabIsAllTheCorpusYields(t *testing.T) {
+	t.Parallel()
+	a, err := TinyTokenizerJSON(DefaultTinyVocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Parse(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() != DefaultTinyVocab {
+		t.Fatalf("vocab %d, want DefaultTinyVocab = %d", tok.VocabSize(), DefaultTinyVocab)
+	}
+	for _, cap := range []int{DefaultTinyVocab + 1, 2048} {
+		b, err := TinyTokenizerJSON(cap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("TinyTokenizerJSON(%d) differs from TinyTokenizerJSON(%d)", cap, DefaultTinyVocab)
+		}
+	}
+	smaller, err := TinyTokenizerJSON(DefaultTinyVocab - 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(a, smaller) {
+		t.Errorf("TinyTokenizerJSON(%d) equals the default: the default is not the corpus's limit", DefaultTinyVocab-1)
 	}
 }
