@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/t2t-lab/t2t/cluster/store"
@@ -187,5 +189,8 @@ func (r *run) resume(ctx context.Context) (int, error) {
 		r.configs[stage] = cfg
 	}
 	fmt.Fprintf(r.opt.Out, "resuming run %s after stage %d (policy version %d)\n", id, after, cp.Version())
+	if _, err := os.Stat(filepath.Join(rec.Path, learner.CheckpointOptimizerFile)); errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(r.opt.Out, "checkpoint %s holds no optimizer state (written before t2t saved it): AdamW restarts with fresh moments\n", rec.Path)
+	}
 	return after, nil
 }

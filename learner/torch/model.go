@@ -473,10 +473,11 @@ func (m *Model) Save(dir string, dtype safetensors.DType) error {
 }
 
 // OptimizerFile is the file name SaveOptimizer writes beside a Hugging Face directory's files.
-const OptimizerFile = "optimizer.safetensors"
+const OptimizerFile = engine.OptimizerFile
 
-// SaveOptimizer writes the AdamW state (each trainable parameter's moments as float32
-// "NAME.exp_avg"/"NAME.exp_avg_sq", the step count in the metadata) to path atomically.
+// SaveOptimizer implements engine.OptimizerStater: it writes the AdamW state (each trainable
+// parameter's moments as float32 "NAME.exp_avg"/"NAME.exp_avg_sq", the step counts in the
+// metadata) to path atomically.
 func (m *Model) SaveOptimizer(path string) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -485,8 +486,8 @@ func (m *Model) SaveOptimizer(path string) error {
 	return m.wk.call("save_optimizer", map[string]any{"path": abs}, nil, nil)
 }
 
-// LoadOptimizer restores a SaveOptimizer file into the optimizer of the current trainable
-// parameters (after Reload, AddLoRA or LoadAdapter). A file that is not one, or whose tensors do
+// LoadOptimizer implements engine.OptimizerStater: it restores a SaveOptimizer file into the
+// optimizer of the current trainable parameters (after Reload, AddLoRA or LoadAdapter). A file that is not one, or whose tensors do
 // not match the parameters, is a *RemoteError of kind bad_checkpoint and changes nothing.
 func (m *Model) LoadOptimizer(path string) error {
 	abs, err := filepath.Abs(path)
@@ -550,4 +551,7 @@ func (m *Model) ResetPeak() error { return m.wk.call("reset_peak", map[string]an
 // Close implements engine.Model: it stops the worker.
 func (m *Model) Close() error { return m.wk.Close() }
 
-var _ engine.Model = (*Model)(nil)
+var (
+	_ engine.Model           = (*Model)(nil)
+	_ engine.OptimizerStater = (*Model)(nil)
+)
