@@ -115,6 +115,11 @@ type Spec struct {
 	Autocast string
 	// Threads is the torch engine's CPU threads (0: every core).
 	Threads int
+	// ActivationCheckpointing (torch engine only) keeps only each decoder layer's input during
+	// a training step's forward pass and runs the layer again in the backward pass
+	// (torch.utils.checkpoint): the layers' activations no longer grow the step's peak memory,
+	// for about a third more compute. Loss and gradients are the same (≤ 1e-5).
+	ActivationCheckpointing bool
 	// Log receives the torch worker's stderr lines (nil: discarded).
 	Log func(line string)
 }
@@ -125,6 +130,9 @@ func (s Spec) Validate() error {
 	case GoMLX:
 		if s.Autocast != "" {
 			return &learner.ConfigError{Field: "autocast", Value: s.Autocast, Reason: "only the torch engine has autocast"}
+		}
+		if s.ActivationCheckpointing {
+			return &learner.ConfigError{Field: "activation-checkpointing", Value: true, Reason: "only the torch engine has activation checkpointing (--engine torch)"}
 		}
 	case Torch:
 		d := s.Device
