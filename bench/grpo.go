@@ -94,8 +94,8 @@ func (o GRPOOptions) lora() hfmodel.LoRAConfig {
 }
 
 // estimate is the memory of one micro-batch.
-func (o GRPOOptions) estimate(cfg hfmodel.Config) hfmodel.MemoryEstimate {
-	return hfmodel.EstimateMemory(cfg, min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen, o.LoRARank > 0)
+func (o GRPOOptions) estimate(cfg hfmodel.Config, layout hfmodel.TrainLayout) hfmodel.MemoryEstimate {
+	return hfmodel.EstimateTrainMemory(cfg, min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen, o.LoRARank > 0, layout)
 }
 
 // GRPOFLOPsFormula is GRPOReport.FLOPsFormula: qwen3.Config.TrainFLOPsPerToken over a step's
@@ -156,7 +156,7 @@ func RunGRPO(ctx context.Context, s Setup, o GRPOOptions) (*GRPOReport, error) {
 	if err := o.fits(cfg); err != nil {
 		return nil, err
 	}
-	est := o.estimate(cfg)
+	est := o.estimate(cfg, s.Engine.TrainLayout())
 	note := ""
 	if o.LoRARank > 0 {
 		note = " (adapters counted at r16)"
@@ -192,7 +192,7 @@ func GRPO(m engine.Model, o GRPOOptions) (*GRPOReport, error) {
 		return nil, err
 	}
 	rep := &GRPOReport{Bench: "grpo", Backend: backendName(m), Params: cfg.NumParams(), Trainable: cfg.NumParams(), LoRARank: o.LoRARank,
-		Batch: o.Batch, PromptLen: o.PromptLen, CompLen: o.CompletionLen, MicroBatch: o.MicroBatch, EstimateB: o.estimate(cfg).Total(),
+		Batch: o.Batch, PromptLen: o.PromptLen, CompLen: o.CompletionLen, MicroBatch: o.MicroBatch,
 		Steps: o.Steps, PeakTFLOPS: o.PeakTFLOPS, PeakLabel: o.PeakLabel, FLOPsFormula: GRPOFLOPsFormula, Config: cfg}
 	t0 := time.Now()
 	var loraParams int64
@@ -203,6 +203,7 @@ func GRPO(m engine.Model, o GRPOOptions) (*GRPOReport, error) {
 		loraParams = cfg.LoRAParams(o.lora())
 		rep.Trainable = loraParams
 	}
+	rep.EstimateB = m.Memory(min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen).Total() // the engine's layout
 	gcfg := o.trainConfig()
 	if err := m.SetTrainConfig(gcfg); err != nil {
 		return nil, err

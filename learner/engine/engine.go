@@ -124,6 +124,22 @@ type Spec struct {
 	Log func(line string)
 }
 
+// TorchLogProbChunk is the torch worker's logprob_chunk (its train.DEFAULT_LOGPROB_CHUNK): the
+// trained positions whose logits one chunk of a training step computes.
+const TorchLogProbChunk = 1024
+
+// TrainLayout is how the engine s names holds a training step's tensors (for
+// hfmodel.EstimateTrainMemory): gomlx keeps every position's logits, every layer's activations,
+// and a gradient accumulator beside each gradient; the torch worker accumulates gradients in
+// place, computes log-probs in chunks of TorchLogProbChunk positions and, with
+// ActivationCheckpointing, keeps only each layer's input.
+func (s Spec) TrainLayout() hfmodel.TrainLayout {
+	if s.kind() != Torch {
+		return hfmodel.TrainLayout{}
+	}
+	return hfmodel.TrainLayout{LogProbChunk: TorchLogProbChunk, ActivationCheckpointing: s.ActivationCheckpointing, InPlaceGradients: true}
+}
+
 // Validate checks Kind (and the devices each engine accepts).
 func (s Spec) Validate() error {
 	switch s.kind() {

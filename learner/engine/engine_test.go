@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
 // TestSpecValidate: the options each engine has; the others are *learner.ConfigError naming
@@ -32,5 +33,16 @@ func TestSpecValidate(t *testing.T) {
 	}
 	if err := (Spec{Kind: "jax"}).Validate(); !errors.Is(err, ErrUnknownEngine) {
 		t.Errorf("jax: %v", err)
+	}
+}
+
+// TestTrainLayout: each engine's memory layout for the estimate.
+func TestTrainLayout(t *testing.T) {
+	if l := (Spec{}).TrainLayout(); l != (hfmodel.TrainLayout{}) {
+		t.Errorf("gomlx: %+v, want the plain layout", l)
+	}
+	want := hfmodel.TrainLayout{LogProbChunk: TorchLogProbChunk, ActivationCheckpointing: true, InPlaceGradients: true}
+	if l := (Spec{Kind: Torch, ActivationCheckpointing: true}).TrainLayout(); l != want {
+		t.Errorf("torch: %+v, want %+v", l, want)
 	}
 }

@@ -29,8 +29,8 @@ func TestActivationCheckpointingSameSteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		st, err := tm.Stats()
-		if err != nil || st.ActivationCheckpointing != ckpt || st.LogProbChunk != 1024 {
-			t.Fatalf("worker stats %+v (%v): want activation checkpointing %v, chunk 1024", st, err, ckpt)
+		if err != nil || st.ActivationCheckpointing != ckpt || st.LogProbChunk != engine.TorchLogProbChunk {
+			t.Fatalf("worker stats %+v (%v): want activation checkpointing %v, chunk %d (engine.TorchLogProbChunk)", st, err, ckpt, engine.TorchLogProbChunk)
 		}
 		return tm
 	}

@@ -529,9 +529,11 @@ func (m *Model) Reload(dir string) error {
 	return nil
 }
 
-// Memory implements engine.Model.
+// Memory implements engine.Model: the worker's layout (chunked log-probs, activation
+// checkpointing when the model was loaded with it).
 func (m *Model) Memory(batch, seqLen int) hfmodel.MemoryEstimate {
-	return hfmodel.EstimateMemory(m.cfg, batch, seqLen, m.lora != nil)
+	layout := engine.Spec{Kind: engine.Torch, ActivationCheckpointing: m.actCkpt}.TrainLayout()
+	return hfmodel.EstimateTrainMemory(m.cfg, batch, seqLen, m.lora != nil, layout)
 }
 
 // Stats is the worker's memory report.

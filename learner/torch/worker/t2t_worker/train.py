@@ -30,7 +30,7 @@ DEFAULTS = {"clip_eps": 0.2, "is_cap": 3.0, "kl_coef": 0.0, "lr": 1e-3, "weight_
 # 151,936-token vocabulary are 0.6 GB of float32 logits, against 5 GB for a micro-batch of
 # 2 × 4,096 positions at once: small next to a 4B model's weights and optimizer state, and
 # large enough that each chunk's matmul still runs at full speed.
-DEFAULT_LOGPROB_CHUNK = 1024
+DEFAULT_LOGPROB_CHUNK = 1024  # Go: engine.TorchLogProbChunk (the memory estimate)
 
 # Metric slots (Go's mLoss ... mEntropy).
 M_LOSS, M_MASK, M_CLIP, M_KL, M_RATIO, M_REFKL, M_ADVABS, M_CORRECT, M_ENTROPY = range(9)
