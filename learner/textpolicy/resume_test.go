@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -217,5 +218,82 @@ func TestResumeContinuesBitExactly(t *testing.T) {
 				t.Fatal("a checkpoint without optimizer state resumed with the saved moments")
 			}
 		})
+	}
+}
+
+// rsWeightDiff is the largest |difference| between the float32 weights of two policies.
+func rsWeightDiff(t *testing.T, a, b *Policy) float64 {
+	t.Helper()
+	read := func(p *Policy) map[string][]float32 {
+		dir := filepath.Join(t.TempDir(), "w")
+		if err := p.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		ts, _, err := safetensors.ReadFile(filepath.Join(dir, "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]float32{}
+		for _, x := range ts {
+			if out[x.Name], err = x.Float32(nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	wa, wb := read(a), read(b)
+	var d float64
+	for n, xa := range wa {
+		xb := wb[n]
+		if len(xb) != len(xa) {
+			t.Fatalf("weight %s: %d and %d values", n, len(xa), len(xb))
+		}
+		for i := range xa {
+			d = max(d, math.Abs(float64(xa[i])-float64(xb[i])))
+		}
+	}
+	return d
+}
+
+// TestResumeAcrossEngines: the optimizer file means the same on both engines. 2 updates on
+// torch, a checkpoint, the gomlx engine loads it and takes 2 more: its weights are those of 4
+// torch updates within the engines' parity tolerance (1e-4), while resuming the same
+// checkpoint without its optimizer file ends more than 10 times that far away.
+func TestResumeAcrossEngines(t *testing.T) {
+	if _, err := torch.FindPython(context.Background(), ""); err != nil {
+		if os.Getenv("T2T_REQUIRE_TORCH") == "1" {
+			t.Fatalf("T2T_REQUIRE_TORCH=1 but %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	seed := tpTestSeed(t)
+	th := engine.Spec{Kind: engine.Torch, Log: func(l string) { t.Log("worker: " + l) }}
+	dir := rsModelDir(t, seed)
+	full := rsPolicy(t, th, dir)
+	groups := rsGroups(t, seed, full.LM().Model.Config().VocabSize)
+	rsUpdates(t, full, groups, 4)
+	half := rsPolicy(t, th, dir)
+	rsUpdates(t, half, groups, 2)
+	ck := filepath.Join(t.TempDir(), "stage-001")
+	if err := half.SaveCheckpoint(ck, 2); err != nil {
+		t.Fatal(err)
+	}
+	resume := func(ck string) float64 {
+		p := rsPolicy(t, engine.Spec{Kind: engine.GoMLX}, dir)
+		if _, err := p.LoadCheckpoint(ck); err != nil {
+			t.Fatal(err)
+		}
+		rsUpdates(t, p, groups, 2)
+		return rsWeightDiff(t, p, full)
+	}
+	with := resume(ck)
+	without := resume(rsRewriteManifest(t, ck, func(d string) {
+		if err := os.Remove(filepath.Join(d, engine.OptimizerFile)); err != nil {
+			t.Fatal(err)
+		}
+	}))
+	t.Logf("gomlx resumed from torch: max |Δw| %.3g with the optimizer file, %.3g without", with, without)
+	if with > 1e-4 || without < 1e-3 {
+		t.Fatalf("max |Δw| from 4 torch updates: %.3g resumed with the optimizer state (want ≤ 1e-4), %.3g without (want ≥ 1e-3)", with, without)
 	}
 }
