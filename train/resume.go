@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -189,8 +190,14 @@ func (r *run) resume(ctx context.Context) (int, error) {
 		r.configs[stage] = cfg
 	}
 	fmt.Fprintf(r.opt.Out, "resuming run %s after stage %d (policy version %d)\n", id, after, cp.Version())
-	if _, err := os.Stat(filepath.Join(rec.Path, learner.CheckpointOptimizerFile)); errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(r.opt.Out, "checkpoint %s holds no optimizer state (written before t2t saved it): AdamW restarts with fresh moments\n", rec.Path)
-	}
+	noteFreshOptimizer(r.opt.Out, rec.Path)
 	return after, nil
+}
+
+// noteFreshOptimizer writes one line to w when the checkpoint dir holds no optimizer state (a
+// text-policy checkpoint written before t2t saved it: the resumed run restarts AdamW's moments).
+func noteFreshOptimizer(w io.Writer, dir string) {
+	if _, err := os.Stat(filepath.Join(dir, learner.CheckpointOptimizerFile)); errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(w, "checkpoint %s holds no optimizer state (written before t2t saved it): AdamW restarts with fresh moments\n", dir)
+	}
 }
