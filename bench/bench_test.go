@@ -227,7 +227,7 @@ func TestGRPOLoRAEstimateAtItsRank(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := hfmodel.EstimateTrainMemory(cfg, 2, 16, o.lora())
+		want := hfmodel.EstimateTrainMemory(cfg, 2, 16, o.lora(), s.Engine.TrainLayout())
 		if want.TrainableParams != cfg.LoRAParams(o.lora()) || rep.EstimateB != want.Total() || rep.Trainable != want.TrainableParams {
 			t.Errorf("r%d: estimate %d B for %d trainable, report %d B / %d trainable", rank, want.Total(), want.TrainableParams, rep.EstimateB, rep.Trainable)
 		}
@@ -236,11 +236,11 @@ func TestGRPOLoRAEstimateAtItsRank(t *testing.T) {
 			t.Errorf("r%d: log %q, want %q", rank, logged, note)
 		}
 	}
-	full := hfmodel.EstimateTrainMemory(cfg, 2, 16, hfmodel.LoRAConfig{})
+	full := hfmodel.EstimateTrainMemory(cfg, 2, 16, hfmodel.LoRAConfig{}, hfmodel.TrainLayout{})
 	if full != hfmodel.EstimateMemory(cfg, 2, 16, false) || full.TrainableParams != cfg.NumParams() {
 		t.Errorf("rank 0: %+v, want full fine-tuning", full)
 	}
-	if hfmodel.EstimateMemory(cfg, 2, 16, true) != hfmodel.EstimateTrainMemory(cfg, 2, 16, hfmodel.DefaultLoRAConfig()) {
+	if hfmodel.EstimateMemory(cfg, 2, 16, true) != hfmodel.EstimateTrainMemory(cfg, 2, 16, hfmodel.DefaultLoRAConfig(), hfmodel.TrainLayout{}) {
 		t.Error("EstimateMemory(lora) is not EstimateTrainMemory at DefaultLoRAConfig")
 	}
 }

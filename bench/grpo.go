@@ -94,8 +94,8 @@ func (o GRPOOptions) lora() hfmodel.LoRAConfig {
 }
 
 // estimate is the memory of one micro-batch.
-func (o GRPOOptions) estimate(cfg hfmodel.Config) hfmodel.MemoryEstimate {
-	return hfmodel.EstimateTrainMemory(cfg, min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen, o.lora())
+func (o GRPOOptions) estimate(cfg hfmodel.Config, layout hfmodel.TrainLayout) hfmodel.MemoryEstimate {
+	return hfmodel.EstimateTrainMemory(cfg, min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen, o.lora(), layout)
 }
 
 // GRPOFLOPsFormula is GRPOReport.FLOPsFormula: qwen3.Config.TrainFLOPsPerToken over a step's
@@ -104,33 +104,36 @@ const GRPOFLOPsFormula = "(6·N + 12·layers·heads·head_dim·(P+C))·B·(P+C),
 
 // GRPOReport is the result of the GRPO benchmark (the --json output of t2t bench grpo).
 type GRPOReport struct {
-	Bench        string  `json:"bench"` // "grpo"
-	Model        string  `json:"model"`
-	Device       string  `json:"device"`
-	Backend      string  `json:"backend"`
-	Params       int64   `json:"params"`
-	Trainable    int64   `json:"trainable_params"`
-	LoRARank     int     `json:"lora_rank,omitempty"`
-	Batch        int     `json:"batch"`
-	PromptLen    int     `json:"prompt_len"`
-	CompLen      int     `json:"completion_len"`
-	MicroBatch   int     `json:"micro_batch"`
-	PaddedShape  [2]int  `json:"padded_shape"` // [rows, T] of one micro-batch after bucketing
-	EstimateB    int64   `json:"memory_estimate_bytes"`
-	BuildSec     float64 `json:"build_s"`  // building (or loading) the model
-	WarmupSec    float64 `json:"warmup_s"` // the first step: compiling and running
-	Steps        int     `json:"steps"`
-	StepSec      float64 `json:"step_s"`       // mean over the timed steps
-	StepMinSec   float64 `json:"step_min_s"`   // fastest timed step
-	TokensPerSec float64 `json:"tokens_per_s"` // batch·(prompt+completion) / step_s
-	FLOPsPerStep float64 `json:"model_flops_per_step"`
-	FLOPsFormula string  `json:"flops_formula"`
-	AchievedTF   float64 `json:"achieved_tflops"`
-	PeakTFLOPS   float64 `json:"peak_tflops,omitempty"`
-	PeakLabel    string  `json:"peak_label,omitempty"`
-	MFU          float64 `json:"mfu,omitempty"`
-	Loss         float64 `json:"loss"`
-	GradNorm     float64 `json:"grad_norm"`
+	Bench      string `json:"bench"` // "grpo"
+	Model      string `json:"model"`
+	Device     string `json:"device"`
+	Backend    string `json:"backend"`
+	Params     int64  `json:"params"`
+	Trainable  int64  `json:"trainable_params"`
+	LoRARank   int    `json:"lora_rank,omitempty"`
+	Batch      int    `json:"batch"`
+	PromptLen  int    `json:"prompt_len"`
+	CompLen    int    `json:"completion_len"`
+	MicroBatch int    `json:"micro_batch"`
+	// ActivationCheckpointing: the torch worker ran each decoder layer again in the backward
+	// pass (engine.Spec.ActivationCheckpointing).
+	ActivationCheckpointing bool    `json:"activation_checkpointing,omitempty"`
+	PaddedShape             [2]int  `json:"padded_shape"` // [rows, T] of one micro-batch after bucketing
+	EstimateB               int64   `json:"memory_estimate_bytes"`
+	BuildSec                float64 `json:"build_s"`  // building (or loading) the model
+	WarmupSec               float64 `json:"warmup_s"` // the first step: compiling and running
+	Steps                   int     `json:"steps"`
+	StepSec                 float64 `json:"step_s"`       // mean over the timed steps
+	StepMinSec              float64 `json:"step_min_s"`   // fastest timed step
+	TokensPerSec            float64 `json:"tokens_per_s"` // batch·(prompt+completion) / step_s
+	FLOPsPerStep            float64 `json:"model_flops_per_step"`
+	FLOPsFormula            string  `json:"flops_formula"`
+	AchievedTF              float64 `json:"achieved_tflops"`
+	PeakTFLOPS              float64 `json:"peak_tflops,omitempty"`
+	PeakLabel               string  `json:"peak_label,omitempty"`
+	MFU                     float64 `json:"mfu,omitempty"`
+	Loss                    float64 `json:"loss"`
+	GradNorm                float64 `json:"grad_norm"`
 	// ParamDelta is the largest |change| of the logits of a fixed probe sequence over the timed
 	// steps: non-zero means the steps were applied.
 	ParamDelta float64      `json:"probe_logit_max_abs_change"`
@@ -153,7 +156,7 @@ func RunGRPO(ctx context.Context, s Setup, o GRPOOptions) (*GRPOReport, error) {
 	if err := o.fits(cfg); err != nil {
 		return nil, err
 	}
-	est := o.estimate(cfg)
+	est := o.estimate(cfg, s.Engine.TrainLayout())
 	note := ""
 	if o.LoRARank > 0 {
 		note = fmt.Sprintf(" (LoRA r%d adapters)", o.LoRARank)
@@ -170,6 +173,7 @@ func RunGRPO(ctx context.Context, s Setup, o GRPOOptions) (*GRPOReport, error) {
 		return nil, err
 	}
 	rep.Model, rep.Device = s.Source.Name(), s.Engine.Device
+	rep.ActivationCheckpointing = s.Engine.ActivationCheckpointing
 	rep.BuildSec += open.Seconds()
 	return rep, nil
 }
@@ -188,7 +192,7 @@ func GRPO(m engine.Model, o GRPOOptions) (*GRPOReport, error) {
 		return nil, err
 	}
 	rep := &GRPOReport{Bench: "grpo", Backend: backendName(m), Params: cfg.NumParams(), Trainable: cfg.NumParams(), LoRARank: o.LoRARank,
-		Batch: o.Batch, PromptLen: o.PromptLen, CompLen: o.CompletionLen, MicroBatch: o.MicroBatch, EstimateB: o.estimate(cfg).Total(),
+		Batch: o.Batch, PromptLen: o.PromptLen, CompLen: o.CompletionLen, MicroBatch: o.MicroBatch,
 		Steps: o.Steps, PeakTFLOPS: o.PeakTFLOPS, PeakLabel: o.PeakLabel, FLOPsFormula: GRPOFLOPsFormula, Config: cfg}
 	t0 := time.Now()
 	var loraParams int64
@@ -199,6 +203,7 @@ func GRPO(m engine.Model, o GRPOOptions) (*GRPOReport, error) {
 		loraParams = cfg.LoRAParams(o.lora())
 		rep.Trainable = loraParams
 	}
+	rep.EstimateB = m.Memory(min(o.MicroBatch, o.Batch), o.PromptLen+o.CompletionLen).Total() // the engine's layout
 	gcfg := o.trainConfig()
 	if err := m.SetTrainConfig(gcfg); err != nil {
 		return nil, err
@@ -308,7 +313,8 @@ func (r *GRPOReport) WriteText(w io.Writer, title string) error {
 		modelRow(r.Model, r.Config),
 		{"device", fmt.Sprintf("%s (backend %s)", r.Device, r.Backend)},
 		{"parameters", fmt.Sprintf("%d (trainable %d)", r.Params, r.Trainable)},
-		{"batch", fmt.Sprintf("%d × (%d prompt + %d completion) tokens, micro-batch %d, padded [%d, %d]", r.Batch, r.PromptLen, r.CompLen, r.MicroBatch, r.PaddedShape[0], r.PaddedShape[1])},
+		{"batch", fmt.Sprintf("%d × (%d prompt + %d completion) tokens, micro-batch %d, padded [%d, %d]%s", r.Batch, r.PromptLen, r.CompLen, r.MicroBatch, r.PaddedShape[0], r.PaddedShape[1],
+			map[bool]string{true: ", activation checkpointing"}[r.ActivationCheckpointing])},
 		{"build / warm-up", fmt.Sprintf("%.2f s / %.2f s", r.BuildSec, r.WarmupSec)},
 		{"GRPO step", fmt.Sprintf("%.4f s mean, %.4f s min over %d steps", r.StepSec, r.StepMinSec, r.Steps)},
 		{"tokens/s", fmt.Sprintf("%.1f", r.TokensPerSec)},

@@ -105,6 +105,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	f.registerRollout(fs)
 	f.registerEngineer(fs)
 	f.Engine.Register(fs)
+	f.Engine.RegisterTraining(fs)
 }
 
 // registerRollout binds the --rollout-* flags.
@@ -321,6 +322,9 @@ func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (
 	}
 	if f.LoRARank != 0 && f.Policy != PolicyQwen3 {
 		return spec, &OptionError{Field: "lora-rank", Value: f.LoRARank, Reason: "trains an LLM policy's adapters: needs --policy qwen3"}
+	}
+	if f.Engine.ActivationCheckpointing && f.Policy != PolicyQwen3 {
+		return spec, &OptionError{Field: "activation-checkpointing", Value: true, Reason: "checkpoints an LLM's decoder layers: needs --policy qwen3 --engine torch"}
 	}
 	return spec, nil
 }

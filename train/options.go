@@ -168,8 +168,10 @@ type Options struct {
 	// engineer's proposals keep Config.Instances. See determinism.go.
 	Deterministic bool
 	// Resume continues the run RunID after its latest checkpoint in Redis
-	// (stage s): the policy (a GridPolicy) loads that checkpoint (weights,
-	// optimizer state, version), the config history comes from Redis, and
+	// (stage s): the policy (a GridPolicy or a text policy) loads that
+	// checkpoint (weights, optimizer state, version; a text-policy
+	// checkpoint written before t2t saved optimizer state restarts AdamW's
+	// moments, and the run says so), the config history comes from Redis, and
 	// the run goes on at stage s+1 with the same unit ids and seeds. Needs
 	// CheckpointDir, a Redis that outlived the interrupted run, and the
 	// options of the interrupted run. See resume.go.

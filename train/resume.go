@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/t2t-lab/t2t/cluster/store"
@@ -187,5 +190,14 @@ func (r *run) resume(ctx context.Context) (int, error) {
 		r.configs[stage] = cfg
 	}
 	fmt.Fprintf(r.opt.Out, "resuming run %s after stage %d (policy version %d)\n", id, after, cp.Version())
+	noteFreshOptimizer(r.opt.Out, rec.Path)
 	return after, nil
+}
+
+// noteFreshOptimizer writes one line to w when the checkpoint dir holds no optimizer state (a
+// text-policy checkpoint written before t2t saved it: the resumed run restarts AdamW's moments).
+func noteFreshOptimizer(w io.Writer, dir string) {
+	if _, err := os.Stat(filepath.Join(dir, learner.CheckpointOptimizerFile)); errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(w, "checkpoint %s holds no optimizer state (written before t2t saved it): AdamW restarts with fresh moments\n", dir)
+	}
 }

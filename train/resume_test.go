@@ -310,3 +310,22 @@ func TestLearnStatsSum(t *testing.T) {
 		t.Fatalf("learner line %q", out.String())
 	}
 }
+
+// TestNoteFreshOptimizer: resuming from a checkpoint without optimizer.safetensors says so in
+// one line; with the file, nothing.
+func TestNoteFreshOptimizer(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	noteFreshOptimizer(&out, dir)
+	if got := out.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, dir) || !strings.Contains(got, "AdamW restarts with fresh moments") {
+		t.Fatalf("without the file: %q", got)
+	}
+	out.Reset()
+	if err := os.WriteFile(filepath.Join(dir, learner.CheckpointOptimizerFile), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noteFreshOptimizer(&out, dir)
+	if out.Len() != 0 {
+		t.Fatalf("with the file: %q", out.String())
+	}
+}

@@ -62,6 +62,7 @@ func benchGRPO(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("t2t bench grpo", "t2t bench grpo [--preset P | --model DIR] [--device D] --batch B --prompt-len P --completion-len C [flags]", stderr)
 	var mf benchModelFlags
 	mf.register(fs)
+	mf.eng.RegisterTraining(fs)
 	o := bench.DefaultGRPOOptions()
 	o.Register(fs)
 	if err := parseFlags(fs, args); err != nil {

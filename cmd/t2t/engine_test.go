@@ -89,6 +89,8 @@ func TestEngineTorchCommands(t *testing.T) {
 		{"model", "logits", "--model", dir, "--text", "x", "--engine", "jax"},
 		{"model", "logits", "--model", dir, "--text", "x", "--engine", "torch", "--device", "xla:/x.so"},
 		{"model", "logits", "--model", dir, "--text", "x", "--engine", "gomlx", "--autocast", "bf16"},
+		{"bench", "grpo", "--preset", "tiny", "--engine", "gomlx", "--activation-checkpointing"},
+		{"train", "--policy", "gridnet", "--activation-checkpointing", "--stages", "1"},
 	} {
 		if code, _, e := t2t(t, args...); code != 2 || strings.Count(strings.TrimSpace(e), "\n") > 0 {
 			t.Errorf("%v: exit %d, stderr %q: want 2 and one line", args, code, e)
@@ -219,7 +221,8 @@ func TestTrainTorchWorkerKilledResumes(t *testing.T) {
 func TestBenchTorchEngine(t *testing.T) {
 	requireTorch(t)
 	code, out, e := t2t(t, "bench", "grpo", "--engine", "torch", "--preset", "tiny", "--layers", "3", "--hidden", "96", "--heads", "6",
-		"--batch", "4", "--prompt-len", "16", "--completion-len", "16", "--steps", "2", "--micro-batch", "2", "--lora-rank", "2", "--json")
+		"--batch", "4", "--prompt-len", "16", "--completion-len", "16", "--steps", "2", "--micro-batch", "2", "--lora-rank", "2",
+		"--activation-checkpointing", "--json")
 	if code != 0 {
 		t.Fatalf("bench grpo: exit %d: %s", code, e)
 	}
@@ -227,7 +230,7 @@ func TestBenchTorchEngine(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &g); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if !strings.HasPrefix(g.Backend, "torch: cpu") || !(g.ParamDelta > 0) || !(g.StepSec > 0) || g.Memory.WorkerPeakRSS <= 0 || g.LoRARank != 2 {
+	if !strings.HasPrefix(g.Backend, "torch: cpu") || !(g.ParamDelta > 0) || !(g.StepSec > 0) || g.Memory.WorkerPeakRSS <= 0 || g.LoRARank != 2 || !g.ActivationCheckpointing {
 		t.Fatalf("bench grpo --engine torch: %s", out)
 	}
 	code, out, e = t2t(t, "bench", "decode", "--engine", "torch", "--preset", "tiny", "--batch", "3", "--prompt-len", "10", "--new-tokens", "12", "--json")

@@ -42,6 +42,7 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	fs.Uint64Var(&o.EvalSeed, "eval-seed", 0, "seed of the evaluation instances (0: --seed's; give one to compare runs of different --seed on the same instances)")
 	f.device = fs.String("device", "cpu", train.DeviceHelp)
 	f.engine = addEngineFlags(fs)
+	f.engine.RegisterTraining(fs)
 	f.cpuProfile = fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	f.prompt = fs.String("prompt", env.PromptFull, env.PromptStyleHelp)
 	f.agents = fs.String("agents", "2", "agent counts to train and evaluate on, comma-separated (2,3,4,5: step s trains on the (s mod 4)-th; the evaluation set splits evenly)")

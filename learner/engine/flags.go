@@ -12,8 +12,9 @@ const PythonEnv = "T2T_PYTHON"
 // Flags are the compute-engine settings of a command line (--engine,
 // --python, --autocast, --threads); the device is the command's own flag.
 type Flags struct {
-	Kind, Python, Autocast string
-	Threads                int
+	Kind, Python, Autocast  string
+	Threads                 int
+	ActivationCheckpointing bool
 }
 
 // Register binds f to fs, with the defaults of a zero Spec.
@@ -24,10 +25,16 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.Threads, "threads", 0, "torch engine: CPU threads of the worker (0: every core)")
 }
 
+// RegisterTraining binds the flags of commands that train (--activation-checkpointing).
+func (f *Flags) RegisterTraining(fs *flag.FlagSet) {
+	fs.BoolVar(&f.ActivationCheckpointing, "activation-checkpointing", false, "torch engine: run each decoder layer again in the backward pass instead of keeping its activations (less memory, about a third more compute; same loss and gradients)")
+}
+
 // Spec is the checked engine spec on device. For the torch engine, log
 // (when not nil) receives the worker's stderr lines, one call at a time.
 func (f *Flags) Spec(device string, log func(line string)) (Spec, error) {
-	s := Spec{Kind: f.Kind, Device: device, Python: f.Python, Autocast: f.Autocast, Threads: f.Threads}
+	s := Spec{Kind: f.Kind, Device: device, Python: f.Python, Autocast: f.Autocast, Threads: f.Threads,
+		ActivationCheckpointing: f.ActivationCheckpointing}
 	if err := s.Validate(); err != nil {
 		return s, err
 	}

@@ -146,8 +146,8 @@ func (g *EngineModel) Reload(dir string) error {
 
 // Memory implements Model.
 func (g *EngineModel) Memory(batch, seqLen int) hfmodel.MemoryEstimate {
-	_, lora := g.m.LoRA()
-	return hfmodel.EstimateMemory(g.m.Config(), batch, seqLen, lora)
+	lc, _ := g.m.LoRA()
+	return hfmodel.EstimateTrainMemory(g.m.Config(), batch, seqLen, lc, hfmodel.TrainLayout{})
 }
 
 // Close implements Model (the GoMLX model holds no process or file).

@@ -11,6 +11,7 @@ import (
 	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 )
 
 // checkpointFormat names the manifest layout of SaveCheckpoint.
@@ -32,12 +33,19 @@ type checkpointManifest struct {
 // float32 weights, tokenizer files; any engine and transformers load it) plus
 // learner.CheckpointManifestFile with the policy version, dataPosition (the caller's place in
 // its data, e.g. the next stage) and the length schedule, and the SHA-256 of every file
-// (learner.ReplaceDir: a temporary sibling directory renamed over dir). The optimizer's moments
-// are not saved: a resumed run restarts AdamW's statistics.
+// (learner.ReplaceDir: a temporary sibling directory renamed over dir). When the engine keeps
+// its optimizer state in a file (engine.OptimizerStater: both engines do), AdamW's moments and
+// step are saved beside the weights as engine.OptimizerFile, so that LoadCheckpoint continues
+// exactly where the run stopped.
 func (p *Policy) SaveCheckpoint(dir string, dataPosition int64) error {
 	return fsutil.ReplaceDir(dir, func(tmp string) error {
 		if err := p.Save(tmp); err != nil { // each file written through a synced temporary
 			return err
+		}
+		if ost, ok := p.lm.Model.(engine.OptimizerStater); ok {
+			if err := p.lm.Exclusive(func() error { return ost.SaveOptimizer(filepath.Join(tmp, engine.OptimizerFile)) }); err != nil {
+				return err
+			}
 		}
 		man := checkpointManifest{Format: checkpointFormat, Model: "qwen3", Engine: p.lm.Model.Engine(),
 			Version: p.Version(), DataPosition: dataPosition, Schedule: p.Schedule(), Files: map[string]string{}}
@@ -63,8 +71,13 @@ func (p *Policy) SaveCheckpoint(dir string, dataPosition int64) error {
 
 // LoadCheckpoint restores a SaveCheckpoint directory: every file is checked against the
 // manifest's SHA-256 first (an error wrapping learner.ErrCorruptCheckpoint names the first that
-// differs or is missing; the policy is unchanged), then the weights replace the model's
-// (engine.Model.Reload) and the version and length schedule are restored. It returns the
+// differs or is missing; the policy is unchanged), and an optimizer file against the model's
+// weights (engine.CheckOptimizerFile: learner.ErrCheckpointMismatch, unchanged). Then the
+// weights replace the model's (engine.Model.Reload), the model gets the options' training
+// settings and, after them, the optimizer state (a later SetTrainConfig that changed more than
+// the learning rate would drop it), and the version and length schedule are restored. A
+// checkpoint without an optimizer file (written before t2t saved one) leaves the optimizer as
+// the model has it: in a fresh process, AdamW starts with fresh moments. It returns the
 // manifest's data position.
 func (p *Policy) LoadCheckpoint(dir string) (int64, error) {
 	js, err := limits.ReadFile(filepath.Join(dir, learner.CheckpointManifestFile), limits.Config)
@@ -89,7 +102,32 @@ func (p *Policy) LoadCheckpoint(dir string) (int64, error) {
 			return 0, fmt.Errorf("%w: %s: %s has sha256 %s, the manifest says %s", learner.ErrCorruptCheckpoint, dir, n, sum, man.Files[n])
 		}
 	}
-	if err := p.lm.Exclusive(func() error { return p.lm.Model.Reload(dir) }); err != nil {
+	optPath := filepath.Join(dir, engine.OptimizerFile)
+	ost, withOpt := p.lm.Model.(engine.OptimizerStater)
+	if _, listed := man.Files[engine.OptimizerFile]; !listed {
+		withOpt = false
+	}
+	if withOpt {
+		if _, err := engine.CheckOptimizerFile(optPath, p.lm.Model.Config()); err != nil {
+			return 0, fmt.Errorf("%s: %w", dir, err)
+		}
+	}
+	err = p.lm.Exclusive(func() error {
+		if err := p.lm.Model.Reload(dir); err != nil {
+			return err
+		}
+		if !withOpt {
+			return nil
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err := p.lm.Model.SetTrainConfig(p.opt.GRPO); err != nil {
+			return err
+		}
+		p.configured = true
+		return ost.LoadOptimizer(optPath)
+	})
+	if err != nil {
 		return 0, err
 	}
 	p.version.Store(man.Version)

@@ -27,6 +27,7 @@ type Model struct {
 	lora     *hfmodel.LoRAConfig
 	device   string
 	autocast string
+	actCkpt  bool   // engine.Spec.ActivationCheckpointing
 	pool     [2]int // slots and slot length of the open decoder pool (decoder.go); zero: none
 }
 
@@ -46,8 +47,7 @@ func Load(ctx context.Context, spec engine.Spec, dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := map[string]any{"dir": abs, "device": m.device, "autocast": spec.Autocast}
-	if err := m.wk.call("load", req, nil, nil); err != nil {
+	if err := m.wk.call("load", m.placement(map[string]any{"dir": abs}), nil, nil); err != nil {
 		_ = m.wk.Close()
 		return nil, fmt.Errorf("torch: load %s: %w", dir, err)
 	}
@@ -85,8 +85,7 @@ func NewRandom(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, seed u
 			}
 		}
 	}
-	req := map[string]any{"config": fields, "seed": seed, "device": m.device, "autocast": spec.Autocast}
-	if err := m.wk.call("init", req, nil, nil); err != nil {
+	if err := m.wk.call("init", m.placement(map[string]any{"config": fields, "seed": seed}), nil, nil); err != nil {
 		_ = m.wk.Close()
 		return nil, fmt.Errorf("torch: init: %w", err)
 	}
@@ -110,7 +109,13 @@ func start(ctx context.Context, spec engine.Spec, cfg hfmodel.Config) (*Model, e
 	if err != nil {
 		return nil, err
 	}
-	return &Model{wk: wk, cfg: cfg, device: device, autocast: spec.Autocast}, nil
+	return &Model{wk: wk, cfg: cfg, device: device, autocast: spec.Autocast, actCkpt: spec.ActivationCheckpointing}, nil
+}
+
+// placement adds the device, autocast and memory options to a load or init request.
+func (m *Model) placement(req map[string]any) map[string]any {
+	req["device"], req["autocast"], req["activation_checkpointing"] = m.device, m.autocast, m.actCkpt
+	return req
 }
 
 // Worker returns the model's worker process.
@@ -487,10 +492,11 @@ func (m *Model) Save(dir string, dtype safetensors.DType) error {
 }
 
 // OptimizerFile is the file name SaveOptimizer writes beside a Hugging Face directory's files.
-const OptimizerFile = "optimizer.safetensors"
+const OptimizerFile = engine.OptimizerFile
 
-// SaveOptimizer writes the AdamW state (each trainable parameter's moments as float32
-// "NAME.exp_avg"/"NAME.exp_avg_sq", the step count in the metadata) to path atomically.
+// SaveOptimizer implements engine.OptimizerStater: it writes the AdamW state (each trainable
+// parameter's moments as float32 "NAME.exp_avg"/"NAME.exp_avg_sq", the step counts in the
+// metadata) to path atomically.
 func (m *Model) SaveOptimizer(path string) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -499,8 +505,8 @@ func (m *Model) SaveOptimizer(path string) error {
 	return m.wk.call("save_optimizer", map[string]any{"path": abs}, nil, nil)
 }
 
-// LoadOptimizer restores a SaveOptimizer file into the optimizer of the current trainable
-// parameters (after Reload, AddLoRA or LoadAdapter). A file that is not one, or whose tensors do
+// LoadOptimizer implements engine.OptimizerStater: it restores a SaveOptimizer file into the
+// optimizer of the current trainable parameters (after Reload, AddLoRA or LoadAdapter). A file that is not one, or whose tensors do
 // not match the parameters, is a *RemoteError of kind bad_checkpoint and changes nothing.
 func (m *Model) LoadOptimizer(path string) error {
 	abs, err := filepath.Abs(path)
@@ -527,7 +533,7 @@ func (m *Model) Reload(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.wk.call("load", map[string]any{"dir": abs, "device": m.device, "autocast": m.autocast}, nil, nil); err != nil {
+	if err := m.wk.call("load", m.placement(map[string]any{"dir": abs}), nil, nil); err != nil {
 		return err
 	}
 	m.cfg, m.srcDir = cfg, abs
@@ -537,9 +543,15 @@ func (m *Model) Reload(dir string) error {
 	return nil
 }
 
-// Memory implements engine.Model.
+// Memory implements engine.Model: the worker's layout (chunked log-probs, activation
+// checkpointing when the model was loaded with it).
 func (m *Model) Memory(batch, seqLen int) hfmodel.MemoryEstimate {
-	return hfmodel.EstimateMemory(m.cfg, batch, seqLen, m.lora != nil)
+	layout := engine.Spec{Kind: engine.Torch, ActivationCheckpointing: m.actCkpt}.TrainLayout()
+	var lc hfmodel.LoRAConfig
+	if m.lora != nil {
+		lc = *m.lora
+	}
+	return hfmodel.EstimateTrainMemory(m.cfg, batch, seqLen, lc, layout)
 }
 
 // Stats is the worker's memory report.
@@ -549,6 +561,10 @@ type Stats struct {
 	CUDAAllocated    int64 `msgpack:"cuda_allocated"`
 	CUDAMaxAllocated int64 `msgpack:"cuda_max_allocated"`
 	Steps            int64 `msgpack:"steps"`
+	// ActivationCheckpointing and LogProbChunk are the model's memory options as the worker
+	// holds them (the trained positions whose logits one chunk computes; 0: all at once).
+	ActivationCheckpointing bool `msgpack:"activation_checkpointing"`
+	LogProbChunk            int  `msgpack:"logprob_chunk"`
 }
 
 // Stats asks the worker for its memory use.
@@ -567,4 +583,5 @@ func (m *Model) Close() error { return m.wk.Close() }
 var (
 	_ engine.Model           = (*Model)(nil)
 	_ engine.AdapterUnloader = (*Model)(nil)
+	_ engine.OptimizerStater = (*Model)(nil)
 )

@@ -25,12 +25,14 @@
 # finish in about 8 minutes (BUDGET_S, default 470 s: a part that no longer fits
 # is skipped and says so). Part sched (sched.sh, issue 24) runs after parity: decode through
 # the continuous-batching scheduler and the one-stage run, with targets and pass/fail in
-# $OUT/summary.json (summary.py). PARTS (default parity,sched,torch,vllm,xla) picks the parts:
-# PARTS=vllm runs the vLLM check alone.
+# $OUT/summary.json (summary.py). Part learner (learner.sh, issue 25) runs after part torch: 4b-shape
+# full fine-tuning with chunked log-probs and --activation-checkpointing (peak
+# max_memory_allocated, MFU) and LoRA r16's MFU, into the same summary.json. PARTS (default
+# parity,sched,torch,learner,vllm,xla) picks the parts: PARTS=vllm runs the vLLM check alone.
 set -uo pipefail
 T2T=${1:-./t2t}
 BUDGET_S=${BUDGET_S:-470}
-PARTS=${PARTS:-parity,sched,torch,vllm,xla}
+PARTS=${PARTS:-parity,sched,torch,learner,vllm,xla}
 part() { [[ ",$PARTS," == *",$1,"* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-check-out}
@@ -72,6 +74,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out
 # run, into $out/summary.json (sched.sh, summary.py), right after parity: the issue's most
 # important figures.
 . "$here/sched.sh"
+. "$here/learner.sh"
 write_summary() { python3 "$here/summary.py" "$scratch/figures.jsonl" "$out/summary.json" > /dev/null; }
 trap write_summary EXIT
 if part sched; then
@@ -116,6 +119,13 @@ torch=(--engine torch --device cuda --autocast bf16)
 bench torch_grpo_4b 150 grpo --preset 4b-shape "${torch[@]}" --batch 8 --prompt-len 512 --completion-len 512 --micro-batch 2 --steps 2 "${tpeak[@]}"
 bench torch_grpo_4b_lora16 90 grpo --preset 4b-shape "${torch[@]}" --batch 8 --prompt-len 512 --completion-len 512 --micro-batch 4 --lora-rank 16 --steps 2 "${tpeak[@]}"
 bench torch_decode_4b 80 decode --preset 4b-shape "${torch[@]}" --batch 32 --prompt-len 512 --new-tokens 256
+fi
+
+if part learner; then
+	echo "== part learner: 4b-shape full fine-tuning with activation checkpointing, LoRA r16 (issue 25) =="
+	learner_figures
+	write_summary
+	cat "$out/summary.json"
 fi
 
 # vllm_check: part 3 (see the header). The server runs on a free port of 127.0.0.1 with the

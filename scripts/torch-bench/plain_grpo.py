@@ -4,8 +4,10 @@
 GRPO mode (default) times optimizer steps — forward, backward, global-norm clipping, AdamW —
 of the worker's own Trainer on a random Qwen3 of the given shape, on a batch laid out as the
 Go side sends it (rows of prompt+completion−1 tokens, loss on the last completion-len
-positions). Decode mode (--decode) times batched generation with the KV cache. Both print one
-JSON object; the worker's overhead (msgpack, pipes, Go) is measured against these numbers.
+positions), with the worker's chunked log-probs (--logprob-chunk 0: the plain path) and,
+with --activation-checkpointing, per-layer recomputation; it reports peak memory too. Decode
+mode (--decode) times batched generation with the KV cache. Both print one JSON object; the
+worker's overhead (msgpack, pipes, Go) is measured against these numbers.
 
   python3 plain_grpo.py --layers 4 --hidden 256 --intermediate 768 --heads 4 --kv-heads 2 \\
       --head-dim 64 --vocab 512 --batch 8 --prompt-len 128 --completion-len 32 --steps 5
@@ -18,6 +20,7 @@ Use /usr/bin/python3 on Debian (python3-torch) or any python with torch; --devic
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -53,6 +56,9 @@ def parse_args():
     p.add_argument("--completion-len", type=int, default=32)
     p.add_argument("--micro-batch", type=int, default=0, help="rows per forward/backward (default: the whole batch)")
     p.add_argument("--lora-rank", type=int, default=0, help="train LoRA adapters of this rank on all projections")
+    p.add_argument("--logprob-chunk", type=int, default=train.DEFAULT_LOGPROB_CHUNK,
+                   help="trained positions per chunk of the output layer and loss (0: all at once, the plain path)")
+    p.add_argument("--activation-checkpointing", action="store_true", help="run each decoder layer again in the backward pass")
     p.add_argument("--steps", type=int, default=5, help="timed steps (decode: timed generations)")
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--decode", action="store_true", help="time batched KV-cache generation instead")
@@ -82,6 +88,7 @@ def build(args, dev):
     m.set_attention(dev.type == "cuda", torch.bfloat16 if bf16 else torch.float32)
     if args.lora_rank:
         lora.add_lora(m, args.lora_rank, 2.0 * args.lora_rank, list(lora.TARGETS), args.seed)
+    m.activation_checkpointing = args.activation_checkpointing
 
     def ctx():
         return torch.autocast(device_type=dev.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
@@ -97,7 +104,7 @@ def grpo_batch(args, m, ctx, g):
     b = train.Batch(r, t, seq[:, :-1].contiguous(), torch.ones(r, t, dtype=torch.bool), seq[:, 1:].contiguous(),
                     mask, None, None, None, c)
     # Behaviour log-probs from the model itself (ratios near 1, as right after sampling).
-    beh = train.logprobs(m, b, args.micro_batch or r, ctx)
+    beh = train.logprobs(m, b, args.micro_batch or r, ctx, args.logprob_chunk)
     b.behaviour = beh + 0.05 * torch.randn(r, t, generator=g) * mask
     b.advantages = torch.randn(r, 1, generator=g).expand(r, t).contiguous()
     return b
@@ -106,7 +113,9 @@ def grpo_batch(args, m, ctx, g):
 def run_grpo(args, m, ctx, dev, g):
     b = grpo_batch(args, m, ctx, g)
     cfg = train.TrainConfig(lr=1e-6, micro_batch=args.micro_batch or args.batch)
-    tr = train.Trainer(m, cfg, ctx)
+    tr = train.Trainer(m, cfg, ctx, args.logprob_chunk)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
     times = []
     for i in range(args.warmup + args.steps):
         sync(dev)
@@ -118,7 +127,11 @@ def run_grpo(args, m, ctx, dev, g):
     med = statistics.median(times)
     return {"mode": "grpo", "step_ms_median": round(med, 3), "step_ms_all": [round(x, 3) for x in times],
             "tokens_per_s": round(b.rows * b.t / (med / 1e3), 1), "rows": b.rows, "t": b.t, "tail": b.tail,
-            "micro_batches": out["micro_batches"], "loss": out["loss"]}
+            "micro_batches": out["micro_batches"], "loss": out["loss"], "logprob_chunk": args.logprob_chunk,
+            "activation_checkpointing": args.activation_checkpointing,
+            # The process's peak resident set (model building included); on CUDA the steps' peak.
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "cuda_max_allocated_bytes": int(torch.cuda.max_memory_allocated(dev)) if dev.type == "cuda" else 0}
 
 
 def run_decode(args, m, ctx, dev, g):

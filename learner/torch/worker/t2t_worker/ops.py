@@ -128,6 +128,7 @@ class Worker:
         self.threads = threads
         self.device = device
         self.autocast = ""
+        self.logprob_chunk = train.DEFAULT_LOGPROB_CHUNK
         self.model = None
         self.src_dir = ""
         self.train_cfg = train.TrainConfig()
@@ -198,13 +199,18 @@ class Worker:
         return contextlib.nullcontext()
 
     def _placement(self, req):
+        """The device, autocast and memory options of a load or init request (checked before
+        anything is loaded)."""
         dev = resolve_device(req["device"]) if req.get("device") not in (None, "") else self.default_device
         ac = arrays.get_str(req, "autocast", default="", choices=AUTOCAST)
-        return dev, ac
+        mem = (arrays.get_bool(req, "activation_checkpointing", default=False),
+               arrays.get_int(req, "logprob_chunk", default=train.DEFAULT_LOGPROB_CHUNK, lo=0))
+        return dev, ac, mem
 
-    def _install(self, model, dev, ac, src_dir):
+    def _install(self, model, dev, ac, mem, src_dir):
         """Makes model the worker's model (dropping the old one, its adapters and optimizer)."""
         model.set_attention(dev.type == "cuda", torch.bfloat16 if ac == "bf16" else torch.float32)
+        model.activation_checkpointing, self.logprob_chunk = mem
         self.model, self.device, self.autocast, self.src_dir = model, dev, ac, src_dir
         self.trainer, self.steps = None, 0
         if dev.type == "cuda":
@@ -215,24 +221,24 @@ class Worker:
 
     def op_load(self, req):
         d = arrays.get_str(req, "dir")
-        dev, ac = self._placement(req)
+        dev, ac, mem = self._placement(req)
         cfg = load_config(d)
         model = load_weights(d, cfg, dev)
-        return self._install(model, dev, ac, d)
+        return self._install(model, dev, ac, mem, d)
 
     def op_init(self, req):
         js = arrays.req(req, "config")
         if not isinstance(js, dict):
             raise BadRequest("config: want a map of config.json fields")
         seed = arrays.get_int(req, "seed")
-        dev, ac = self._placement(req)
+        dev, ac, mem = self._placement(req)
         try:
             cfg = config.parse_config(js)
         except config.ConfigError as e:
             raise (Unsupported if e.unsupported else BadRequest)(str(e)) from None
         with torch.no_grad():
             model = init_random(cfg, seed, dev)
-        return self._install(model, dev, ac, "")
+        return self._install(model, dev, ac, mem, "")
 
     # ---- Forward passes.
 
@@ -272,7 +278,7 @@ class Worker:
     def op_logprobs(self, req):
         m = self.need_model()
         b = train.parse_batch(arrays.req(req, "batch"), train.BC, m.cfg.vocab_size)
-        lp = train.logprobs(m, b, self.train_cfg.micro_batch, self.compute_ctx)
+        lp = train.logprobs(m, b, self.train_cfg.micro_batch, self.compute_ctx, self.logprob_chunk)
         return {"logprobs": arrays.to_f32_bin(lp.reshape(-1))}
 
     # ---- Training.
@@ -437,7 +443,8 @@ class Worker:
     def _trainer(self):
         m = self.need_model()
         if self.trainer is None:
-            self.trainer = train.Trainer(m, train.TrainConfig(**self.train_cfg.as_dict()), self.compute_ctx)
+            self.trainer = train.Trainer(m, train.TrainConfig(**self.train_cfg.as_dict()), self.compute_ctx,
+                                         self.logprob_chunk)
         return self.trainer
 
     def op_save_optimizer(self, req):
@@ -474,6 +481,8 @@ class Worker:
             "cuda_allocated": int(torch.cuda.memory_allocated(self.device)) if cuda else 0,
             "cuda_max_allocated": int(torch.cuda.max_memory_allocated(self.device)) if cuda else 0,
             "steps": self.steps,
+            "activation_checkpointing": bool(self.model is not None and self.model.activation_checkpointing),
+            "logprob_chunk": self.logprob_chunk,
         }
 
     def op_reset_peak(self, req):

@@ -7,7 +7,9 @@ summed gradient by global norm (factor min(1, max_grad_norm / (norm + 1e-6))) an
 (β1 0.9, β2 0.999, ε 1e-7, bias-corrected, decoupled weight decay lr·wd·w: torch.optim.AdamW
 with eps=1e-7 is GoMLX's Adam with weight decay). A step that fails before the update leaves the
 weights and optimizer state as they were. With ``tail`` > 0 the output layer, softmax and loss
-run on the last ``tail`` positions only.
+run on the last ``tail`` positions only. With ``logprob_chunk`` > 0 (the default) they run on
+the trained positions only, at most ``logprob_chunk`` of them at a time, each chunk's backward
+pass at once: the [B, T, V] logits of a micro-batch never exist whole.
 """
 
 import math
@@ -22,6 +24,13 @@ GRPO, BC = "grpo", "bc"
 # Go's DefaultGRPOConfig, used until the first train_config.
 DEFAULTS = {"clip_eps": 0.2, "is_cap": 3.0, "kl_coef": 0.0, "lr": 1e-3, "weight_decay": 0.0,
             "max_grad_norm": 1.0, "micro_batch": 256}
+
+# Trained positions whose output layer, softmax and loss one chunk computes (the worker's
+# logprob_chunk; 0: every position of a micro-batch at once). 1,024 positions of Qwen3's
+# 151,936-token vocabulary are 0.6 GB of float32 logits, against 5 GB for a micro-batch of
+# 2 × 4,096 positions at once: small next to a 4B model's weights and optimizer state, and
+# large enough that each chunk's matmul still runs at full speed.
+DEFAULT_LOGPROB_CHUNK = 1024  # Go: engine.TorchLogProbChunk (the memory estimate)
 
 # Metric slots (Go's mLoss ... mEntropy).
 M_LOSS, M_MASK, M_CLIP, M_KL, M_RATIO, M_REFKL, M_ADVABS, M_CORRECT, M_ENTROPY = range(9)
@@ -171,8 +180,9 @@ def entropy_sum(logp, mask):
 class Trainer:
     """Optimizer steps over a model's trainable parameters (all weights, or the LoRA adapters)."""
 
-    def __init__(self, model, cfg, compute_ctx):
+    def __init__(self, model, cfg, compute_ctx, logprob_chunk=DEFAULT_LOGPROB_CHUNK):
         self.model, self.cfg, self.compute_ctx = model, cfg, compute_ctx
+        self.logprob_chunk = logprob_chunk
         self.params = [p for p in model.parameters() if p.requires_grad]
         if not self.params:
             raise WorkerError("the model has no trainable parameters")
@@ -229,22 +239,60 @@ class Trainer:
             g["lr"] = lr
 
     def _micro(self, kind, b, r0, r1, scale):
-        """Loss (a scalar to differentiate) and metric sums of rows [r0, r1)."""
+        """Forward and backward passes of rows [r0, r1): adds the gradient of their loss (each
+        trained position's term times scale) to each parameter's .grad and returns the metric
+        sums [NUM_METRICS] (no gradient)."""
         dev = self.model.device
         sl = slice(r0, r1)
         w = b.tail if b.tail > 0 else b.t
         tw = slice(b.t - w, b.t)
         tokens, valid = b.tokens[sl].to(dev), b.valid[sl].to(dev)
-        actions, mask = b.actions[sl, tw].to(dev), b.mask[sl, tw].to(dev)
+        cols = {"actions": b.actions[sl, tw].to(dev), "mask": b.mask[sl, tw].to(dev)}
+        if kind == GRPO:
+            cols["behaviour"], cols["advantages"] = b.behaviour[sl, tw].to(dev), b.advantages[sl, tw].to(dev)
+            if b.ref is not None:
+                cols["ref"] = b.ref[sl, tw].to(dev)
+        if self.logprob_chunk <= 0:
+            with self.compute_ctx():
+                logits = self.model(tokens, valid, tail=b.tail)
+            loss, sums = self._terms(kind, logits, cols, scale)
+            loss.backward()
+            return sums
+        # Chunked: the output layer, softmax and loss of at most logprob_chunk trained positions
+        # at a time. Each chunk's backward pass runs at once, into the gradient of a detached copy
+        # of the hidden states, so no more than one chunk's logits [n, V] is ever alive; the
+        # body's backward pass then runs once from that gradient. Positions with mask 0 add
+        # nothing to the loss or the metrics and are skipped.
         with self.compute_ctx():
-            logits = self.model(tokens, valid, tail=b.tail)
-        new, logp = chosen_logprobs(logits, actions)
+            h = self.model.hidden(tokens, valid, tail=b.tail)
+        sel = cols["mask"].reshape(-1).nonzero().squeeze(1)
+        hs = h.reshape(-1, h.shape[-1]).index_select(0, sel)
+        hd = hs.detach().requires_grad_(hs.requires_grad)
+        flat = {k: v.reshape(-1).index_select(0, sel) for k, v in cols.items()}
+        sums = torch.zeros(NUM_METRICS, dtype=torch.float32, device=dev)
+        n, c = sel.numel(), self.logprob_chunk
+        for c0 in range(0, n, c):
+            with self.compute_ctx():
+                logits = self.model.head(hd[c0:c0 + c])
+            loss, s = self._terms(kind, logits, {k: v[c0:c0 + c] for k, v in flat.items()}, scale)
+            if loss.requires_grad:
+                loss.backward()
+            sums += s
+            del logits, loss
+        if hd.grad is not None:
+            hs.backward(hd.grad)
+        return sums
+
+    def _terms(self, kind, logits, cols, scale):
+        """The loss (to differentiate) and metric sums of positions with logits [..., V] and
+        cols (actions, mask, behaviour, advantages, ref) of the positions' shape."""
+        mask = cols["mask"]
+        new, logp = chosen_logprobs(logits, cols["actions"])
+        dev = logits.device
         zero = torch.zeros((), device=dev)
         sums = [zero] * NUM_METRICS
         if kind == GRPO:
-            beh, adv = b.behaviour[sl, tw].to(dev), b.advantages[sl, tw].to(dev)
-            ref = b.ref[sl, tw].to(dev) if b.ref is not None else None
-            per_pos, extra = grpo_terms(self.cfg, new, beh, adv, mask, ref)
+            per_pos, extra = grpo_terms(self.cfg, new, cols["behaviour"], cols["advantages"], mask, cols.get("ref"))
             loss = (per_pos * mask).sum() * scale
             for k, v in extra.items():
                 if v is not None:
@@ -275,10 +323,9 @@ class Trainer:
             p.grad = None
         for m in range(n_micro):
             r0, r1 = m * mb, min(b.rows, (m + 1) * mb)
-            loss, metrics = self._micro(kind, b, r0, r1, scale)
-            loss.backward()
+            metrics = self._micro(kind, b, r0, r1, scale)
             sums += metrics.detach().to("cpu", torch.float64)
-            del loss, metrics
+            del metrics
         return sums, n_micro
 
     def apply(self):
@@ -320,8 +367,9 @@ class Trainer:
         }
 
 
-def logprobs(model, b, micro_batch, compute_ctx):
-    """log π(actions) [R, T] (float32, CPU) at every position, 0 before the tail window."""
+def logprobs(model, b, micro_batch, compute_ctx, chunk=DEFAULT_LOGPROB_CHUNK):
+    """log π(actions) [R, T] (float32, CPU) at every position, 0 before the tail window. With
+    chunk > 0 the output layer and softmax run on at most chunk positions at a time."""
     out = torch.zeros(b.rows, b.t)
     w = b.tail if b.tail > 0 else b.t
     dev = model.device
@@ -329,8 +377,21 @@ def logprobs(model, b, micro_batch, compute_ctx):
     with torch.inference_mode():
         for r0 in range(0, b.rows, micro_batch):
             r1 = min(b.rows, r0 + micro_batch)
+            actions = b.actions[r0:r1, b.t - w:].to(dev)
+            if chunk <= 0:
+                with compute_ctx():
+                    logits = model(b.tokens[r0:r1].to(dev), b.valid[r0:r1].to(dev), tail=b.tail)
+                new, _ = chosen_logprobs(logits, actions)
+                out[r0:r1, b.t - w:] = new.float().cpu()
+                continue
             with compute_ctx():
-                logits = model(b.tokens[r0:r1].to(dev), b.valid[r0:r1].to(dev), tail=b.tail)
-            new, _ = chosen_logprobs(logits, b.actions[r0:r1, b.t - w:].to(dev))
-            out[r0:r1, b.t - w:] = new.float().cpu()
+                h = model.hidden(b.tokens[r0:r1].to(dev), b.valid[r0:r1].to(dev), tail=b.tail)
+            h = h.reshape(-1, h.shape[-1])
+            act = actions.reshape(-1)
+            new = torch.empty(act.shape[0], dtype=torch.float32, device=dev)
+            for c0 in range(0, act.shape[0], chunk):
+                with compute_ctx():
+                    logits = model.head(h[c0:c0 + chunk])
+                new[c0:c0 + chunk], _ = chosen_logprobs(logits, act[c0:c0 + chunk])
+            out[r0:r1, b.t - w:] = new.view(r1 - r0, w).cpu()
     return out
