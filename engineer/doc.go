@@ -14,6 +14,18 @@
 // bookkeeping). BuildPrompt is deterministic: the same history and modules
 // give a byte-identical prompt and the same Prompt.Hash.
 //
+// BuildCompactPrompt renders the same modules in a few lines (about a tenth
+// of the tokens) for small models; LLMOptions.Prompt picks the style.
+//
+// Engineer turns (turns.go) are supervised data for teaching a model the
+// engineer's skill: Turns renders the context after every stage of recorded
+// histories and answers it with a teacher strategy's proposal (learnability
+// or rules) as the JSON the guardrails take, with a one-line rationale; the
+// skill is distilled from the teacher. A share of the contexts is held out
+// by a hash of the context (ContextHash, IsHeldOut), and ScoreTurns asks a
+// model the held-out contexts through the llm strategy's guardrails: valid
+// JSON, accepted, and the distance to the teacher's config.
+//
 // Strategies (Strategy) turn a History into a Proposal:
 //
 //   - fixed: the round-0 config for every stage (the paper's baseline);

@@ -38,8 +38,11 @@ type LLMOptions struct {
 	// Modules selects the context modules. The zero value shows none; the
 	// paper's best is ParseModules("F,G,H0,T").
 	Modules Modules
-	// TokenBudget bounds the prompt (approximate tokens, see ApproxTokens);
-	// BuildPrompt trims it to fit. 0: no bound.
+	// Prompt is the prompt style: PromptFull ("" too, BuildPrompt) or
+	// PromptCompact (BuildCompactPrompt: a few lines, for small models).
+	Prompt string
+	// TokenBudget bounds the full prompt (approximate tokens, see
+	// ApproxTokens); BuildPrompt trims it to fit. 0: no bound.
 	TokenBudget int
 	// MaxRetries is the number of further calls after the first when an
 	// answer is unusable or a call fails. 0: 3; negative: none.
@@ -84,6 +87,9 @@ func (o LLMOptions) Validate() error {
 		if strings.TrimSpace(o.Model) == "" {
 			return bad("model", o.Model, "required")
 		}
+	}
+	if _, err := ParsePromptStyle(o.Prompt); err != nil {
+		return err
 	}
 	if math.IsNaN(o.Temperature) || o.Temperature < 0 || o.Temperature > 2 {
 		return bad("temperature", o.Temperature, "must be in [0,2]")
@@ -152,6 +158,7 @@ func NewLLM(opts Options) (*LLM, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	o.Prompt, _ = ParsePromptStyle(o.Prompt) // checked by Validate
 	if o.MaxRetries == 0 {
 		o.MaxRetries = 3
 	}
@@ -201,8 +208,8 @@ func (l *LLM) Propose(ctx context.Context, h *History) (Proposal, error) {
 	if h != nil {
 		runID = h.RunID
 	}
-	log := l.log.With("run", runID, "stage", h.NextStage(), "modules", l.o.Modules.String())
-	p, err := engBuildPrompt(h, l.o.Modules, l.o.TokenBudget, l.base)
+	log := l.log.With("run", runID, "stage", h.NextStage(), "modules", l.o.Modules.String(), "prompt", l.o.Prompt)
+	p, err := engPromptFor(h, l.o, l.base)
 	if err != nil {
 		log.Warn("engineer prompt failed", "err", err)
 		reason := "llm: cannot build the prompt: " + err.Error()

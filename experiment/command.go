@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
@@ -140,8 +141,16 @@ func (f *Flags) llm(o *Options) error {
 	if checkpoint && o.LLM.Model == "" {
 		return &OptionError{Field: "model", Reason: "the self and base arms need --model DIR (with --policy qwen3 for self)"}
 	}
+	style, err := engineer.ParsePromptStyle(o.LLM.EngineerPrompt)
+	if err != nil {
+		return &OptionError{Field: "engineer-prompt", Value: o.LLM.EngineerPrompt, Reason: "want full or compact"}
+	}
+	o.LLM.EngineerPrompt = style
+	if style == engineer.PromptFull {
+		o.LLM.EngineerPrompt = "" // the fingerprints of runs made before the flag
+	}
 	if !checkpoint {
-		o.LLM.EngineerMaxTokens, o.LLM.EngineerTemperature, o.LLM.EngineerRetries = 0, 0, 0
+		o.LLM.EngineerMaxTokens, o.LLM.EngineerTemperature, o.LLM.EngineerRetries, o.LLM.EngineerPrompt = 0, 0, 0, ""
 	}
 	if o.Policy != train.PolicyQwen3 {
 		o.LLM.MaxNewTokens, o.LLM.Prompt, o.LLM.Thinking = 0, "", false

@@ -41,4 +41,5 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&l.EngineerMaxTokens, "engineer-max-tokens", 1024, "arms self and base: most tokens per engineer answer")
 	fs.Float64Var(&l.EngineerTemperature, "engineer-temperature", 0.6, "arms self and base: engineer sampling temperature (0: greedy)")
 	fs.IntVar(&l.EngineerRetries, "engineer-retries", 3, "arms self and base: further attempts after a rejected answer")
+	fs.StringVar(&l.EngineerPrompt, "engineer-prompt", engineer.PromptFull, "arms self and base: engineer prompt style, full or compact (for a checkpoint fine-tuned with t2t sft --engineer-turns)")
 }

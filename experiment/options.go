@@ -107,6 +107,9 @@ type LLMOptions struct {
 	EngineerMaxTokens   int     `json:",omitempty"`
 	EngineerTemperature float64 `json:",omitempty"`
 	EngineerRetries     int     `json:",omitempty"`
+	// EngineerPrompt is a self or base engineer's prompt style:
+	// engineer.PromptCompact, or "" for the full prompt.
+	EngineerPrompt string `json:",omitempty"`
 	// Spec is how the engine runs (interpreter, threads, device): where a
 	// run computes, not what.
 	Spec engine.Spec `json:"-"`

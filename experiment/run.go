@@ -144,7 +144,7 @@ func (o *Options) strategy(ctx context.Context, arm Arm, seed uint64, base *env.
 		strat, closeEng, err := train.NewEngineer(ctx, train.EngineerSpec{
 			Strategy: arm.Strategy, Seed: seed, Target: arm.Engineer, Modules: arm.Modules.String(),
 			MaxTokens: o.LLM.EngineerMaxTokens, Temperature: o.LLM.EngineerTemperature, Retries: o.LLM.EngineerRetries,
-			BaseModel: o.LLM.Model, Engine: o.LLM.Spec, Logger: o.Logger,
+			Prompt: o.LLM.EngineerPrompt, BaseModel: o.LLM.Model, Engine: o.LLM.Spec, Logger: o.Logger,
 		}, base, pol)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", arm.Label, err)

@@ -34,8 +34,11 @@ type EngineerSpec struct {
 	Target string
 	// Model is the model name at a Target URL; APIKey its key (may be empty).
 	Model, APIKey string
-	// Modules are the prompt's context modules (engineer.ParseModules).
+	// Modules are the prompt's context modules (engineer.ParseModules);
+	// Prompt the prompt style, engineer.PromptFull ("" too) or
+	// engineer.PromptCompact.
 	Modules string
+	Prompt  string
 	// MaxTokens bounds an answer (0: the engineer's default), Temperature
 	// is in [0, 2], Retries ≥ 0 further attempts after a rejected answer,
 	// Thinking lets a self or base engineer think before its JSON.
@@ -79,6 +82,10 @@ func llmEngineer(ctx context.Context, spec EngineerSpec, pol Policy) (engineer.L
 	if err != nil {
 		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-modules", Value: spec.Modules, Reason: err.Error()}
 	}
+	style, err := engineer.ParsePromptStyle(spec.Prompt)
+	if err != nil {
+		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-prompt", Value: spec.Prompt, Reason: "want full or compact"}
+	}
 	switch {
 	case spec.MaxTokens < 0:
 		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-max-tokens", Value: spec.MaxTokens, Reason: "must be ≥ 0"}
@@ -91,7 +98,7 @@ func llmEngineer(ctx context.Context, spec EngineerSpec, pol Policy) (engineer.L
 	if retries == 0 {
 		retries = -1 // LLMOptions: negative is none, 0 the default
 	}
-	lo := engineer.LLMOptions{Modules: mods, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, MaxRetries: retries}
+	lo := engineer.LLMOptions{Modules: mods, Prompt: style, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, MaxRetries: retries}
 	tp, isLM := pol.(*textpolicy.Policy)
 	target := spec.Target
 	if target == "" {

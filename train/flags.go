@@ -129,6 +129,8 @@ func (f *Flags) registerEngineer(fs *flag.FlagSet) {
 	fs.Float64Var(&e.Temperature, "engineer-temperature", 0.6, "--strategy llm: engineer sampling temperature (0: greedy)")
 	fs.IntVar(&e.Retries, "engineer-retries", 3, "--strategy llm: further attempts after a rejected answer or a failed call, each told why the last was rejected")
 	fs.BoolVar(&e.Thinking, "engineer-thinking", false, "--strategy llm with self or base: let the engineer think (<think>…</think>) before its JSON")
+	fs.StringVar(&e.Prompt, "engineer-prompt", engineer.PromptFull, "--strategy llm: engineer prompt style: full (the paper's modules in prose and tables, ~2k tokens) or compact\n"+
+		"(the same modules in a few lines, for small models fine-tuned on engineer turns: t2t sft --engineer-turns)")
 	fs.StringVar(&e.Modules, "engineer-modules", "F,G,H0,T", "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)")
 }
 

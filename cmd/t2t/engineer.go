@@ -22,6 +22,8 @@ import (
 func engineerCommands() []command {
 	return []command{
 		{"propose", "print the engineer's prompt and its proposal as a config diff, offline", engineerPropose},
+		{"turns", "engineer turns (context + a teacher's proposal) from recorded run histories, for t2t sft --engineer-turns", engineerTurns},
+		{"score", "score a checkpoint as the engineer on held-out turns: valid JSON %, accepted %, distance to the teacher", engineerScore},
 	}
 }
 
@@ -29,7 +31,7 @@ func runEngineer(args []string, stdout, stderr io.Writer) error {
 	return subcommands("engineer", engineerCommands(), args, stdout, stderr)
 }
 
-const proposeUsage = `t2t engineer propose --config-history FILE.json | --run ID --redis URL [--stage N] [--strategy S] [--modules F,G,H0,T]
+const proposeUsage = `t2t engineer propose --config-history FILE.json | --run ID --redis URL [--stage N] [--strategy S] [--modules F,G,H0,T] [--prompt full|compact]
         [--engineer self|base|URL [--model DIR] [--engineer-model NAME]]`
 
 // proposeFlags are the flags of t2t engineer propose; spec holds the engineer's.
@@ -51,6 +53,7 @@ func addProposeFlags(fs *flag.FlagSet) *proposeFlags {
 	fs.IntVar(&f.stage, "stage", -1, "propose the config of this stage from the stages before it (-1: the next stage)")
 	fs.StringVar(&e.Strategy, "strategy", engineer.NameLLM, "strategy: "+strings.Join(engineer.StrategyNames(), ", "))
 	fs.StringVar(&e.Modules, "modules", "F,G,H0,T", "llm context modules (F, G, H, H0, S, T)")
+	fs.StringVar(&e.Prompt, "prompt", engineer.PromptFull, "llm: engineer prompt style, full or compact (for a checkpoint fine-tuned with t2t sft --engineer-turns on compact turns)")
 	fs.IntVar(&f.tokenBudget, "token-budget", 0, "llm: trim the prompt to this many approximate tokens (0: no limit)")
 	fs.Uint64Var(&e.Seed, "seed", 1, "seed of the random strategy and of the engineer's sampling")
 	fs.StringVar(&f.cfgPath, "config", "", "config used when the history has no stage (default: the embedded local config)")
@@ -103,10 +106,16 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "history: run %q, %d finished stages; proposing stage %d with strategy %s\n", h.RunID, len(h.Stages), h.NextStage(), f.spec.Strategy)
+	style, err := engineer.ParsePromptStyle(f.spec.Prompt)
+	if err != nil {
+		return badInput("--prompt %q: want full or compact", f.spec.Prompt)
+	}
 	if strings.ToLower(strings.TrimSpace(f.spec.Strategy)) == engineer.NameLLM {
-		p, err := engineer.BuildPrompt(h, mods, f.tokenBudget)
-		if err != nil {
-			return err
+		p := engineer.BuildCompactPrompt(h, mods)
+		if style == engineer.PromptFull {
+			if p, err = engineer.BuildPrompt(h, mods, f.tokenBudget); err != nil {
+				return err
+			}
 		}
 		if err := engineer.WritePrompt(stdout, p, mods); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/cpuprofile"
 	"github.com/t2t-lab/t2t/learner/engine"
@@ -19,6 +20,8 @@ import (
 type sftFlags struct {
 	dir, device, cpuProfile, prompt *string
 	agents, sizes                   *string
+	engData                         *string
+	engTurns, engEvery, engHeld     *int
 	lr                              *float64
 	maxTokens                       *int
 	thinking                        *bool
@@ -47,6 +50,11 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	f.prompt = fs.String("prompt", env.PromptFull, env.PromptStyleHelp)
 	f.agents = fs.String("agents", "2", "agent counts to train and evaluate on, comma-separated (2,3,4,5: step s trains on the (s mod 4)-th; the evaluation set splits evenly)")
 	f.sizes = fs.String("sizes", "3-5", "map sizes MIN-MAX, in equal shares (3-10: the paper's range)")
+	f.engTurns = fs.Int("engineer-turns", 0, "mix this many engineer turns (the engineer's prompt after a stage, answered by a teacher strategy)\n"+
+		"from --engineer-data into the run: the engineer skill in the same weights (0: none)")
+	f.engData = fs.String("engineer-data", "", "engineer turns, JSON Lines (t2t engineer turns --out); the held-out ones are never used")
+	f.engEvery = fs.Int("engineer-every", 4, "with --engineer-turns: every this many steps is an engineer step (--batch turns, in turn) instead of env instances (1: every step)")
+	f.engHeld = fs.Int("engineer-held-out", engineer.DefaultHeldOutPercent, "with --engineer-turns: also skip every turn whose context hash falls in this percent (as t2t engineer turns --held-out)")
 	return f
 }
 
@@ -75,6 +83,10 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return badInput("%v", err)
 	}
+	turns, err := f.engineerTurns(&o)
+	if err != nil {
+		return err
+	}
 	stopProfile, err := cpuprofile.Start(*f.cpuProfile)
 	if err != nil {
 		return badInput("--cpuprofile: %v", err)
@@ -88,6 +100,13 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	pol, err := textpolicy.New(lm, textpolicy.SFTPolicyOptions(textpolicy.Options{Prompt: popt, Thinking: *f.thinking, MaxNewTokens: *f.maxTokens}, *f.lr))
 	if err != nil {
 		return badInput("%v", err)
+	}
+	for i := range turns {
+		o.Engineer = append(o.Engineer, textpolicy.EngineerSample(lm, &turns[i], *f.thinking))
+	}
+	if len(turns) > 0 {
+		fmt.Fprintf(stdout, "engineer turns: %d from %s (teacher %s, prompt %s, modules %s), every %d steps\n",
+			len(turns), *f.engData, turns[0].Teacher, turns[0].Prompt, turns[0].Modules, o.EngineerEvery)
 	}
 	o.Progress = textpolicy.PrintSFTProgress(stdout, o.Dir)
 	if err := pol.RunSFT(context.Background(), o); err != nil {
@@ -117,4 +136,37 @@ func (f *sftFlags) setShape(o *textpolicy.SFTOptions) error {
 		return badInput("--sizes %q: want MIN-MAX within %d..%d", *f.sizes, env.MinSize, env.MaxSize)
 	}
 	return nil
+}
+
+// engineerTurns reads the first --engineer-turns training turns of --engineer-data (none without
+// the flag) and sets o.EngineerEvery.
+func (f *sftFlags) engineerTurns(o *textpolicy.SFTOptions) ([]engineer.Turn, error) {
+	n := *f.engTurns
+	switch {
+	case n < 0:
+		return nil, badInput("--engineer-turns must be ≥ 0")
+	case n == 0 && *f.engData != "":
+		return nil, badInput("--engineer-data needs --engineer-turns N")
+	case n == 0:
+		return nil, nil
+	case *f.engData == "":
+		return nil, badInput("--engineer-turns needs --engineer-data FILE (t2t engineer turns --out)")
+	case *f.engEvery < 1:
+		return nil, badInput("--engineer-every must be ≥ 1")
+	case *f.engHeld < 0 || *f.engHeld > 100:
+		return nil, badInput("--engineer-held-out must be in 0..100")
+	}
+	all, err := readTurnsFile(*f.engData)
+	if err != nil {
+		return nil, err
+	}
+	train, err := engineer.TrainingTurns(all, *f.engHeld)
+	if err != nil {
+		return nil, badInput("%s: %v", *f.engData, err)
+	}
+	if len(train) < n {
+		return nil, badInput("--engineer-turns %d: %s has %d training turns (%d held out)", n, *f.engData, len(train), len(all)-len(train))
+	}
+	o.EngineerEvery = *f.engEvery
+	return train[:n], nil
 }

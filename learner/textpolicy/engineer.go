@@ -37,11 +37,7 @@ func (c *EngineerChat) Chat(ctx context.Context, msgs []engineer.ChatMessage, te
 	if err := ctx.Err(); err != nil {
 		return ans, err
 	}
-	turns := make([]tokenizer.Message, len(msgs))
-	for i, m := range msgs {
-		turns[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
-	}
-	prompt := c.LM.Tok.Encode(tokenizer.ChatPrompt(turns, true, c.Thinking))
+	prompt := EngineerPrompt(c.LM, msgs, c.Thinking)
 	if maxTokens <= 0 {
 		maxTokens = DefaultEngineerMaxTokens
 	}
@@ -65,3 +61,25 @@ func (c *EngineerChat) Chat(ctx context.Context, msgs []engineer.ChatMessage, te
 }
 
 var _ engineer.ChatModel = (*EngineerChat)(nil)
+
+// EngineerPrompt is the token ids EngineerChat gives lm for msgs: the chat template with the
+// generation prompt (thinking on or off).
+func EngineerPrompt(lm *LM, msgs []engineer.ChatMessage, thinking bool) []int32 {
+	turns := make([]tokenizer.Message, len(msgs))
+	for i, m := range msgs {
+		turns[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+	}
+	return lm.Tok.Encode(tokenizer.ChatPrompt(turns, true, thinking))
+}
+
+// EngineerSample is an engineer turn as supervised data for lm: the prompt EngineerChat would
+// send for the turn's system and user messages, and the teacher's answer (after an empty think
+// block when thinking, as Target does for env answers) ended by the stop token.
+func EngineerSample(lm *LM, t *engineer.Turn, thinking bool) engine.Sample {
+	msgs := []engineer.ChatMessage{{Role: tokenizer.RoleSystem, Content: t.System}, {Role: tokenizer.RoleUser, Content: t.User}}
+	text := t.Answer
+	if thinking {
+		text = tokenizer.ThinkOpen + "\n\n" + tokenizer.ThinkClose + "\n\n" + text
+	}
+	return engine.Sample{Prompt: EngineerPrompt(lm, msgs, thinking), Completion: append(lm.Tok.Encode(text), lm.Stop[0])}
+}

@@ -192,6 +192,12 @@ type SFTOptions struct {
 	// EvalSeed seeds the evaluation instances (0: Seed's), so that runs of different Seed can
 	// be compared on the same instances.
 	EvalSeed uint64
+	// Engineer are engineer turns as supervised samples (EngineerSample: the environment
+	// engineer's prompt and a teacher's proposal), mixed into the run: every EngineerEvery-th
+	// step trains on Batch of them, taken in turn, instead of env instances. Nil: none.
+	Engineer []engine.Sample
+	// EngineerEvery spaces the engineer steps (1: every step; 0 with Engineer: 4).
+	EngineerEvery int
 	// Dir receives the checkpoint (Policy.Save) at the end and every SaveEvery steps.
 	Dir string
 	// Progress receives the run's reports.
@@ -215,6 +221,8 @@ func (o *SFTOptions) Validate() error {
 		return &OptionError{"SaveEvery", o.SaveEvery, "must be ≥ 0"}
 	case o.Dir == "":
 		return &OptionError{"Dir", o.Dir, "must name the checkpoint directory"}
+	case o.EngineerEvery < 0:
+		return &OptionError{"EngineerEvery", o.EngineerEvery, "must be ≥ 0"}
 	}
 	for _, a := range o.Agents {
 		if a < 1 || a > env.MaxAgents {
@@ -305,10 +313,15 @@ func (e SFTEval) When() string {
 
 // SFTLoss is the mean loss of the steps since the previous report.
 type SFTLoss struct {
-	// Step is the last step; Steps the number of steps averaged.
+	// Step is the last step; Steps the number of env steps averaged.
 	Step, Steps int
-	// Loss is the mean cross-entropy and Accuracy the mean teacher-forced token accuracy.
+	// Loss is the mean cross-entropy and Accuracy the mean teacher-forced token accuracy of
+	// the env steps (0 without any).
 	Loss, Accuracy float64
+	// EngineerSteps, EngineerLoss and EngineerAccuracy are the same for the engineer steps
+	// (SFTOptions.Engineer) among them.
+	EngineerSteps                  int
+	EngineerLoss, EngineerAccuracy float64
 	// Elapsed is the time since the first step started.
 	Elapsed time.Duration
 }
@@ -336,28 +349,58 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 		return err
 	}
 	agents := opt.agents()
+	every := opt.EngineerEvery
+	if every == 0 {
+		every = 4
+	}
 	start := time.Now()
-	var lossSum, accSum float64
+	var sums [2]struct {
+		n         int
+		loss, acc float64
+	}
+	nextTurn := 0
 	for step := 1; step <= opt.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ins, err := env.Generate(opt.config(agents[(step-1)%len(agents)], opt.Batch), opt.Seed+uint64(step), 0, opt.Batch)
-		if err != nil {
-			return err
-		}
-		st, err := p.SFTStep(ins)
-		if err != nil {
-			return err
-		}
-		lossSum += st.Loss
-		accSum += st.Accuracy
-		if step%opt.ReportEvery == 0 || step == opt.Steps {
-			n := (step-1)%opt.ReportEvery + 1
-			if pr.Loss != nil {
-				pr.Loss(SFTLoss{Step: step, Steps: n, Loss: lossSum / float64(n), Accuracy: accSum / float64(n), Elapsed: time.Since(start)})
+		kind := 0
+		var st learner.UpdateStats
+		if len(opt.Engineer) > 0 && step%every == 0 {
+			kind = 1
+			batch := make([]engine.Sample, opt.Batch)
+			for i := range batch {
+				batch[i] = opt.Engineer[nextTurn%len(opt.Engineer)]
+				nextTurn++
 			}
-			lossSum, accSum = 0, 0
+			st, err = p.BCStep(batch)
+		} else {
+			ins, gerr := env.Generate(opt.config(agents[(step-1)%len(agents)], opt.Batch), opt.Seed+uint64(step), 0, opt.Batch)
+			if gerr != nil {
+				return gerr
+			}
+			st, err = p.SFTStep(ins)
+		}
+		if err != nil {
+			return err
+		}
+		sums[kind].n++
+		sums[kind].loss += st.Loss
+		sums[kind].acc += st.Accuracy
+		if step%opt.ReportEvery == 0 || step == opt.Steps {
+			l := SFTLoss{Step: step, Steps: sums[0].n, EngineerSteps: sums[1].n, Elapsed: time.Since(start)}
+			if n := float64(sums[0].n); n > 0 {
+				l.Loss, l.Accuracy = sums[0].loss/n, sums[0].acc/n
+			}
+			if n := float64(sums[1].n); n > 0 {
+				l.EngineerLoss, l.EngineerAccuracy = sums[1].loss/n, sums[1].acc/n
+			}
+			if pr.Loss != nil {
+				pr.Loss(l)
+			}
+			sums = [2]struct {
+				n         int
+				loss, acc float64
+			}{}
 		}
 		if opt.EvalEvery > 0 && step%opt.EvalEvery == 0 && step < opt.Steps {
 			if err := evaluated(step, false); err != nil {

@@ -270,3 +270,16 @@ func TestSFTAgentsAndSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestSFTOptionsEngineerEvery: a negative EngineerEvery is refused, naming the field.
+func TestSFTOptionsEngineerEvery(t *testing.T) {
+	o := SFTOptions{Steps: 1, Batch: 1, EvalInstances: 1, ReportEvery: 1, Dir: t.TempDir(), EngineerEvery: -1}
+	var oe *OptionError
+	if err := o.Validate(); !errors.As(err, &oe) || oe.Field != "EngineerEvery" {
+		t.Fatalf("EngineerEvery -1: %v", err)
+	}
+	o.EngineerEvery = 0
+	if err := o.Validate(); err != nil {
+		t.Fatalf("EngineerEvery 0: %v", err)
+	}
+}

@@ -24,8 +24,14 @@ func PrintSFTProgress(w io.Writer, dir string) SFTProgress {
 				ev.When(), e.Total.Episodes, 100*ParsableRate(e), 100*e.Total.ValidRate(), 100*e.Total.OptimalRate(), SizeSummary(e), FailureSummary(e))
 		},
 		Loss: func(l SFTLoss) {
-			fmt.Fprintf(w, "step %d: cross-entropy %.3f, token accuracy %.3f (mean of the last %d steps), %s\n",
-				l.Step, l.Loss, l.Accuracy, l.Steps, l.Elapsed.Round(100*time.Millisecond))
+			fmt.Fprintf(w, "step %d: ", l.Step)
+			if l.Steps > 0 {
+				fmt.Fprintf(w, "cross-entropy %.3f, token accuracy %.3f (mean of the last %d steps), ", l.Loss, l.Accuracy, l.Steps)
+			}
+			if l.EngineerSteps > 0 {
+				fmt.Fprintf(w, "engineer cross-entropy %.3f, token accuracy %.3f (%d engineer steps), ", l.EngineerLoss, l.EngineerAccuracy, l.EngineerSteps)
+			}
+			fmt.Fprintf(w, "%s\n", l.Elapsed.Round(100*time.Millisecond))
 		},
 		Saved: func(step int) { fmt.Fprintf(w, "step %d: wrote %s\n", step, dir) },
 	}

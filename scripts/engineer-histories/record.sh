@@ -1,0 +1,42 @@
+#!/bin/sh
+# Records the stage aggregates (engineer.History) of short real gridnet runs, the contexts that
+# `t2t sft --engineer-turns` and `t2t engineer score` turn into engineer turns (issue #28).
+# Four strategies (so that the configs the histories show vary) × SEEDS seeds × two stage-0
+# configs (the embedded one, sizes 3..10, and configs/two-agents-3to5.json, the LLM recipe's),
+# warm-started by behaviour cloning on even seeds (so that the valid rates vary too); each run's
+# history is one line of OUT (JSON Lines, `t2t engineer propose --dump-history`'s format).
+# configs/engineer-histories.jsonl was written by this script with its defaults (16 runs, 80
+# contexts; about 2 minutes a run on a loaded 2-core machine).
+#   REDIS=URL  a Redis database without runs of these ids (run ids hist-*), e.g. redis://127.0.0.1:6391/0
+#   OUT=FILE   the JSON Lines file to write (replaced)
+#   SEEDS="1 2" STAGES=5 INSTANCES=128   the defaults
+set -eu
+: "${REDIS:?set REDIS}" "${OUT:?set OUT}"
+T2T=${T2T:-t2t}
+SEEDS=${SEEDS:-1 2}
+STAGES=${STAGES:-5}
+INSTANCES=${INSTANCES:-128}
+SMALL=$(dirname "$0")/../../configs/two-agents-3to5.json
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+: >"$OUT.part"
+for cfg in default small; do
+	for strategy in random learnability rules fixed; do
+		for seed in $SEEDS; do
+			run="hist-$cfg-$strategy-$seed"
+			cfgflag=""
+			if [ "$cfg" = small ]; then cfgflag="--config $SMALL"; fi
+			warm=none
+			if [ $((seed % 2)) -eq 0 ]; then warm=bc; fi
+			# shellcheck disable=SC2086
+			$T2T train --policy gridnet --stages "$STAGES" --instances "$INSTANCES" --val-per-size 8 --eval-per-size 1 \
+				--strategy "$strategy" --warmstart "$warm" --bc-steps 20 --seed "$seed" $cfgflag \
+				--redis "$REDIS" --run-id "$run" >"$tmp/train.log" 2>&1 || { cat "$tmp/train.log" >&2; exit 1; }
+			$T2T engineer propose --run "$run" --redis "$REDIS" --total-stages "$STAGES" --strategy fixed \
+				--dump-history "$tmp/h.json" >/dev/null
+			jq -c . "$tmp/h.json" >>"$OUT.part"
+			echo "$run: $(jq '.Stages | length' "$tmp/h.json") stages" >&2
+		done
+	done
+done
+mv "$OUT.part" "$OUT"
