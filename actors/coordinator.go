@@ -276,7 +276,7 @@ func (c *coordinator) requestWork(key string, r RequestWork) []coordOut {
 		w = &workerState{key: key, node: r.Node}
 		c.workers[key] = w
 		c.order = append(c.order, key)
-		if c.phase == phaseAwaitAcks || c.phase == phaseRunning {
+		if c.configured() {
 			c.emit(toWorker, key, &ConfigUpdate{Version: c.cfg.Version, Stage: c.cfg.Stage, JSON: c.cfg.JSON})
 		}
 	}
@@ -361,6 +361,20 @@ func (c *coordinator) buildUnits() {
 // leasing reports whether units are being leased: the stage's training units
 // or its evaluation units.
 func (c *coordinator) leasing() bool { return c.phase == phaseRunning || c.phase == phaseEvaluating }
+
+// configured reports whether the stage's config is current: from the time
+// it is sent for acks until the stage is done (running, draining and
+// evaluating included), a rollout that registers or asks for it gets it.
+// A rollout that first registered while the stage drained or evaluated
+// would otherwise never ack, never be leased a unit, and, once the other
+// rollouts left, the evaluation would wait for it forever.
+func (c *coordinator) configured() bool {
+	switch c.phase {
+	case phaseAwaitAcks, phaseRunning, phaseDraining, phaseEvaluating:
+		return true
+	}
+	return false
+}
 
 // dispatch leases queued units to eligible rollouts, round robin, while
 // the learner's window admits them.
@@ -590,7 +604,7 @@ func (c *coordinator) unitRejected(key string, r UnitRejected) []coordOut {
 		c.cur.Rejected++
 		c.requeue(i)
 	}
-	if known && r.NeedConfig && (c.leasing() || c.phase == phaseAwaitAcks) {
+	if known && r.NeedConfig && c.configured() {
 		w.acked = ""
 		c.emit(toWorker, key, &ConfigUpdate{Version: c.cfg.Version, Stage: c.cfg.Stage, JSON: c.cfg.JSON})
 	}

@@ -91,3 +91,67 @@ func TestCoordinatorEvalPlanChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestCoordinatorRolloutJoiningDuringEvaluation: a rollout whose first
+// contact comes while the stage drains or is being evaluated gets the
+// stage's config; once it acks, it is leased evaluation units, and when
+// the only other rollout's node leaves, it finishes the evaluation.
+func TestCoordinatorRolloutJoiningDuringEvaluation(t *testing.T) {
+	for _, joinWhile := range []string{"draining", "evaluating"} {
+		t.Run(joinWhile, func(t *testing.T) {
+			c := newCoordinator(NewManualClock(coordT0), time.Hour, 1, 3, &coordMetrics{})
+			plan := coordPlan(1, 1)
+			plan.Eval = []EvalSplit{{Split: "val", Spec: []byte(`{"name":"val"}`), Instances: 9}}
+			c.requestWork("a1", RequestWork{Node: "a", Credits: 1})
+			c.start(plan)
+			s := coordOuts(c.ack("a1", ConfigAck{Version: "v0"}))
+			if len(s.units["a1"]) != 1 {
+				t.Fatalf("want the training unit on a1, got %+v", s)
+			}
+			c.unitDone("a1", UnitDone{UnitID: s.units["a1"][0].UnitID, GroupCount: 3})
+			if c.phase != phaseDraining {
+				t.Fatalf("phase %v, want draining", c.phase)
+			}
+			join := func() {
+				s := coordOuts(c.requestWork("b1", RequestWork{Node: "b", Credits: 2}))
+				if len(s.configs["b1"]) != 1 || s.configs["b1"][0].Version != "v0" {
+					t.Fatalf("b1 registered while %s: want the stage's config, got %+v", joinWhile, s)
+				}
+			}
+			if joinWhile == "draining" {
+				join()
+			}
+			c.learnerProgress(learnerState{version: 1, retired: 3})
+			if c.phase != phaseEvaluating {
+				t.Fatalf("phase %v, want evaluating", c.phase)
+			}
+			if joinWhile == "evaluating" {
+				join()
+			}
+			got := coordOuts(c.ack("b1", ConfigAck{Version: "v0"})).units["b1"]
+			// a's node leaves with its evaluation leases: b1 finishes the evaluation.
+			got = append(got, coordOuts(c.nodeLeft("a")).units["b1"]...)
+			var events []any
+			for range 10 {
+				if len(got) == 0 {
+					break
+				}
+				u := got[0]
+				got = got[1:]
+				s := coordOuts(c.unitDone("b1", UnitDone{UnitID: u.UnitID}))
+				for _, e := range s.events {
+					if _, ok := e.(*StageDone); ok {
+						events = append(events, e)
+					}
+				}
+				got = append(got, coordOuts(c.requestWork("b1", RequestWork{Credits: 1})).units["b1"]...)
+			}
+			if len(events) != 1 {
+				t.Fatalf("want StageDone once b1 played the evaluation, got %+v (phase %v, %d eval units left)", events, c.phase, c.evalLeft)
+			}
+			if done := events[0].(*StageDone); done.EvalUnits != 3 {
+				t.Fatalf("StageDone %+v, want 3 evaluation units", done)
+			}
+		})
+	}
+}

@@ -335,7 +335,7 @@ func TestNodeMetricsRollout(t *testing.T) {
 		t.Errorf("rollout node: fewer EVALSHA in %s than units recorded: %v", telemetry.MetricRedisSeconds, bm)
 	}
 	metricsRuntimeCheck(t, "http://"+bHTTP+"/metrics", telemetry.MetricUnitSeconds+`_bucket{node="roll-b",le="500"} `)
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil { // --keep: it must still run
 		t.Fatal(err)
 	}
 	if code := b.wait(30 * time.Second); code != 0 {

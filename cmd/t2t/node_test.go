@@ -258,6 +258,15 @@ func (p *nodeProc) line(prefix string, timeout time.Duration) string {
 	}
 }
 
+// stop sends SIGTERM, unless the process has exited already (a rollout
+// node without --keep leaves by itself when its run is done).
+func (p *nodeProc) stop() {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.t.Fatal(err)
+	}
+}
+
 // wait waits for the process to exit and returns its exit code.
 func (p *nodeProc) wait(timeout time.Duration) int {
 	p.t.Helper()
@@ -666,7 +675,7 @@ func TestNodeGridnetPolicyTravels(t *testing.T) {
 	if code := a.wait(120 * time.Second); code != 0 {
 		t.Fatalf("A exited with %d", code)
 	}
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil { // --keep: it must still run
 		t.Fatal(err)
 	}
 	if code := b.wait(30 * time.Second); code != 0 {

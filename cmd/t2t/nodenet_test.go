@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,9 +47,7 @@ func TestNodeGossipKey(t *testing.T) {
 	if code := a.wait(60 * time.Second); code != 0 {
 		t.Fatalf("A exited with %d", code)
 	}
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	b.stop()
 	if code := b.wait(30 * time.Second); code != 0 {
 		t.Fatalf("B exited with %d", code)
 	}
@@ -88,9 +85,7 @@ func TestNodeTLS(t *testing.T) {
 	if code := a.wait(60 * time.Second); code != 0 {
 		t.Fatalf("A exited with %d", code)
 	}
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	b.stop()
 	if code := b.wait(30 * time.Second); code != 0 {
 		t.Fatalf("B exited with %d", code)
 	}
@@ -139,9 +134,7 @@ func TestNodeLLMThroughEndpoint(t *testing.T) {
 	if code := a.wait(120 * time.Second); code != 0 {
 		t.Fatalf("A exited with %d", code)
 	}
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	b.stop()
 	b.wait(30 * time.Second)
 	units := readUnitLog(t, unitLog)
 	if len(units) < 8 { // 4 units per stage, 2 stages, all on B

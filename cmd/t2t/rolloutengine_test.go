@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -150,9 +149,7 @@ func TestNodePushesToServe(t *testing.T) {
 	if code := a.wait(10 * time.Minute); code != 0 {
 		t.Fatalf("A exited with %d", code)
 	}
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	b.stop()
 	b.wait(30 * time.Second)
 	learnerLog, engineLog := a.stderr.String(), srv.stderr.String()
 	loaded := checkEngineVersions(t, learnerLog, engineLog, url, pushDir)
