@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -161,7 +162,8 @@ func TestTraineeAsEngineer(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("sft: exit %d: %s\n%s", code, e, out)
 	}
-	code, out, e = t2t(t, "engineer", "score", "--model", ck, "--contexts", taught, "--all", "--engine", "torch", "--threads", "2", "--max-tokens", "64")
+	code, out, e = t2t(t, "engineer", "score", "--model", ck, "--contexts", taught, "--all", "--engine", "torch", "--threads", "2", "--max-tokens", "64",
+		"--json", filepath.Join(dir, "score.json"))
 	if code != 0 {
 		t.Fatalf("score: exit %d: %s\n%s", code, e, out)
 	}
@@ -169,6 +171,23 @@ func TestTraineeAsEngineer(t *testing.T) {
 	m := regexp.MustCompile(`valid JSON [\d.]+% \((\d+)/(\d+)\), accepted by the guardrails [\d.]+% \((\d+)/(\d+)\)`).FindStringSubmatch(out)
 	if m == nil || m[2] != "4" || m[4] != "4" || m[3] > m[1] {
 		t.Fatalf("score output %q: want counts over the 4 contexts, accepted ≤ valid", out)
+	}
+
+	var doc struct {
+		Turns, Accepted int
+		PerTurn         []struct{ Accepted bool } `json:"per_turn"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "score.json")); err != nil || json.Unmarshal(b, &doc) != nil || doc.Turns != 4 || len(doc.PerTurn) != 4 {
+		t.Fatalf("score --json: %v %+v", err, doc)
+	}
+	acc := 0
+	for _, p := range doc.PerTurn {
+		if p.Accepted {
+			acc++
+		}
+	}
+	if acc != doc.Accepted || strconv.Itoa(acc) != m[3] {
+		t.Fatalf("score --json: %d turns accepted, summary %d, printed %s", acc, doc.Accepted, m[3])
 	}
 
 	// One self stage: the run's own history is the context.

@@ -157,38 +157,43 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "valid JSON %.1f%% (%d/%d), accepted by the guardrails %.1f%% (%d/%d), distance to the teacher's config %s (accepted proposals; keeping the previous config: %.3f)\n",
 		100*sc.JSONRate(), sc.JSON, sc.Turns, 100*sc.AcceptedRate(), sc.Accepted, sc.Turns, fmtDistance(sc.Distance), sc.Keep)
 	if *jsonOut != "" {
-		type turnJSON struct {
-			RunID    string   `json:"run_id"`
-			Stage    int      `json:"stage"`
-			Context  string   `json:"context"`
-			JSON     bool     `json:"json"`
-			Accepted bool     `json:"accepted"`
-			Distance *float64 `json:"distance"`
-			Keep     float64  `json:"keep"`
-			Reason   string   `json:"reason"`
-			Raw      string   `json:"raw"`
-		}
-		rows := make([]turnJSON, len(per))
-		for i, p := range per {
-			rows[i] = turnJSON{RunID: p.RunID, Stage: p.Stage, Context: p.Context, JSON: p.JSON, Accepted: p.Accepted, Keep: p.Keep, Reason: p.Reason, Raw: p.Raw}
-			if !math.IsNaN(p.Distance) {
-				d := p.Distance
-				rows[i].Distance = &d
-			}
-		}
-		var dist *float64
-		if !math.IsNaN(sc.Distance) {
-			dist = &sc.Distance
-		}
-		doc := map[string]any{"model": *model, "contexts": *contexts, "scored": which, "turns": sc.Turns, "json": sc.JSON, "accepted": sc.Accepted,
-			"json_rate": sc.JSONRate(), "accepted_rate": sc.AcceptedRate(), "distance": dist, "keep_distance": sc.Keep, "per_turn": rows}
-		b, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return err
-		}
-		return writeOut(*jsonOut, nil, append(b, '\n'))
+		return writeScoreJSON(*jsonOut, *model, *contexts, which, sc, per)
 	}
 	return nil
+}
+
+// writeScoreJSON writes t2t engineer score's summary and every turn's score to path.
+func writeScoreJSON(path, model, contexts, which string, sc engineer.Scores, per []engineer.TurnScore) error {
+	type turnJSON struct {
+		RunID    string   `json:"run_id"`
+		Stage    int      `json:"stage"`
+		Context  string   `json:"context"`
+		JSON     bool     `json:"json"`
+		Accepted bool     `json:"accepted"`
+		Distance *float64 `json:"distance"`
+		Keep     float64  `json:"keep"`
+		Reason   string   `json:"reason"`
+		Raw      string   `json:"raw"`
+	}
+	rows := make([]turnJSON, len(per))
+	for i, p := range per {
+		rows[i] = turnJSON{RunID: p.RunID, Stage: p.Stage, Context: p.Context, JSON: p.JSON, Accepted: p.Accepted, Keep: p.Keep, Reason: p.Reason, Raw: p.Raw}
+		if !math.IsNaN(p.Distance) {
+			d := p.Distance
+			rows[i].Distance = &d
+		}
+	}
+	var dist *float64
+	if !math.IsNaN(sc.Distance) {
+		dist = &sc.Distance
+	}
+	doc := map[string]any{"model": model, "contexts": contexts, "scored": which, "turns": sc.Turns, "json": sc.JSON, "accepted": sc.Accepted,
+		"json_rate": sc.JSONRate(), "accepted_rate": sc.AcceptedRate(), "distance": dist, "keep_distance": sc.Keep, "per_turn": rows}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeOut(path, nil, append(b, '\n'))
 }
 
 func fmtDistance(d float64) string {
