@@ -258,15 +258,6 @@ func (p *nodeProc) line(prefix string, timeout time.Duration) string {
 	}
 }
 
-// stop sends SIGTERM, unless the process has exited already (a rollout
-// node without --keep leaves by itself when its run is done).
-func (p *nodeProc) stop() {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		p.t.Fatal(err)
-	}
-}
-
 // wait waits for the process to exit and returns its exit code.
 func (p *nodeProc) wait(timeout time.Duration) int {
 	p.t.Helper()

@@ -149,8 +149,8 @@ func TestNodePushesToServe(t *testing.T) {
 	if code := a.wait(10 * time.Minute); code != 0 {
 		t.Fatalf("A exited with %d", code)
 	}
-	b.stop()
-	b.wait(30 * time.Second)
+	// B, without --keep, leaves by itself once the run it served is done.
+	b.wait(60 * time.Second)
 	learnerLog, engineLog := a.stderr.String(), srv.stderr.String()
 	loaded := checkEngineVersions(t, learnerLog, engineLog, url, pushDir)
 
