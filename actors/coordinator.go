@@ -362,18 +362,10 @@ func (c *coordinator) buildUnits() {
 // or its evaluation units.
 func (c *coordinator) leasing() bool { return c.phase == phaseRunning || c.phase == phaseEvaluating }
 
-// configured reports whether the stage's config is current: from the time
-// it is sent for acks until the stage is done (running, draining and
-// evaluating included), a rollout that registers or asks for it gets it.
-// A rollout that first registered while the stage drained or evaluated
-// would otherwise never ack, never be leased a unit, and, once the other
-// rollouts left, the evaluation would wait for it forever.
+// configured reports whether the stage's config is current (from its acks until the stage is
+// done): a rollout that registers or asks for it then gets it, while draining or evaluating too.
 func (c *coordinator) configured() bool {
-	switch c.phase {
-	case phaseAwaitAcks, phaseRunning, phaseDraining, phaseEvaluating:
-		return true
-	}
-	return false
+	return c.phase == phaseAwaitAcks || c.phase == phaseDraining || c.leasing()
 }
 
 // dispatch leases queued units to eligible rollouts, round robin, while
