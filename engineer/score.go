@@ -2,6 +2,7 @@ package engineer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -147,4 +148,91 @@ func ScoreTurns(ctx context.Context, turns []Turn, o ScoreOptions) (Scores, []Tu
 		sum.Keep /= float64(sum.Turns)
 	}
 	return sum, out, nil
+}
+
+// ScoredTurns are the turns ScoreTurns is given by `t2t engineer score`:
+// the held-out ones, or every turn with all.
+func ScoredTurns(turns []Turn, all bool) []Turn {
+	var pick []Turn
+	for _, t := range turns {
+		if all || t.HeldOut {
+			pick = append(pick, t)
+		}
+	}
+	return pick
+}
+
+// TurnStats counts the held-out turns and the turns' mean prompt length in
+// ApproxTokens (0 without turns).
+func TurnStats(turns []Turn) (heldOut, meanTokens int) {
+	tokens := 0
+	for _, t := range turns {
+		if t.HeldOut {
+			heldOut++
+		}
+		tokens += ApproxTokens(t.System) + ApproxTokens(t.User)
+	}
+	if len(turns) > 0 {
+		meanTokens = tokens / len(turns)
+	}
+	return heldOut, meanTokens
+}
+
+// Verdict is one line on the turn: "rejected" or "accepted, distance D".
+func (p TurnScore) Verdict() string {
+	if p.Accepted {
+		return fmt.Sprintf("accepted, distance %.3f", p.Distance)
+	}
+	return "rejected"
+}
+
+// Summary is the scores in one line: valid JSON, accepted and distance.
+func (s Scores) Summary() string {
+	dist := "n/a"
+	if !math.IsNaN(s.Distance) {
+		dist = fmt.Sprintf("%.3f", s.Distance)
+	}
+	return fmt.Sprintf("valid JSON %.1f%% (%d/%d), accepted by the guardrails %.1f%% (%d/%d), distance to the teacher's config %s (accepted proposals; keeping the previous config: %.3f)",
+		100*s.JSONRate(), s.JSON, s.Turns, 100*s.AcceptedRate(), s.Accepted, s.Turns, dist, s.Keep)
+}
+
+// ScoreReport is `t2t engineer score --json`'s document: what was scored,
+// the summary and every turn's score. Its JSON writes a NaN distance as
+// null.
+type ScoreReport struct {
+	Model, Contexts, Scored string
+	Scores                  Scores
+	PerTurn                 []TurnScore
+}
+
+// MarshalJSON writes the report with snake_case keys, the rates
+// included and each NaN distance as null.
+func (r ScoreReport) MarshalJSON() ([]byte, error) {
+	type turnJSON struct {
+		RunID    string   `json:"run_id"`
+		Stage    int      `json:"stage"`
+		Context  string   `json:"context"`
+		JSON     bool     `json:"json"`
+		Accepted bool     `json:"accepted"`
+		Distance *float64 `json:"distance"`
+		Keep     float64  `json:"keep"`
+		Reason   string   `json:"reason"`
+		Raw      string   `json:"raw"`
+	}
+	rows := make([]turnJSON, len(r.PerTurn))
+	for i, p := range r.PerTurn {
+		rows[i] = turnJSON{RunID: p.RunID, Stage: p.Stage, Context: p.Context, JSON: p.JSON, Accepted: p.Accepted,
+			Distance: nullNaN(p.Distance), Keep: p.Keep, Reason: p.Reason, Raw: p.Raw}
+	}
+	sc := r.Scores
+	return json.Marshal(map[string]any{"model": r.Model, "contexts": r.Contexts, "scored": r.Scored,
+		"turns": sc.Turns, "json": sc.JSON, "accepted": sc.Accepted, "json_rate": sc.JSONRate(), "accepted_rate": sc.AcceptedRate(),
+		"distance": nullNaN(sc.Distance), "keep_distance": sc.Keep, "per_turn": rows})
+}
+
+func nullNaN(v float64) *float64 {
+	if math.IsNaN(v) {
+		return nil
+	}
+	return &v
 }

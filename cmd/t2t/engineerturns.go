@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -69,17 +68,7 @@ func engineerTurns(args []string, stdout, stderr io.Writer) error {
 	if err := writeOut(*out, nil, buf.Bytes()); err != nil {
 		return err
 	}
-	nHeld, tokens := 0, 0
-	for _, t := range turns {
-		if t.HeldOut {
-			nHeld++
-		}
-		tokens += engineer.ApproxTokens(t.System) + engineer.ApproxTokens(t.User)
-	}
-	mean := 0
-	if len(turns) > 0 {
-		mean = tokens / len(turns)
-	}
+	nHeld, mean := engineer.TurnStats(turns)
 	fmt.Fprintf(stdout, "wrote %s: %d turns from %d histories (teacher %s, prompt %s, modules %s, ~%d prompt tokens each); %d held out (%d%% of the hash space), %d for training\n",
 		*out, len(turns), len(hists), *teacher, style, mods, mean, nHeld, *held, len(turns)-nHeld)
 	return nil
@@ -115,18 +104,9 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	turns, err := readTurnsFile(*contexts)
+	pick, err := readScoredTurns(*contexts, *all)
 	if err != nil {
 		return err
-	}
-	var pick []engineer.Turn
-	for _, t := range turns {
-		if *all || t.HeldOut {
-			pick = append(pick, t)
-		}
-	}
-	if len(pick) == 0 {
-		return badInput("%s: no held-out turn to score (--all scores every turn)", *contexts)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -145,62 +125,35 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 		which = "all"
 	}
 	if *verbose {
-		for _, p := range per {
-			verdict := "rejected"
-			if p.Accepted {
-				verdict = fmt.Sprintf("accepted, distance %.3f", p.Distance)
-			}
-			fmt.Fprintf(stdout, "run %s stage %d: %s (%s)\n", p.RunID, p.Stage, verdict, oneLine(p.Reason, 160))
-		}
+		printVerdicts(stdout, per)
 	}
 	fmt.Fprintf(stdout, "%s: %d %s contexts of %s (teacher %s, prompt %s, modules %s)\n", *model, sc.Turns, which, *contexts, pick[0].Teacher, pick[0].Prompt, pick[0].Modules)
-	fmt.Fprintf(stdout, "valid JSON %.1f%% (%d/%d), accepted by the guardrails %.1f%% (%d/%d), distance to the teacher's config %s (accepted proposals; keeping the previous config: %.3f)\n",
-		100*sc.JSONRate(), sc.JSON, sc.Turns, 100*sc.AcceptedRate(), sc.Accepted, sc.Turns, fmtDistance(sc.Distance), sc.Keep)
+	fmt.Fprintln(stdout, sc.Summary())
 	if *jsonOut != "" {
-		return writeScoreJSON(*jsonOut, *model, *contexts, which, sc, per)
+		return writeJSONFile(*jsonOut, engineer.ScoreReport{Model: *model, Contexts: *contexts, Scored: which, Scores: sc, PerTurn: per})
 	}
 	return nil
 }
 
-// writeScoreJSON writes t2t engineer score's summary and every turn's score to path.
-func writeScoreJSON(path, model, contexts, which string, sc engineer.Scores, per []engineer.TurnScore) error {
-	type turnJSON struct {
-		RunID    string   `json:"run_id"`
-		Stage    int      `json:"stage"`
-		Context  string   `json:"context"`
-		JSON     bool     `json:"json"`
-		Accepted bool     `json:"accepted"`
-		Distance *float64 `json:"distance"`
-		Keep     float64  `json:"keep"`
-		Reason   string   `json:"reason"`
-		Raw      string   `json:"raw"`
-	}
-	rows := make([]turnJSON, len(per))
-	for i, p := range per {
-		rows[i] = turnJSON{RunID: p.RunID, Stage: p.Stage, Context: p.Context, JSON: p.JSON, Accepted: p.Accepted, Keep: p.Keep, Reason: p.Reason, Raw: p.Raw}
-		if !math.IsNaN(p.Distance) {
-			d := p.Distance
-			rows[i].Distance = &d
-		}
-	}
-	var dist *float64
-	if !math.IsNaN(sc.Distance) {
-		dist = &sc.Distance
-	}
-	doc := map[string]any{"model": model, "contexts": contexts, "scored": which, "turns": sc.Turns, "json": sc.JSON, "accepted": sc.Accepted,
-		"json_rate": sc.JSONRate(), "accepted_rate": sc.AcceptedRate(), "distance": dist, "keep_distance": sc.Keep, "per_turn": rows}
-	b, err := json.MarshalIndent(doc, "", "  ")
+// readScoredTurns reads a turns file and keeps the turns to score (the
+// held-out ones, or all); none is bad input.
+func readScoredTurns(path string, all bool) ([]engineer.Turn, error) {
+	turns, err := readTurnsFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return writeOut(path, nil, append(b, '\n'))
+	pick := engineer.ScoredTurns(turns, all)
+	if len(pick) == 0 {
+		return nil, badInput("%s: no held-out turn to score (--all scores every turn)", path)
+	}
+	return pick, nil
 }
 
-func fmtDistance(d float64) string {
-	if math.IsNaN(d) {
-		return "n/a"
+// printVerdicts prints one line per scored turn (t2t engineer score -v).
+func printVerdicts(w io.Writer, per []engineer.TurnScore) {
+	for _, p := range per {
+		fmt.Fprintf(w, "run %s stage %d: %s (%s)\n", p.RunID, p.Stage, p.Verdict(), oneLine(p.Reason, 160))
 	}
-	return fmt.Sprintf("%.3f", d)
 }
 
 func oneLine(s string, n int) string {
