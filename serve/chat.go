@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
@@ -20,72 +21,19 @@ const maxStops = 4
 // sampling validates the shared generation fields for prompts of the given lengths (rows =
 // len(promptLens) × n) and returns the sample config and n.
 func (s *Server) sampling(p *samplingParams, c *served, promptLens []int, defaultMax int) (engine.SampleConfig, int, *reqError) {
-	var sc engine.SampleConfig
 	if p.Model == "" {
-		return sc, 0, badRequest("model", "model is required")
+		return engine.SampleConfig{}, 0, badRequest("model", "model is required")
 	}
-	sc.Temperature = 1
-	if t := p.Temperature; t != nil {
-		if math.IsNaN(*t) || *t < 0 || *t > 2 {
-			return sc, 0, badRequest("temperature", "temperature %v: must be in [0, 2]", *t)
-		}
-		sc.Temperature = *t
+	sc, rerr := samplingKnobs(p)
+	if rerr != nil {
+		return sc, 0, rerr
 	}
-	if tp := p.TopP; tp != nil {
-		if math.IsNaN(*tp) || *tp <= 0 || *tp > 1 {
-			return sc, 0, badRequest("top_p", "top_p %v: must be in (0, 1]", *tp)
-		}
-		sc.TopP = *tp
+	n, rerr := s.completionCount(p, len(promptLens))
+	if rerr != nil {
+		return sc, 0, rerr
 	}
-	if tk := p.TopK; tk != nil {
-		if *tk < -1 {
-			return sc, 0, badRequest("top_k", "top_k %d: must be ≥ 1, or 0 or −1 for off", *tk)
-		}
-		sc.TopK = max(*tk, 0)
-	}
-	n := 1
-	if p.N != nil {
-		n = *p.N
-		if n < 1 || n > s.opt.MaxN {
-			return sc, 0, badRequest("n", "n %d: must be in [1, %d]", n, s.opt.MaxN)
-		}
-	}
-	if rows := n * len(promptLens); rows > s.opt.MaxRows {
-		return sc, 0, badRequest("n", "%d prompts × n %d = %d completions: at most %d per request", len(promptLens), n, rows, s.opt.MaxRows)
-	}
-	if len(p.Stop) > maxStops {
-		return sc, 0, badRequest("stop", "%d stop strings: at most %d", len(p.Stop), maxStops)
-	}
-	for _, st := range p.Stop {
-		if st == "" {
-			return sc, 0, badRequest("stop", "stop strings must not be empty")
-		}
-	}
-	maxPrompt := 0
-	for _, l := range promptLens {
-		maxPrompt = max(maxPrompt, l)
-	}
-	ctxLen := c.lm.MaxContext()
-	left := ctxLen - maxPrompt
-	want := p.MaxTokens
-	field := "max_tokens"
-	if p.MaxCompletionTokens != nil {
-		want, field = p.MaxCompletionTokens, "max_completion_tokens"
-	}
-	switch {
-	case want != nil && *want < 1:
-		return sc, 0, badRequest(field, "%s %d: must be ≥ 1", field, *want)
-	case left < 1:
-		return sc, 0, unprocessable("messages", "context_length_exceeded", "the prompt has %d tokens; the model's context is %d", maxPrompt, ctxLen)
-	case want != nil && *want > left:
-		return sc, 0, unprocessable(field, "context_length_exceeded",
-			"the prompt (%d tokens) plus %s (%d) exceeds the model's context of %d tokens", maxPrompt, field, *want, ctxLen)
-	case want != nil && *want > s.opt.MaxTokens:
-		return sc, 0, unprocessable(field, "max_tokens_exceeded", "%s %d: this server allows at most %d", field, *want, s.opt.MaxTokens)
-	case want != nil:
-		sc.MaxNewTokens = *want
-	default:
-		sc.MaxNewTokens = min(defaultMax, left, s.opt.MaxTokens)
+	if sc.MaxNewTokens, rerr = s.maxNewTokens(p, c.lm.MaxContext(), slices.Max(promptLens), defaultMax); rerr != nil {
+		return sc, 0, rerr
 	}
 	if p.Stream && p.StreamOptions == nil {
 		p.StreamOptions = &struct {
@@ -93,6 +41,78 @@ func (s *Server) sampling(p *samplingParams, c *served, promptLens []int, defaul
 		}{}
 	}
 	return sc, n, nil
+}
+
+// samplingKnobs reads temperature (default 1), top_p and top_k.
+func samplingKnobs(p *samplingParams) (engine.SampleConfig, *reqError) {
+	sc := engine.SampleConfig{Temperature: 1}
+	if t := p.Temperature; t != nil {
+		if math.IsNaN(*t) || *t < 0 || *t > 2 {
+			return sc, badRequest("temperature", "temperature %v: must be in [0, 2]", *t)
+		}
+		sc.Temperature = *t
+	}
+	if tp := p.TopP; tp != nil {
+		if math.IsNaN(*tp) || *tp <= 0 || *tp > 1 {
+			return sc, badRequest("top_p", "top_p %v: must be in (0, 1]", *tp)
+		}
+		sc.TopP = *tp
+	}
+	if tk := p.TopK; tk != nil {
+		if *tk < -1 {
+			return sc, badRequest("top_k", "top_k %d: must be ≥ 1, or 0 or −1 for off", *tk)
+		}
+		sc.TopK = max(*tk, 0)
+	}
+	return sc, nil
+}
+
+// completionCount reads n (default 1), checks the request's completions
+// (prompts × n) against the server's limit and the stop strings.
+func (s *Server) completionCount(p *samplingParams, prompts int) (int, *reqError) {
+	n := 1
+	if p.N != nil {
+		n = *p.N
+		if n < 1 || n > s.opt.MaxN {
+			return 0, badRequest("n", "n %d: must be in [1, %d]", n, s.opt.MaxN)
+		}
+	}
+	if rows := n * prompts; rows > s.opt.MaxRows {
+		return 0, badRequest("n", "%d prompts × n %d = %d completions: at most %d per request", prompts, n, rows, s.opt.MaxRows)
+	}
+	if len(p.Stop) > maxStops {
+		return 0, badRequest("stop", "%d stop strings: at most %d", len(p.Stop), maxStops)
+	}
+	if slices.Contains(p.Stop, "") {
+		return 0, badRequest("stop", "stop strings must not be empty")
+	}
+	return n, nil
+}
+
+// maxNewTokens is the completion length: max_completion_tokens or
+// max_tokens when given (checked against the context left after the
+// longest prompt and the server's cap), else the least of defaultMax, the
+// context left and the cap.
+func (s *Server) maxNewTokens(p *samplingParams, ctxLen, maxPrompt, defaultMax int) (int, *reqError) {
+	left := ctxLen - maxPrompt
+	want, field := p.MaxTokens, "max_tokens"
+	if p.MaxCompletionTokens != nil {
+		want, field = p.MaxCompletionTokens, "max_completion_tokens"
+	}
+	switch {
+	case want != nil && *want < 1:
+		return 0, badRequest(field, "%s %d: must be ≥ 1", field, *want)
+	case left < 1:
+		return 0, unprocessable("messages", "context_length_exceeded", "the prompt has %d tokens; the model's context is %d", maxPrompt, ctxLen)
+	case want != nil && *want > left:
+		return 0, unprocessable(field, "context_length_exceeded",
+			"the prompt (%d tokens) plus %s (%d) exceeds the model's context of %d tokens", maxPrompt, field, *want, ctxLen)
+	case want != nil && *want > s.opt.MaxTokens:
+		return 0, unprocessable(field, "max_tokens_exceeded", "%s %d: this server allows at most %d", field, *want, s.opt.MaxTokens)
+	case want != nil:
+		return *want, nil
+	}
+	return min(defaultMax, left, s.opt.MaxTokens), nil
 }
 
 // chatPrompt renders the messages with Qwen3's chat template.
@@ -172,42 +192,62 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	n, prompt := len(spec.rows), spec.rows[0]
 	g := s.newGenCall(c, spec, "chatcmpl", req.Stream, "n", n, "prompt_tokens", len(prompt))
 	g.promptTokens = len(prompt) // the n choices share one prompt
-	wantLP := req.Logprobs != nil && *req.Logprobs
-	lps := func(toks []genToken) *chatLogprobs {
-		if !wantLP {
-			return nil
-		}
-		return chatLogprobsOf(c, toks, req.ReturnTokensAsTokenIDs)
-	}
-	if !req.Stream {
-		res, _, ok := s.run(w, r, g, nil)
-		if !ok {
-			return
-		}
-		resp := chatResponse{ID: g.id, Object: "chat.completion", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Usage: g.usageOf(res)}
-		for i := range res {
-			resp.Choices = append(resp.Choices, chatChoice{Index: i, Message: chatRespMessage{Role: "assistant", Content: string(res[i].text)},
-				Logprobs: lps(res[i].toks), FinishReason: res[i].finish})
-		}
-		g.log.Info("chat completion", "completion_tokens", resp.Usage.CompletionTokens)
-		writeJSON(w, http.StatusOK, resp)
+	cw := &chatWriter{req: &req, g: g}
+	if req.Stream {
+		s.streamChat(w, r, cw, n)
 		return
 	}
-	var chunk func(choices []chatChunkChoice, u *usage) error
+	res, _, ok := s.run(w, r, g, nil)
+	if !ok {
+		return
+	}
+	resp := chatResponse{ID: g.id, Object: "chat.completion", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Usage: g.usageOf(res)}
+	for i := range res {
+		resp.Choices = append(resp.Choices, chatChoice{Index: i, Message: chatRespMessage{Role: "assistant", Content: string(res[i].text)},
+			Logprobs: cw.logprobs(res[i].toks), FinishReason: res[i].finish})
+	}
+	g.log.Info("chat completion", "completion_tokens", resp.Usage.CompletionTokens)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// chatWriter holds what a chat answer needs beyond the generation.
+type chatWriter struct {
+	req *chatRequest
+	g   *genCall
+}
+
+func (cw *chatWriter) wantLogprobs() bool { return cw.req.Logprobs != nil && *cw.req.Logprobs }
+
+// logprobs are a choice's log-probs, nil unless asked.
+func (cw *chatWriter) logprobs(toks []genToken) *chatLogprobs {
+	if !cw.wantLogprobs() {
+		return nil
+	}
+	return chatLogprobsOf(cw.g.c, toks, cw.req.ReturnTokensAsTokenIDs)
+}
+
+// chunk sends one server-sent event of choices (and usage, in the last).
+func (cw *chatWriter) chunk(sse *sse, choices []chatChunkChoice, u *usage) error {
+	g := cw.g
+	return sse.send(chatChunk{ID: g.id, Object: "chat.completion.chunk", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Choices: choices, Usage: u})
+}
+
+// streamChat answers a streamed chat request: an empty assistant delta per
+// choice, then each row's text as it is sampled and its finish reason,
+// usage last when asked.
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, cw *chatWriter, n int) {
+	g := cw.g
 	res, sse, ok := s.run(w, r, g, func(sse *sse) error {
-		chunk = func(choices []chatChunkChoice, u *usage) error {
-			return sse.send(chatChunk{ID: g.id, Object: "chat.completion.chunk", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Choices: choices, Usage: u})
-		}
 		empty := ""
 		for i := range n {
-			if err := chunk([]chatChunkChoice{{Index: i, Delta: chatDelta{Role: "assistant", Content: &empty}}}, nil); err != nil {
+			if err := cw.chunk(sse, []chatChunkChoice{{Index: i, Delta: chatDelta{Role: "assistant", Content: &empty}}}, nil); err != nil {
 				return err
 			}
 		}
 		g.job.stream = func(row int, gr *genRow, final bool) error {
 			text, toks := gr.pending(g.job.stops, final)
-			if text != "" || (len(toks) > 0 && wantLP) {
-				if err := chunk([]chatChunkChoice{{Index: row, Delta: chatDelta{Content: &text}, Logprobs: lps(toks)}}, nil); err != nil {
+			if text != "" || (len(toks) > 0 && cw.wantLogprobs()) {
+				if err := cw.chunk(sse, []chatChunkChoice{{Index: row, Delta: chatDelta{Content: &text}, Logprobs: cw.logprobs(toks)}}, nil); err != nil {
 					return err
 				}
 			}
@@ -215,7 +255,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 				return nil
 			}
 			reason := gr.finish
-			return chunk([]chatChunkChoice{{Index: row, Delta: chatDelta{}, FinishReason: &reason}}, nil)
+			return cw.chunk(sse, []chatChunkChoice{{Index: row, Delta: chatDelta{}, FinishReason: &reason}}, nil)
 		}
 		return nil
 	})
@@ -224,8 +264,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer sse.finish()
 	u := g.usageOf(res)
-	if req.StreamOptions.IncludeUsage {
-		if err := chunk([]chatChunkChoice{}, &u); err != nil {
+	if cw.req.StreamOptions.IncludeUsage {
+		if err := cw.chunk(sse, []chatChunkChoice{}, &u); err != nil {
 			return
 		}
 	}

@@ -13,35 +13,9 @@ func (s *Server) completionPrompts(raw json.RawMessage, c *served) ([][]int32, [
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil, badRequest("prompt", "prompt is required")
 	}
-	var texts []string
-	var ids [][]int32
-	if raw[0] == '"' {
-		var one string
-		if err := json.Unmarshal(raw, &one); err != nil {
-			return nil, nil, badRequest("prompt", "prompt: %v", err)
-		}
-		texts = []string{one}
-	} else {
-		var elems []json.RawMessage
-		if err := json.Unmarshal(raw, &elems); err != nil || len(elems) == 0 {
-			return nil, nil, badRequest("prompt", "prompt: want a string, an array of strings, or token ids")
-		}
-		switch first := bytes.TrimSpace(elems[0]); {
-		case len(first) > 0 && first[0] == '"':
-			if err := json.Unmarshal(raw, &texts); err != nil {
-				return nil, nil, badRequest("prompt", "prompt: an array of prompts must hold only strings")
-			}
-		case len(first) > 0 && first[0] == '[':
-			if err := json.Unmarshal(raw, &ids); err != nil {
-				return nil, nil, badRequest("prompt", "prompt: an array of token-id prompts must hold only arrays of integers")
-			}
-		default:
-			var one []int32
-			if err := json.Unmarshal(raw, &one); err != nil {
-				return nil, nil, badRequest("prompt", "prompt: token ids must be integers")
-			}
-			ids = [][]int32{one}
-		}
+	texts, ids, rerr := parsePrompt(raw)
+	if rerr != nil {
+		return nil, nil, rerr
 	}
 	if k := max(len(texts), len(ids)); k > s.opt.MaxRows {
 		return nil, nil, badRequest("prompt", "%d prompts: at most %d per request", k, s.opt.MaxRows)
@@ -76,6 +50,38 @@ func (s *Server) completionPrompts(raw json.RawMessage, c *served) ([][]int32, [
 	return ids, texts, nil
 }
 
+// parsePrompt reads a non-empty "prompt" as texts or as token-id rows.
+func parsePrompt(raw json.RawMessage) (texts []string, ids [][]int32, rerr *reqError) {
+	if raw[0] == '"' {
+		var one string
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return nil, nil, badRequest("prompt", "prompt: %v", err)
+		}
+		return []string{one}, nil, nil
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil || len(elems) == 0 {
+		return nil, nil, badRequest("prompt", "prompt: want a string, an array of strings, or token ids")
+	}
+	switch first := bytes.TrimSpace(elems[0]); {
+	case len(first) > 0 && first[0] == '"':
+		if err := json.Unmarshal(raw, &texts); err != nil {
+			return nil, nil, badRequest("prompt", "prompt: an array of prompts must hold only strings")
+		}
+	case len(first) > 0 && first[0] == '[':
+		if err := json.Unmarshal(raw, &ids); err != nil {
+			return nil, nil, badRequest("prompt", "prompt: an array of token-id prompts must hold only arrays of integers")
+		}
+	default:
+		var one []int32
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return nil, nil, badRequest("prompt", "prompt: token ids must be integers")
+		}
+		ids = [][]int32{one}
+	}
+	return texts, ids, nil
+}
+
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
 	c := s.serving(r.Context())
@@ -84,43 +90,67 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeReqError(w, rerr)
 		return
 	}
-	g := s.newGenCall(c, spec, "cmpl", req.Stream)
-	n := len(spec.rows) / len(texts)
-	echo := func(row int) string {
-		if req.Echo {
-			return texts[row/n]
-		}
-		return ""
-	}
-	lps := func(toks []genToken, offset int) *completionLogprobs {
-		if req.Logprobs == nil {
-			return nil
-		}
-		return completionLogprobsOf(g.c, toks, offset, req.ReturnTokensAsTokenIDs)
-	}
-	if !req.Stream {
-		res, _, ok := s.run(w, r, g, nil)
-		if !ok {
-			return
-		}
-		u := g.usageOf(res)
-		resp := completionResponse{ID: g.id, Object: "text_completion", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Usage: &u}
-		for i := range res {
-			reason, e := res[i].finish, echo(i)
-			resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: e + string(res[i].text), Logprobs: lps(res[i].toks, len(e)), FinishReason: &reason})
-		}
-		g.log.Info("completion", "completion_tokens", u.CompletionTokens)
-		writeJSON(w, http.StatusOK, resp)
+	cw := &completionWriter{req: &req, g: s.newGenCall(c, spec, "cmpl", req.Stream), texts: texts, n: len(spec.rows) / len(texts)}
+	if req.Stream {
+		s.streamCompletions(w, r, cw, len(spec.rows))
 		return
 	}
-	var chunk func(ch []completionChoice, u *usage) error
+	res, _, ok := s.run(w, r, cw.g, nil)
+	if !ok {
+		return
+	}
+	g := cw.g
+	u := g.usageOf(res)
+	resp := completionResponse{ID: g.id, Object: "text_completion", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Usage: &u}
+	for i := range res {
+		reason, e := res[i].finish, cw.echo(i)
+		resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: e + string(res[i].text), Logprobs: cw.logprobs(res[i].toks, len(e)), FinishReason: &reason})
+	}
+	g.log.Info("completion", "completion_tokens", u.CompletionTokens)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// completionWriter holds what a /v1/completions answer needs beyond the
+// generation: the request (echo, log-probs) and the prompts' texts, each
+// sampled n times.
+type completionWriter struct {
+	req   *completionRequest
+	g     *genCall
+	texts []string
+	n     int
+}
+
+// echo is the prompt text a row's choice starts with ("" without echo).
+func (cw *completionWriter) echo(row int) string {
+	if cw.req.Echo {
+		return cw.texts[row/cw.n]
+	}
+	return ""
+}
+
+// logprobs are the choice's log-probs (nil unless asked); offset is where
+// the tokens' text starts in the choice's text.
+func (cw *completionWriter) logprobs(toks []genToken, offset int) *completionLogprobs {
+	if cw.req.Logprobs == nil {
+		return nil
+	}
+	return completionLogprobsOf(cw.g.c, toks, offset, cw.req.ReturnTokensAsTokenIDs)
+}
+
+// chunk sends one server-sent event of choices (and usage, in the last).
+func (cw *completionWriter) chunk(sse *sse, ch []completionChoice, u *usage) error {
+	g := cw.g
+	return sse.send(completionResponse{ID: g.id, Object: "text_completion", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Choices: ch, Usage: u})
+}
+
+// streamCompletions answers a streamed request: the echoed prompts first,
+// then each row's text as it is sampled, usage last when asked.
+func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, cw *completionWriter, rows int) {
+	g := cw.g
 	res, sse, ok := s.run(w, r, g, func(sse *sse) error {
-		chunk = func(ch []completionChoice, u *usage) error {
-			return sse.send(completionResponse{ID: g.id, Object: "text_completion", Created: g.created, Model: g.model, SystemFingerprint: g.fp, Choices: ch, Usage: u})
-		}
-		if req.Echo {
-			for i := range spec.rows {
-				if err := chunk([]completionChoice{{Index: i, Text: echo(i)}}, nil); err != nil {
+		if cw.req.Echo {
+			for i := range rows {
+				if err := cw.chunk(sse, []completionChoice{{Index: i, Text: cw.echo(i)}}, nil); err != nil {
 					return err
 				}
 			}
@@ -132,10 +162,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 				f := gr.finish
 				reason = &f
 			}
-			if text == "" && reason == nil && (len(toks) == 0 || req.Logprobs == nil) {
+			if text == "" && reason == nil && (len(toks) == 0 || cw.req.Logprobs == nil) {
 				return nil
 			}
-			return chunk([]completionChoice{{Index: row, Text: text, Logprobs: lps(toks, len(echo(row))), FinishReason: reason}}, nil)
+			return cw.chunk(sse, []completionChoice{{Index: row, Text: text, Logprobs: cw.logprobs(toks, len(cw.echo(row))), FinishReason: reason}}, nil)
 		}
 		return nil
 	})
@@ -143,9 +173,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sse.finish()
-	if req.StreamOptions.IncludeUsage {
+	if cw.req.StreamOptions.IncludeUsage {
 		u := g.usageOf(res)
-		if err := chunk([]completionChoice{}, &u); err != nil {
+		if err := cw.chunk(sse, []completionChoice{}, &u); err != nil {
 			return
 		}
 	}

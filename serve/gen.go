@@ -60,25 +60,7 @@ func (j *genJob) run(ctx context.Context) ([]genRow, error) {
 			return true
 		}
 		g := &rows[ev.Row]
-		t := genToken{id: ev.Token, lp: ev.LogProb, text: len(g.text)}
-		if len(ev.Top) > 0 {
-			t.top = append([]engine.TokenLogProb(nil), ev.Top...)
-		}
-		g.toks = append(g.toks, t)
-		switch {
-		case j.lm.IsStop(ev.Token):
-			g.text = g.dec.flush(g.text)
-			g.finish = "stop"
-		case j.lm.Tok.IsSpecial(ev.Token):
-			// control tokens are not part of the text (skip_special_tokens)
-		default:
-			g.text = g.dec.write(g.text, j.lm.Tok.DecodeBytes([]int32{ev.Token}))
-			if k := j.stops.find(string(g.text), g.searched); k >= 0 {
-				g.text = g.text[:k]
-				g.finish = "stop"
-			}
-			g.searched = len(g.text)
-		}
+		j.take(g, ev)
 		if j.stream != nil {
 			if err := j.stream(ev.Row, g, g.finish != ""); err != nil {
 				streamErr = err
@@ -96,6 +78,39 @@ func (j *genJob) run(ctx context.Context) ([]genRow, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := j.finishRows(rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// take appends a sampled token to its row and its text; a stop token or
+// stop string finishes the row ("stop").
+func (j *genJob) take(g *genRow, ev engine.TokenEvent) {
+	t := genToken{id: ev.Token, lp: ev.LogProb, text: len(g.text)}
+	if len(ev.Top) > 0 {
+		t.top = append([]engine.TokenLogProb(nil), ev.Top...)
+	}
+	g.toks = append(g.toks, t)
+	switch {
+	case j.lm.IsStop(ev.Token):
+		g.text = g.dec.flush(g.text)
+		g.finish = "stop"
+	case j.lm.Tok.IsSpecial(ev.Token):
+		// control tokens are not part of the text (skip_special_tokens)
+	default:
+		g.text = g.dec.write(g.text, j.lm.Tok.DecodeBytes([]int32{ev.Token}))
+		if k := j.stops.find(string(g.text), g.searched); k >= 0 {
+			g.text = g.text[:k]
+			g.finish = "stop"
+		}
+		g.searched = len(g.text)
+	}
+}
+
+// finishRows ends the rows the generation left unfinished ("length",
+// or "stop" when the flushed text holds a stop string) and streams their end.
+func (j *genJob) finishRows(rows []genRow) error {
 	for i := range rows {
 		g := &rows[i]
 		if g.finish != "" {
@@ -109,11 +124,11 @@ func (j *genJob) run(ctx context.Context) ([]genRow, error) {
 		}
 		if j.stream != nil {
 			if err := j.stream(i, g, true); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return rows, nil
+	return nil
 }
 
 // pending returns the text a stream may send now and the tokens that go with it, and marks

@@ -80,15 +80,7 @@ func Run(ctx context.Context, cfg RunConfig, reload <-chan os.Signal, out io.Wri
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
-	batching := "one generation at a time"
-	if n := lm.SchedulerSlots(); n > 0 {
-		batching = fmt.Sprintf("continuous batching over %d slots", n)
-	}
-	fmt.Fprintf(out, "serving %s (%d parameters, context %d, engine %s on %s, %s) at http://%s/v1 — SIGHUP reloads %s\n",
-		srv.ModelName(), lm.Model.Config().NumParams(), lm.MaxContext(), lm.Model.Engine(), lm.Model.Device(), batching, addr, cfg.Dir)
-	if w := InsecureWarning(ln.Addr(), cfg.Options.APIKey); w != "" {
-		fmt.Fprintln(out, w)
-	}
+	printServing(out, srv, lm, ln.Addr(), cfg)
 	if cfg.Ready != nil {
 		cfg.Ready(addr)
 	}
@@ -114,6 +106,20 @@ func Run(ctx context.Context, cfg RunConfig, reload <-chan os.Signal, out io.Wri
 			}
 			return nil
 		}
+	}
+}
+
+// printServing writes Run's first line (the model, its engine and
+// batching, the address) and the warning for an unprotected address.
+func printServing(out io.Writer, srv *Server, lm *textpolicy.LM, addr net.Addr, cfg RunConfig) {
+	batching := "one generation at a time"
+	if n := lm.SchedulerSlots(); n > 0 {
+		batching = fmt.Sprintf("continuous batching over %d slots", n)
+	}
+	fmt.Fprintf(out, "serving %s (%d parameters, context %d, engine %s on %s, %s) at http://%s/v1 — SIGHUP reloads %s\n",
+		srv.ModelName(), lm.Model.Config().NumParams(), lm.MaxContext(), lm.Model.Engine(), lm.Model.Device(), batching, addr, cfg.Dir)
+	if w := InsecureWarning(addr, cfg.Options.APIKey); w != "" {
+		fmt.Fprintln(out, w)
 	}
 }
 
