@@ -47,6 +47,7 @@ type coordMetrics struct {
 	issued, reissued, duplicates, completed, unitRejected, configRejected, staleAcks, unknownUnits atomic.Uint64
 	queued, outstanding, window, resyncs                                                           atomic.Uint64
 	learnerWaitNs                                                                                  atomic.Int64
+	loads                                                                                          nodeLoads // per node (System.NodeLoads)
 }
 
 func (m *coordMetrics) snapshot() CoordinatorStats {
@@ -119,47 +120,6 @@ type unitState struct {
 	deadline time.Time
 	issues   int
 	groups   int64 // groups counted in flow.issued for this unit (0 while queued)
-}
-
-// flowControl paces dispatch by the learner, as AReaL's bounded staleness
-// does: a unit goes out only while the groups issued and not yet retired by
-// the learner, plus its own, fit in window = (maxLag+1)·batch. The learner
-// consumes groups in batches of B in the order they arrive, so a unit's
-// groups then land in a batch at most maxLag updates after the version it
-// was issued at (WorkUnit.PolicyVersion), which the rollout plays at least.
-// Counting groups, not seconds, needs no estimate of the learner's speed:
-// a slower learner retires groups later and dispatch waits accordingly.
-type flowControl struct {
-	maxLag int64 // η; < 0: no pacing
-	batch  int64 // B
-	// issued counts the groups of units leased or done (a unit put back in
-	// the queue stops counting); retired, pending and version are the
-	// learner's, as last heard.
-	issued, retired, pending, version int64
-	inflight                          int64     // groups of leased units
-	heardAt                           time.Time // when the learner's counters last moved
-	heldSince                         time.Time // queued units wait for the learner since (zero: not waiting)
-	drainSince                        time.Time // the stage drains since (phaseDraining)
-}
-
-// drained reports whether the learner holds nothing outstanding but its
-// pending part batch: every group sent so far reached it, and every full
-// batch was trained.
-func (f *flowControl) drained() bool { return f.outstanding() <= f.pending }
-
-func (f *flowControl) on() bool           { return f.maxLag >= 0 }
-func (f *flowControl) window() int64      { return (f.maxLag + 1) * f.batch }
-func (f *flowControl) outstanding() int64 { return f.issued - f.retired }
-
-// admits reports whether a unit of g groups may go out now. Below one
-// batch outstanding it always may: the learner cannot make a batch of what
-// is outstanding, so holding back would stall the run.
-func (f *flowControl) admits(g int64) bool {
-	if !f.on() {
-		return true
-	}
-	o := f.outstanding()
-	return o+g <= f.window() || o < f.batch
 }
 
 type coordinator struct {
@@ -283,7 +243,7 @@ func (c *coordinator) requestWork(key string, r RequestWork) []coordOut {
 	if r.Credits > 0 {
 		w.credits += r.Credits
 	}
-	w.suspect = false
+	c.heard(w)
 	c.dispatch()
 	return c.flush()
 }
@@ -295,7 +255,7 @@ func (c *coordinator) ack(key string, a ConfigAck) []coordOut {
 		c.metrics.staleAcks.Add(1)
 		return nil
 	}
-	w.suspect = false
+	c.heard(w)
 	if a.Version != c.cfg.Version || c.phase == phaseIdle {
 		c.metrics.staleAcks.Add(1)
 		return nil
@@ -404,6 +364,7 @@ func (c *coordinator) dispatch() {
 		c.flow.inflight += g
 		w.credits--
 		w.leases++
+		c.metrics.loads.issued(w.node)
 		c.cur.Issued++
 		c.metrics.issued.Add(1)
 		wu := u.unit
@@ -491,6 +452,7 @@ func (c *coordinator) requeue(i int) {
 	if u.status == unitLeased {
 		if h, ok := c.workers[u.holder]; ok {
 			h.leases--
+			c.metrics.loads.ended(h.node, true)
 		}
 		c.flow.issued -= u.groups
 		c.flow.inflight -= u.groups
@@ -505,7 +467,7 @@ func (c *coordinator) requeue(i int) {
 // unitDone accepts the first result of a unit and counts the rest.
 func (c *coordinator) unitDone(key string, d UnitDone) []coordOut {
 	if w, ok := c.workers[key]; ok {
-		w.suspect = false
+		c.heard(w)
 	}
 	i, ok := c.index[d.UnitID]
 	if !ok {
@@ -522,6 +484,7 @@ func (c *coordinator) unitDone(key string, d UnitDone) []coordOut {
 		c.cur.Duplicates++
 		return nil
 	}
+	c.unitLoad(key, u)
 	if u.status == unitLeased {
 		if h, ok := c.workers[u.holder]; ok {
 			h.leases--
@@ -590,7 +553,7 @@ func (c *coordinator) unitRejected(key string, r UnitRejected) []coordOut {
 	c.metrics.unitRejected.Add(1)
 	w, known := c.workers[key]
 	if known {
-		w.suspect = false
+		c.heard(w)
 	}
 	if i, ok := c.index[r.UnitID]; ok && c.units[i].status == unitLeased && c.units[i].holder == key {
 		c.cur.Rejected++
@@ -619,6 +582,7 @@ func (c *coordinator) nodeLeft(node string) []coordOut {
 		}
 		delete(c.workers, k)
 	}
+	c.metrics.loads.left(node)
 	c.order = kept
 	c.maybeStartStage()
 	c.dispatch()

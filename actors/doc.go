@@ -44,7 +44,9 @@
 // and learner's PIDs (actor.NewPID(address, CoordinatorName), LearnerName).
 // The coordinator learns rollouts from their first RequestWork; membership
 // reports departed nodes with NodeLeft (System.NodeLeft), and leases catch
-// the rest.
+// the rest. System.NodeLoads is the coordinator's account per node: units
+// done, in flight and lost, mean lease-to-result time, and when it last
+// heard from the node (its heartbeat), kept after the node left.
 //
 // # Wire
 //
@@ -95,7 +97,8 @@
 // (coordinator, rollout, learner, engineer) are plain, single-threaded and
 // tested without actors. A rollout runs its Runner calls on goroutines (at
 // most MaxInFlight); the learner calls the Updater and the engineer the
-// Proposer inline. Counters are atomics and may be read at any time.
+// Proposer inline. Counters are atomics (the per-node account a mutex) and
+// may be read at any time.
 //
 // # Errors
 //
