@@ -348,59 +348,16 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 	if err := evaluated(0, false); err != nil {
 		return err
 	}
-	agents := opt.agents()
-	every := opt.EngineerEvery
-	if every == 0 {
-		every = 4
-	}
-	start := time.Now()
-	var sums [2]struct {
-		n         int
-		loss, acc float64
-	}
-	nextTurn := 0
+	run := &sftRun{p: p, opt: &opt, agents: opt.agents(), every: cmp.Or(opt.EngineerEvery, 4), start: time.Now()}
 	for step := 1; step <= opt.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		kind := 0
-		var st learner.UpdateStats
-		if len(opt.Engineer) > 0 && step%every == 0 {
-			kind = 1
-			batch := make([]engine.Sample, opt.Batch)
-			for i := range batch {
-				batch[i] = opt.Engineer[nextTurn%len(opt.Engineer)]
-				nextTurn++
-			}
-			st, err = p.BCStep(batch)
-		} else {
-			ins, gerr := env.Generate(opt.config(agents[(step-1)%len(agents)], opt.Batch), opt.Seed+uint64(step), 0, opt.Batch)
-			if gerr != nil {
-				return gerr
-			}
-			st, err = p.SFTStep(ins)
-		}
-		if err != nil {
+		if err := run.step(step); err != nil {
 			return err
 		}
-		sums[kind].n++
-		sums[kind].loss += st.Loss
-		sums[kind].acc += st.Accuracy
 		if step%opt.ReportEvery == 0 || step == opt.Steps {
-			l := SFTLoss{Step: step, Steps: sums[0].n, EngineerSteps: sums[1].n, Elapsed: time.Since(start)}
-			if n := float64(sums[0].n); n > 0 {
-				l.Loss, l.Accuracy = sums[0].loss/n, sums[0].acc/n
-			}
-			if n := float64(sums[1].n); n > 0 {
-				l.EngineerLoss, l.EngineerAccuracy = sums[1].loss/n, sums[1].acc/n
-			}
-			if pr.Loss != nil {
-				pr.Loss(l)
-			}
-			sums = [2]struct {
-				n         int
-				loss, acc float64
-			}{}
+			run.report(step)
 		}
 		if opt.EvalEvery > 0 && step%opt.EvalEvery == 0 && step < opt.Steps {
 			if err := evaluated(step, false); err != nil {
@@ -422,6 +379,71 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 		}
 	}
 	return p.Save(opt.Dir)
+}
+
+// sftRun is RunSFT's training loop: which step trains on what, and the
+// running sums each report averages (index 0: policy steps, 1: engineer steps).
+type sftRun struct {
+	p        *Policy
+	opt      *SFTOptions
+	agents   []int
+	every    int // an engineer step every this many steps (with engineer turns)
+	nextTurn int
+	start    time.Time
+	sums     [2]struct {
+		n         int
+		loss, acc float64
+	}
+}
+
+// step trains one step: a batch of engineer turns every r.every steps (when
+// there are any), else SFTStep on freshly generated instances.
+func (r *sftRun) step(step int) error {
+	opt := r.opt
+	kind := 0
+	var st learner.UpdateStats
+	var err error
+	if len(opt.Engineer) > 0 && step%r.every == 0 {
+		kind = 1
+		batch := make([]engine.Sample, opt.Batch)
+		for i := range batch {
+			batch[i] = opt.Engineer[r.nextTurn%len(opt.Engineer)]
+			r.nextTurn++
+		}
+		st, err = r.p.BCStep(batch)
+	} else {
+		ins, gerr := env.Generate(opt.config(r.agents[(step-1)%len(r.agents)], opt.Batch), opt.Seed+uint64(step), 0, opt.Batch)
+		if gerr != nil {
+			return gerr
+		}
+		st, err = r.p.SFTStep(ins)
+	}
+	if err != nil {
+		return err
+	}
+	r.sums[kind].n++
+	r.sums[kind].loss += st.Loss
+	r.sums[kind].acc += st.Accuracy
+	return nil
+}
+
+// report passes the means since the last report to Progress.Loss and
+// starts new sums.
+func (r *sftRun) report(step int) {
+	l := SFTLoss{Step: step, Steps: r.sums[0].n, EngineerSteps: r.sums[1].n, Elapsed: time.Since(r.start)}
+	if n := float64(r.sums[0].n); n > 0 {
+		l.Loss, l.Accuracy = r.sums[0].loss/n, r.sums[0].acc/n
+	}
+	if n := float64(r.sums[1].n); n > 0 {
+		l.EngineerLoss, l.EngineerAccuracy = r.sums[1].loss/n, r.sums[1].acc/n
+	}
+	if r.opt.Progress.Loss != nil {
+		r.opt.Progress.Loss(l)
+	}
+	r.sums = [2]struct {
+		n         int
+		loss, acc float64
+	}{}
 }
 
 // sftEvalSet draws the evaluation set and reports it.
