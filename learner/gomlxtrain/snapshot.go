@@ -133,85 +133,32 @@ func stDTypeFits(st safetensors.DType, dt dtypes.DType) bool {
 	return false
 }
 
+// restoreAssign is one value RestoreContext sets: into an existing
+// variable v, or into a new optimizer variable scope/name.
+type restoreAssign struct {
+	v      *context.Variable
+	scope  string
+	name   string
+	tensor *tensors.Tensor
+}
+
 // RestoreContext checks that ck fits ctx (every weight present with its shape and dtype, nothing
 // extra; optimizer tensors fit the variables that already exist) and only then sets the values,
 // creating optimizer variables that do not exist yet. On error ctx is unchanged.
 func RestoreContext(ctx *context.Context, ck *learner.Checkpoint) error {
-	type assign struct {
-		v      *context.Variable
-		scope  string
-		name   string
-		tensor *tensors.Tensor
-	}
-	var plan []assign
 	byName := map[string]*context.Variable{}
 	for v := range ctx.IterVariables() {
 		byName[ctxTensorName(v)] = v
 	}
-	seen := map[string]bool{}
-	for _, t := range ck.Weights {
-		v, ok := byName[t.Name]
-		if !ok || !v.Trainable {
-			return fmt.Errorf("%w: checkpoint weight %q is not a weight of the model", learner.ErrCheckpointMismatch, t.Name)
-		}
-		if !stDTypeFits(t.DType, v.DType()) {
-			return fmt.Errorf("%w: weight %q is %s, model variable is %s", learner.ErrCheckpointMismatch, t.Name, t.DType, v.DType())
-		}
-		val, err := stToTensor(t, v.Shape())
-		if err != nil {
-			return err
-		}
-		seen[t.Name] = true
-		plan = append(plan, assign{v: v, tensor: val})
+	plan, err := planWeights(byName, ck)
+	if err != nil {
+		return err
 	}
-	for name, v := range byName {
-		if v.Trainable && !seen[name] {
-			return fmt.Errorf("%w: checkpoint lacks weight %q", learner.ErrCheckpointMismatch, name)
-		}
+	opt, err := planOptimizer(byName, ck)
+	if err != nil {
+		return err
 	}
-	inCk := map[string]bool{}
-	for _, t := range ck.Optimizer {
-		inCk[t.Name] = true
-	}
-	// Optimizer state the checkpoint lacks is reset to its initial value (zero moments, step 0).
-	for name, v := range byName {
-		if ctxIsOptimizerState(v) && !inCk[name] {
-			plan = append(plan, assign{v: v, tensor: tensors.FromShape(v.Shape())})
-		}
-	}
-	for _, t := range ck.Optimizer {
-		if v, ok := byName[t.Name]; ok {
-			if v.Trainable || !stDTypeFits(t.DType, v.DType()) {
-				return fmt.Errorf("%w: optimizer tensor %q does not fit variable %s", learner.ErrCheckpointMismatch, t.Name, v.Shape())
-			}
-			val, err := stToTensor(t, v.Shape())
-			if err != nil {
-				return err
-			}
-			plan = append(plan, assign{v: v, tensor: val})
-			continue
-		}
-		var dt dtypes.DType
-		switch {
-		case stDTypeFits(t.DType, dtypes.Float32):
-			dt = dtypes.Float32
-		case stDTypeFits(t.DType, dtypes.Int64):
-			dt = dtypes.Int64
-		default:
-			return fmt.Errorf("%w: optimizer tensor %q has dtype %s", learner.ErrCheckpointMismatch, t.Name, t.DType)
-		}
-		val, err := stToTensor(t, shapes.Make(dt, t.Shape...))
-		if err != nil {
-			return err
-		}
-		full := context.ScopeSeparator + t.Name
-		i := strings.LastIndex(full, context.ScopeSeparator)
-		scope, name := full[:i], full[i+1:]
-		if scope == "" {
-			scope = context.RootScope
-		}
-		plan = append(plan, assign{scope: scope, name: name, tensor: val})
-	}
+	plan = append(plan, opt...)
 	return Catch(func() {
 		for _, a := range plan {
 			if a.v != nil {
@@ -223,4 +170,93 @@ func RestoreContext(ctx *context.Context, ck *learner.Checkpoint) error {
 			ctx.Checked(false).InAbsPath(a.scope).VariableWithValue(a.name, a.tensor).SetTrainable(false)
 		}
 	})
+}
+
+// planWeights are the checkpoint's weights, each checked against its
+// trainable variable; a weight the model lacks or a weight missing from
+// the checkpoint is ErrCheckpointMismatch.
+func planWeights(byName map[string]*context.Variable, ck *learner.Checkpoint) ([]restoreAssign, error) {
+	var plan []restoreAssign
+	seen := map[string]bool{}
+	for _, t := range ck.Weights {
+		v, ok := byName[t.Name]
+		if !ok || !v.Trainable {
+			return nil, fmt.Errorf("%w: checkpoint weight %q is not a weight of the model", learner.ErrCheckpointMismatch, t.Name)
+		}
+		if !stDTypeFits(t.DType, v.DType()) {
+			return nil, fmt.Errorf("%w: weight %q is %s, model variable is %s", learner.ErrCheckpointMismatch, t.Name, t.DType, v.DType())
+		}
+		val, err := stToTensor(t, v.Shape())
+		if err != nil {
+			return nil, err
+		}
+		seen[t.Name] = true
+		plan = append(plan, restoreAssign{v: v, tensor: val})
+	}
+	for name, v := range byName {
+		if v.Trainable && !seen[name] {
+			return nil, fmt.Errorf("%w: checkpoint lacks weight %q", learner.ErrCheckpointMismatch, name)
+		}
+	}
+	return plan, nil
+}
+
+// planOptimizer is the optimizer state: existing optimizer variables the
+// checkpoint lacks are reset (zero moments, step 0), those it holds are
+// checked and set, and the rest become new variables.
+func planOptimizer(byName map[string]*context.Variable, ck *learner.Checkpoint) ([]restoreAssign, error) {
+	var plan []restoreAssign
+	inCk := map[string]bool{}
+	for _, t := range ck.Optimizer {
+		inCk[t.Name] = true
+	}
+	for name, v := range byName {
+		if ctxIsOptimizerState(v) && !inCk[name] {
+			plan = append(plan, restoreAssign{v: v, tensor: tensors.FromShape(v.Shape())})
+		}
+	}
+	for _, t := range ck.Optimizer {
+		if v, ok := byName[t.Name]; ok {
+			if v.Trainable || !stDTypeFits(t.DType, v.DType()) {
+				return nil, fmt.Errorf("%w: optimizer tensor %q does not fit variable %s", learner.ErrCheckpointMismatch, t.Name, v.Shape())
+			}
+			val, err := stToTensor(t, v.Shape())
+			if err != nil {
+				return nil, err
+			}
+			plan = append(plan, restoreAssign{v: v, tensor: val})
+			continue
+		}
+		a, err := newOptimizerVar(t)
+		if err != nil {
+			return nil, err
+		}
+		plan = append(plan, a)
+	}
+	return plan, nil
+}
+
+// newOptimizerVar is a checkpoint's optimizer tensor for which the context
+// has no variable yet: float32 or int64, at its scope and name.
+func newOptimizerVar(t safetensors.Tensor) (restoreAssign, error) {
+	var dt dtypes.DType
+	switch {
+	case stDTypeFits(t.DType, dtypes.Float32):
+		dt = dtypes.Float32
+	case stDTypeFits(t.DType, dtypes.Int64):
+		dt = dtypes.Int64
+	default:
+		return restoreAssign{}, fmt.Errorf("%w: optimizer tensor %q has dtype %s", learner.ErrCheckpointMismatch, t.Name, t.DType)
+	}
+	val, err := stToTensor(t, shapes.Make(dt, t.Shape...))
+	if err != nil {
+		return restoreAssign{}, err
+	}
+	full := context.ScopeSeparator + t.Name
+	i := strings.LastIndex(full, context.ScopeSeparator)
+	scope, name := full[:i], full[i+1:]
+	if scope == "" {
+		scope = context.RootScope
+	}
+	return restoreAssign{scope: scope, name: name, tensor: val}, nil
 }
