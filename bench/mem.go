@@ -43,14 +43,17 @@ func (s *memSampler) report(m engine.Model) MemoryReport {
 	runtime.ReadMemStats(&ms)
 	r := MemoryReport{HostPeakRSS: PeakRSS(), GoSys: int64(ms.Sys), GoHeapPeak: int64(max(s.heapPeak, ms.HeapInuse))}
 	switch m := m.(type) {
-	case *torch.Model:
+	case interface {
+		Stats() (torch.Stats, error)
+		Device() string
+	}: // a torch worker, or rank 0 of a torch.Group
 		st, err := m.Stats()
 		if err != nil {
 			r.Device = "worker stats failed: " + err.Error()
 			break
 		}
 		r.WorkerPeakRSS, r.CUDAMaxAllocated = st.PeakRSSBytes, st.CUDAMaxAllocated
-		if strings.HasPrefix(m.Device(), "cuda") {
+		if strings.Contains(m.Device(), "cuda") {
 			r.Device = fmt.Sprintf("torch.cuda.max_memory_allocated %.3f GiB", float64(st.CUDAMaxAllocated)/(1<<30))
 		} else {
 			r.Device = fmt.Sprintf("none (torch on the CPU: the worker's peak RSS is %.3f GiB)", float64(st.PeakRSSBytes)/(1<<30))

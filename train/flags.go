@@ -325,6 +325,9 @@ func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (
 	if f.LoRARank != 0 && f.Policy != PolicyQwen3 {
 		return spec, &OptionError{Field: "lora-rank", Value: f.LoRARank, Reason: "trains an LLM policy's adapters: needs --policy qwen3"}
 	}
+	if f.Engine.Devices != "" && f.Policy != PolicyQwen3 {
+		return spec, &OptionError{Field: "devices", Value: f.Engine.Devices, Reason: "runs an LLM policy's torch ranks: needs --policy qwen3 --engine torch"}
+	}
 	if f.Engine.ActivationCheckpointing && f.Policy != PolicyQwen3 {
 		return spec, &OptionError{Field: "activation-checkpointing", Value: true, Reason: "checkpoints an LLM's decoder layers: needs --policy qwen3 --engine torch"}
 	}
@@ -344,6 +347,8 @@ func (f *Flags) engineer(ctx context.Context, cfg *env.Config, logger *slog.Logg
 		if spec.Engine, err = f.Engine.Spec(f.Device, func(line string) { logger.Info("torch worker (base engineer)", "line", line) }); err != nil {
 			return nil, nil, causeError("", err)
 		}
+		spec.Engine = spec.Engine.Single() // the base engineer only samples: one worker
+
 	}
 	return NewEngineer(ctx, spec, cfg, pol)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -139,6 +140,20 @@ func childWorker(t *testing.T, parent int) int {
 // naming the dead worker, and `--resume` continues after the stage-0 checkpoint (real
 // processes, a real redis-server).
 func TestTrainTorchWorkerKilledResumes(t *testing.T) {
+	killAndResume(t, nil, "worker died")
+}
+
+// TestTrainTorchRanksKilledResumes is TestTrainTorchWorkerKilledResumes on two gloo ranks
+// (--devices cpu,cpu): one rank killed ends the run with an error naming it, and --resume on the
+// ranks continues after the last checkpoint.
+func TestTrainTorchRanksKilledResumes(t *testing.T) {
+	killAndResume(t, []string{"--devices", "cpu,cpu"}, "torch rank ")
+}
+
+// killAndResume runs three tiny qwen3 stages on the torch engine with extra flags, kills a worker
+// of the run once stage 1 has a unit, wants an exit whose stderr says died and "signal: killed",
+// and resumes the run after its stage-0 checkpoint.
+func killAndResume(t *testing.T, extra []string, died string) {
 	requireTorch(t)
 	redisURL := nodeRedis(t)
 	model := filepath.Join(t.TempDir(), "tiny")
@@ -146,11 +161,11 @@ func TestTrainTorchWorkerKilledResumes(t *testing.T) {
 		t.Fatalf("model init: %s", e)
 	}
 	ckDir := filepath.Join(t.TempDir(), "ck")
-	args := func(extra ...string) []string {
+	args := func(more ...string) []string {
 		return append([]string{"train", "--engine", "torch", "--policy", "qwen3", "--model", model, "--prompt", "compact",
 			"--max-new-tokens", "8", "--stages", "3", "--instances", "8", "--instances-per-unit", "2", "--group", "2",
 			"--learner-batch", "2", "--val-per-size", "1", "--eval-per-size", "1", "--strategy", "fixed", "--rollouts", "1",
-			"--redis", redisURL, "--run-id", "q", "--checkpoint-dir", ckDir}, extra...)
+			"--redis", redisURL, "--run-id", "q", "--checkpoint-dir", ckDir}, append(slices.Clone(extra), more...)...)
 	}
 	a := startNode(t, "train-q", args()...)
 	ctx := context.Background()
@@ -191,7 +206,8 @@ func TestTrainTorchWorkerKilledResumes(t *testing.T) {
 	a.mu.Lock()
 	stderr := a.stderr.String()
 	a.mu.Unlock()
-	if a.err == nil || !strings.Contains(stderr, "worker died") || !strings.Contains(stderr, "signal: killed") {
+	t.Logf("after the kill: %s", strings.TrimSpace(stderr[strings.LastIndex(strings.TrimSpace(stderr), "\n")+1:]))
+	if a.err == nil || !strings.Contains(stderr, died) || !strings.Contains(stderr, "signal: killed") {
 		t.Fatalf("after the kill: exit %v, stderr:\n%s", a.err, stderr)
 	}
 	ck, ok, err := st.LatestCheckpoint(ctx, "q")

@@ -107,6 +107,11 @@ type Spec struct {
 	// Device: for GoMLX a learner.NewBackend device ("cpu", "xla:/abs/plugin.so"); for Torch
 	// "cpu", "cuda" or "cuda:N" (default "cpu").
 	Device string
+	// Devices (torch engine) runs one worker per device, the ranks of one torch.distributed
+	// group behind one Model (learner/torch.Group): "cpu" items are gloo ranks on the CPU,
+	// "cuda:N" items NCCL ranks, one per GPU (CheckDevices). Empty: one worker on Device. With
+	// Devices, Device must be "", the default "cpu", or the one device of a one-item list.
+	Devices []string
 	// Python is the torch engine's interpreter; empty: $T2T_PYTHON, then the first of python3,
 	// /usr/bin/python3, python that imports torch.
 	Python string
@@ -142,6 +147,9 @@ func (s Spec) TrainLayout() hfmodel.TrainLayout {
 
 // Validate checks Kind (and the devices each engine accepts).
 func (s Spec) Validate() error {
+	if err := s.validateDevices(); err != nil {
+		return err
+	}
 	switch s.kind() {
 	case GoMLX:
 		if s.Autocast != "" {

@@ -15,6 +15,8 @@ type Flags struct {
 	Kind, Python, Autocast  string
 	Threads                 int
 	ActivationCheckpointing bool
+	// Devices is the --devices list (ParseDevices), of the commands that train.
+	Devices string
 }
 
 // Register binds f to fs, with the defaults of a zero Spec.
@@ -25,8 +27,10 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.Threads, "threads", 0, "torch engine: CPU threads of the worker (0: every core)")
 }
 
-// RegisterTraining binds the flags of commands that train (--activation-checkpointing).
+// RegisterTraining binds the flags of commands that train (--activation-checkpointing,
+// --devices).
 func (f *Flags) RegisterTraining(fs *flag.FlagSet) {
+	fs.StringVar(&f.Devices, "devices", "", DevicesHelp)
 	fs.BoolVar(&f.ActivationCheckpointing, "activation-checkpointing", false, "torch engine: run each decoder layer again in the backward pass instead of keeping its activations (less memory, about a third more compute; same loss and gradients)")
 }
 
@@ -35,6 +39,10 @@ func (f *Flags) RegisterTraining(fs *flag.FlagSet) {
 func (f *Flags) Spec(device string, log func(line string)) (Spec, error) {
 	s := Spec{Kind: f.Kind, Device: device, Python: f.Python, Autocast: f.Autocast, Threads: f.Threads,
 		ActivationCheckpointing: f.ActivationCheckpointing}
+	var err error
+	if s.Devices, err = ParseDevices(f.Devices); err != nil {
+		return s, err
+	}
 	if err := s.Validate(); err != nil {
 		return s, err
 	}

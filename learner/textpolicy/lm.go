@@ -60,14 +60,14 @@ func LoadLM(backend backends.Backend, dir string) (*LM, error) {
 }
 
 // OpenModel loads a Hugging Face Qwen3 directory on the engine spec names: gomlx on
-// learner.NewBackend(spec.Device), or a torch worker (torch.Load). This is the one place that
-// chooses an engine.
+// learner.NewBackend(spec.Device), or torch (torch.Open: one worker, or a rank group with
+// spec.Devices). This is the one place that chooses an engine.
 func OpenModel(ctx context.Context, spec engine.Spec, dir string) (engine.Model, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
 	if spec.Kind == engine.Torch {
-		return torch.Load(ctx, spec, dir)
+		return torch.Open(ctx, spec, dir)
 	}
 	be, err := gomlxtrain.NewBackend(spec.Device)
 	if err != nil {
@@ -83,7 +83,7 @@ func NewRandomModel(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, s
 		return nil, err
 	}
 	if spec.Kind == engine.Torch {
-		return torch.NewRandom(ctx, spec, cfg, seed)
+		return torch.OpenRandom(ctx, spec, cfg, seed)
 	}
 	be, err := gomlxtrain.NewBackend(spec.Device)
 	if err != nil {

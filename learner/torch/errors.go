@@ -73,3 +73,28 @@ func (e *DiedError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrWorkerDied) and errors.Is(err, learner.ErrEngineLost) hold.
 func (e *DiedError) Unwrap() []error { return []error{ErrWorkerDied, learner.ErrEngineLost} }
+
+// RankError says which rank of a Group ended first, and how: "torch rank 1 (pid 4242, cpu)
+// exited: signal: killed". The group kills its other ranks at once (a collective would wait
+// for the dead one) and every later call returns the same error. It wraps the rank's
+// *DiedError, so errors.Is(err, ErrWorkerDied) and errors.Is(err, learner.ErrEngineLost) hold.
+type RankError struct {
+	Rank   int
+	PID    int
+	Device string
+	Died   *DiedError
+}
+
+func (e *RankError) Error() string {
+	s := fmt.Sprintf("torch rank %d (pid %d, %s) exited: %s", e.Rank, e.PID, e.Device, e.Died.Status)
+	if e.Died.Op != "" {
+		s += " during " + e.Died.Op
+	}
+	if e.Died.Stderr != "" {
+		s += ": " + e.Died.Stderr
+	}
+	return s
+}
+
+// Unwrap returns the rank's *DiedError.
+func (e *RankError) Unwrap() error { return e.Died }

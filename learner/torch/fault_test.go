@@ -68,7 +68,7 @@ func TestWorkerWrongProtocolVersion(t *testing.T) {
 	if !errors.Is(err, ErrVersion) {
 		t.Fatalf("err = %v, want ErrVersion", err)
 	}
-	if !strings.Contains(err.Error(), "speaks protocol 99, t2t speaks 2") {
+	if !strings.Contains(err.Error(), "speaks protocol 99, t2t speaks 3") {
 		t.Errorf("error %q does not name both versions", err)
 	}
 }

@@ -61,10 +61,23 @@ func NewRandom(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, seed u
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	fields, err := configFields(cfg)
+	if err != nil {
+		return nil, err
+	}
 	m, err := start(ctx, spec, cfg)
 	if err != nil {
 		return nil, err
 	}
+	if err := m.wk.call("init", m.placement(map[string]any{"config": fields, "seed": seed}), nil, nil); err != nil {
+		_ = m.wk.Close()
+		return nil, fmt.Errorf("torch: init: %w", err)
+	}
+	return m, nil
+}
+
+// configFields is cfg as the init request's config map.
+func configFields(cfg hfmodel.Config) (map[string]any, error) {
 	js, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
@@ -85,11 +98,7 @@ func NewRandom(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, seed u
 			}
 		}
 	}
-	if err := m.wk.call("init", m.placement(map[string]any{"config": fields, "seed": seed}), nil, nil); err != nil {
-		_ = m.wk.Close()
-		return nil, fmt.Errorf("torch: init: %w", err)
-	}
-	return m, nil
+	return fields, nil
 }
 
 func start(ctx context.Context, spec engine.Spec, cfg hfmodel.Config) (*Model, error) {
@@ -97,10 +106,7 @@ func start(ctx context.Context, spec engine.Spec, cfg hfmodel.Config) (*Model, e
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	device := spec.Device
-	if device == "" {
-		device = "cpu"
-	}
+	device := spec.Ranks()[0]
 	py, err := FindPython(ctx, spec.Python)
 	if err != nil {
 		return nil, err
@@ -394,6 +400,11 @@ func (m *Model) Step(kind engine.StepKind, b *learner.SeqBatch) (learner.UpdateS
 	if err != nil {
 		return learner.UpdateStats{}, err
 	}
+	return m.step(kind, bm)
+}
+
+// step sends a step request with batch bm (a rank's share; nil: no rows, on a Group).
+func (m *Model) step(kind engine.StepKind, bm map[string]any) (learner.UpdateStats, error) {
 	var rep stepReply
 	if err := m.wk.call("step", map[string]any{"kind": kind.String(), "batch": bm}, &rep, nil); err != nil {
 		return learner.UpdateStats{}, err

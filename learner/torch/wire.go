@@ -11,7 +11,7 @@ import (
 )
 
 // ProtocolVersion is the worker protocol this package speaks (worker/PROTOCOL.md).
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // maxFrame bounds one frame's body (PROTOCOL.md).
 const maxFrame = 1 << 30

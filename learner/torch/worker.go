@@ -27,7 +27,14 @@ type Hello struct {
 	Torch    string `msgpack:"torch"`
 	Device   string `msgpack:"device"`
 	Threads  int    `msgpack:"threads"`
-	BLAS     struct {
+	// Rank and WorldSize place the worker among its ranks (0 and 1 alone); Backend is the
+	// process group's ("gloo", "nccl"; "" alone) and Sharding how the ranks hold the parameters
+	// ("replicated"; "none" alone).
+	Rank      int    `msgpack:"rank"`
+	WorldSize int    `msgpack:"world_size"`
+	Backend   string `msgpack:"backend"`
+	Sharding  string `msgpack:"sharding"`
+	BLAS      struct {
 		Kernel      string  `msgpack:"kernel"`
 		CoretypeEnv string  `msgpack:"coretype_env"`
 		SetByWorker bool    `msgpack:"set_by_worker"`
@@ -50,6 +57,30 @@ type WorkerOptions struct {
 	// HelloTimeout bounds the wait for the handshake (default 2 minutes: importing torch and
 	// CUDA can be slow).
 	HelloTimeout time.Duration
+	// Ranks, when not nil, makes the worker one rank of a torch.distributed process group
+	// (StartGroup fills it).
+	Ranks *RankOptions
+}
+
+// RankOptions place a worker among its ranks: the environment torch.distributed reads (RANK,
+// WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT) and the bound on a collective's wait.
+type RankOptions struct {
+	Rank, WorldSize int
+	// MasterPort is a free TCP port on 127.0.0.1 where rank 0 holds the group's store.
+	MasterPort int
+	// Timeout bounds how long a collective waits for the other ranks (the worker's
+	// --dist-timeout; 0: its default, 60 s).
+	Timeout time.Duration
+}
+
+// env is the environment of a rank's worker; a worker alone gets WORLD_SIZE=1, so that a
+// WORLD_SIZE inherited from t2t's own environment (a torchrun launch) does not make it a rank.
+func (o *RankOptions) env() []string {
+	if o == nil {
+		return []string{"RANK=0", "WORLD_SIZE=1"}
+	}
+	return []string{"RANK=" + strconv.Itoa(o.Rank), "WORLD_SIZE=" + strconv.Itoa(o.WorldSize),
+		"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + strconv.Itoa(o.MasterPort)}
 }
 
 // Worker is a running torch worker process: one request at a time over its stdin/stdout
@@ -96,8 +127,11 @@ func StartWorker(ctx context.Context, opt WorkerOptions) (*Worker, error) {
 	if opt.Threads > 0 {
 		args = append(args, "--threads", strconv.Itoa(opt.Threads))
 	}
+	if opt.Ranks != nil && opt.Ranks.Timeout > 0 {
+		args = append(args, "--dist-timeout", strconv.FormatFloat(opt.Ranks.Timeout.Seconds(), 'g', -1, 64))
+	}
 	cmd := exec.Command(py, args...)
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1"), opt.Ranks.env()...)
 	// Its own process group, so kill reaches anything it started; Pdeathsig kills it if t2t dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	stdin, err := cmd.StdinPipe()
@@ -163,6 +197,10 @@ func StartWorker(ctx context.Context, opt WorkerOptions) (*Worker, error) {
 	if wk.hello.Protocol != ProtocolVersion {
 		wk.kill()
 		return nil, fmt.Errorf("%w: the worker (%s) speaks protocol %d, t2t speaks %d", ErrVersion, dir, wk.hello.Protocol, ProtocolVersion)
+	}
+	if r := opt.Ranks; r != nil && (wk.hello.Rank != r.Rank || wk.hello.WorldSize != r.WorldSize) {
+		wk.kill()
+		return nil, fmt.Errorf("%w: the worker says rank %d of %d, t2t started rank %d of %d", ErrProtocol, wk.hello.Rank, wk.hello.WorldSize, r.Rank, r.WorldSize)
 	}
 	return wk, nil
 }

@@ -34,3 +34,34 @@ learner_figures() {
 	learner_bench_figures torch_grpo_4b_lora16 - lora16_4b_mfu_pct \
 		"t2t bench grpo --preset 4b-shape --engine torch --device cuda --autocast bf16 --batch 8 --prompt-len 512 --completion-len 512 --micro-batch 4 --lora-rank 16 --steps 2"
 }
+
+# learner_devices_figures: --devices (torch ranks, issue 25 item 3). A one-GPU `--devices cuda:0`
+# step against today's `--device cuda:0` step on 0.6b-shape (target: not slower, 5 % for noise),
+# and where the machine has two GPUs, two NCCL ranks (`--devices cuda:0,cuda:1`, float32) against
+# one on the same tiny batch: the loss after the steps must agree to 1e-4 relative.
+learner_devices_figures() {
+	local torch=(--engine torch --autocast bf16)
+	local shape=(--preset 0.6b-shape --batch 8 --prompt-len 512 --completion-len 512 --micro-batch 4 --steps 3)
+	bench learner_device_06b 120 grpo "${shape[@]}" "${torch[@]}" --device cuda:0
+	bench learner_devices_06b 120 grpo "${shape[@]}" "${torch[@]}" --devices cuda:0
+	local ratio=""
+	if [ -s "$out/bench_learner_device_06b.json" ] && [ -s "$out/bench_learner_devices_06b.json" ]; then
+		ratio=$(python3 -c 'import json, sys; a, b = (json.load(open(p))["step_s"] for p in sys.argv[1:3]); print(b / a)' \
+			"$out/bench_learner_device_06b.json" "$out/bench_learner_devices_06b.json" 2>/dev/null || true)
+	fi
+	figure devices_cuda0_step_ratio "$ratio" 1.05 le "x" \
+		"step_s of t2t bench grpo ${shape[*]} ${torch[*]} --devices cuda:0, over the same with --device cuda:0 (one rank: not slower)"
+	local ngpu
+	ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+	[ "${ngpu:-0}" -ge 2 ] || return 0
+	local tiny=(--preset tiny --layers 4 --hidden 256 --heads 4 --kv-heads 2 --intermediate 768 --batch 8 --prompt-len 64 --completion-len 64 --micro-batch 4 --steps 3 --engine torch)
+	bench learner_devices_1gpu 90 grpo "${tiny[@]}" --devices cuda:0
+	bench learner_devices_2gpu 90 grpo "${tiny[@]}" --devices cuda:0,cuda:1
+	local rel=""
+	if [ -s "$out/bench_learner_devices_1gpu.json" ] && [ -s "$out/bench_learner_devices_2gpu.json" ]; then
+		rel=$(python3 -c 'import json, sys; a, b = (json.load(open(p))["loss"] for p in sys.argv[1:3]); print(abs(a - b) / max(abs(a), 1e-12))' \
+			"$out/bench_learner_devices_1gpu.json" "$out/bench_learner_devices_2gpu.json" 2>/dev/null || true)
+	fi
+	figure devices_2gpu_loss_rel "$rel" 1e-4 le "" \
+		"|loss(--devices cuda:0,cuda:1) - loss(--devices cuda:0)| / |loss| of t2t bench grpo ${tiny[*]} (two NCCL ranks, float32)"
+}

@@ -27,7 +27,9 @@
 # the continuous-batching scheduler and the one-stage run, with targets and pass/fail in
 # $OUT/summary.json (summary.py). Part learner (learner.sh, issue 25) runs after part torch: 4b-shape
 # full fine-tuning with chunked log-probs and --activation-checkpointing (peak
-# max_memory_allocated, MFU) and LoRA r16's MFU, into the same summary.json. PARTS (default
+# max_memory_allocated, MFU), LoRA r16's MFU, and --devices (a one-rank `--devices cuda:0` step
+# not slower than `--device cuda:0`; with two GPUs, two NCCL ranks' loss against one rank's),
+# into the same summary.json. PARTS (default
 # parity,sched,torch,learner,vllm,xla) picks the parts: PARTS=vllm runs the vLLM check alone.
 set -uo pipefail
 T2T=${1:-./t2t}
@@ -124,6 +126,7 @@ fi
 if part learner; then
 	echo "== part learner: 4b-shape full fine-tuning with activation checkpointing, LoRA r16 (issue 25) =="
 	learner_figures
+	learner_devices_figures
 	write_summary
 	cat "$out/summary.json"
 fi

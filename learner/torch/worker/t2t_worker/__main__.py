@@ -1,4 +1,4 @@
-"""Process entry point: ``python3 -u -m t2t_worker [--device cpu|cuda|cuda:N] [--threads N]``.
+"""Process entry point: ``python3 -u -m t2t_worker [--device cpu|cuda|cuda:N] [--threads N] [--dist-timeout S]``.
 
 Order matters here. OPENBLAS_CORETYPE is decided from /proc/cpuinfo before torch is imported
 (OpenBLAS reads it when it loads). The real stdout descriptor is kept for frames and fd 1 and
@@ -9,8 +9,11 @@ sent, and requests served one at a time until ``shutdown`` or the end of stdin (
 malformed frame exits with status 3.
 SIGINT is ignored: the parent decides when the worker ends (it closes stdin).
 
+With WORLD_SIZE > 1 in the environment the worker joins its ranks' process group (dist.py)
+after the BLAS check and before the hello, so the hello says the group is formed.
+
 Exit statuses: 0 shutdown or end of input; 2 bad command line or unusable device; 3 protocol
-error; 4 BLAS check failed.
+error; 4 BLAS check failed; 5 the ranks' process group could not be formed.
 """
 
 import argparse
@@ -26,9 +29,13 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="t2t_worker", description="t2t PyTorch compute worker (PROTOCOL.md)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: every core)")
+    p.add_argument("--dist-timeout", type=float, default=60.0,
+                   help="seconds a collective may wait for the other ranks (with WORLD_SIZE > 1; default 60)")
     args = p.parse_args(argv)
     if args.threads < 0:
         p.error("--threads must be >= 0")
+    if not args.dist_timeout > 0:
+        p.error("--dist-timeout must be > 0")
     return args
 
 
@@ -48,6 +55,7 @@ def main(argv=None):
 
     import torch
 
+    from . import dist
     from .ops import Channel, Worker, resolve_device
     from .errors import WorkerError
     from .wire import FrameReader, FrameWriter
@@ -67,14 +75,25 @@ def main(argv=None):
     except WorkerError as e:
         log("--device: %s" % e)
         return 2
+    try:
+        ranks = dist.from_env(device, args.dist_timeout)
+    except dist.DistError as e:
+        log("ranks: %s" % e)
+        return 5
+    if ranks.world_size > 1:
+        log("rank %d of %d on %s: %s, parameters replicated, gradients summed over the ranks "
+            "(FSDP2 fully_shard %s)" % (ranks.rank, ranks.world_size, device, ranks.backend,
+                                         "available, not used" if dist.fsdp2_available()
+                                         else "not in torch %s" % torch.__version__))
 
     channel = Channel(FrameReader(0), FrameWriter(out_fd))
-    worker = Worker(channel, device, torch.get_num_threads())
+    worker = Worker(channel, device, torch.get_num_threads(), ranks)
     try:
         channel.send({
             "type": "hello", "protocol": PROTOCOL_VERSION, "worker": WORKER_NAME, "pid": os.getpid(),
             "python": platform.python_version(), "torch": torch.__version__, "device": str(device),
-            "threads": torch.get_num_threads(),
+            "threads": torch.get_num_threads(), "rank": ranks.rank, "world_size": ranks.world_size,
+            "backend": ranks.backend, "sharding": ranks.sharding,
             "blas": {"kernel": kernel, "coretype_env": coretype, "set_by_worker": set_by_worker,
                      "check_rel_err": rel_err, "threads": blas_threads},
         })

@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from . import arrays, config, lora, safetensors_io as st, train
+from . import arrays, config, dist, lora, safetensors_io as st, train
 from .errors import BadCheckpoint, BadRequest, NoModel, Unsupported, WorkerError, classify, is_oom
 from .generate import SampleConfig, generate
 from .model import NAME_LM_HEAD, count_params, init_random, new_model, weight_specs
@@ -122,8 +122,9 @@ def read_rss():
 class Worker:
     """One device's model, adapters and optimizer, and the handlers of every op."""
 
-    def __init__(self, channel, device, threads):
+    def __init__(self, channel, device, threads, ranks=None):
         self.channel = channel
+        self.ranks = ranks if ranks is not None else dist.Single()
         self.default_device = device
         self.threads = threads
         self.device = device
@@ -296,8 +297,18 @@ class Worker:
     def op_step(self, req):
         m = self.need_model()
         kind = arrays.get_str(req, "kind", choices=(train.GRPO, train.BC))
-        b = train.parse_batch(arrays.req(req, "batch"), kind, m.cfg.vocab_size)
-        out = self._trainer().step(kind, b)
+        if self.ranks.world_size == 1:
+            b, refused = train.parse_batch(arrays.req(req, "batch"), kind, m.cfg.vocab_size), None
+        else:
+            # This rank's share of the rows (nil: none). A share it refuses still joins the
+            # ranks' first collective, which then fails the step on every rank.
+            b, refused = None, None
+            try:
+                if req.get("batch") is not None:
+                    b = train.parse_batch(req["batch"], kind, m.cfg.vocab_size)
+            except WorkerError as e:
+                refused = e
+        out = self._trainer().step(kind, b, refused)
         self.steps += 1
         out["step"] = self.steps
         return out
@@ -444,7 +455,7 @@ class Worker:
         m = self.need_model()
         if self.trainer is None:
             self.trainer = train.Trainer(m, train.TrainConfig(**self.train_cfg.as_dict()), self.compute_ctx,
-                                         self.logprob_chunk)
+                                         self.logprob_chunk, self.ranks)
         return self.trainer
 
     def op_save_optimizer(self, req):

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from . import arrays
+from . import arrays, dist
 from .errors import BadCheckpoint, BadRequest, WorkerError
 
 GRPO, BC = "grpo", "bc"
@@ -180,9 +180,10 @@ def entropy_sum(logp, mask):
 class Trainer:
     """Optimizer steps over a model's trainable parameters (all weights, or the LoRA adapters)."""
 
-    def __init__(self, model, cfg, compute_ctx, logprob_chunk=DEFAULT_LOGPROB_CHUNK):
+    def __init__(self, model, cfg, compute_ctx, logprob_chunk=DEFAULT_LOGPROB_CHUNK, ranks=None):
         self.model, self.cfg, self.compute_ctx = model, cfg, compute_ctx
         self.logprob_chunk = logprob_chunk
+        self.ranks = ranks if ranks is not None else dist.Single()
         self.params = [p for p in model.parameters() if p.requires_grad]
         if not self.params:
             raise WorkerError("the model has no trainable parameters")
@@ -307,26 +308,64 @@ class Trainer:
         sums[M_ENTROPY] = entropy_sum(logp, mask)
         return loss, torch.stack([s.float() for s in sums])
 
-    def accumulate(self, kind, b):
+    def accumulate(self, kind, b, refused=None):
         """Forward and backward passes over b's micro-batches, leaving the gradient of the whole
         batch's loss in each parameter's .grad. Returns (metric sums float64 [NUM_METRICS],
-        micro-batches)."""
-        total = float(b.mask.double().sum())
+        micro-batches). On several ranks b is this rank's share of the rows (None: no rows) and
+        the loss is divided by the trained positions of every rank's share together: the ranks'
+        gradients and metric sums, summed, are then those of one rank over the whole batch.
+        refused (a WorkerError raised while parsing this rank's share) fails the step on every
+        rank, as does a failure of any rank's passes, so that no rank waits alone in a
+        collective and no rank updates."""
+        local = float(b.mask.double().sum()) if b is not None else 0.0
+        total, others = self._agree([local, 1.0 if refused is not None else 0.0])
+        if refused is not None:
+            raise refused
+        if others > 0:
+            raise BadRequest("another rank refused its share of the batch")
         if not total > 0:
             raise BadRequest("no trained positions (mask is all zero)")
         scale = torch.tensor(1.0 / total, dtype=torch.float32, device=self.model.device)
-        mb = self.cfg.micro_batch
-        n_micro = (b.rows + mb - 1) // mb
-        sums = torch.zeros(NUM_METRICS, dtype=torch.float64)
+        sums, n_micro, failure = torch.zeros(NUM_METRICS, dtype=torch.float64), 0, None
         self.model.train()
         for p in self.params:
             p.grad = None
+        try:
+            sums, n_micro = self._passes(kind, b, scale)
+        except Exception as e:  # noqa: BLE001 - re-raised below, after the ranks agree
+            if self.ranks.world_size == 1:
+                raise
+            failure = e
+        if self.ranks.world_size > 1:
+            agreed = self._agree(sums.tolist() + [float(n_micro), 1.0 if failure is not None else 0.0])
+            if failure is not None:
+                raise failure
+            if agreed[-1] > 0:
+                raise WorkerError("another rank failed its share of the step: update not applied")
+            sums, n_micro = torch.tensor(agreed[:NUM_METRICS], dtype=torch.float64), int(round(agreed[NUM_METRICS]))
+            dist.sum_grads_(self.ranks, self.params)
+        return sums, n_micro
+
+    def _passes(self, kind, b, scale):
+        """The micro-batches of b (None: none): metric sums and their count."""
+        sums = torch.zeros(NUM_METRICS, dtype=torch.float64)
+        if b is None:
+            return sums, 0
+        mb = self.cfg.micro_batch
+        n_micro = (b.rows + mb - 1) // mb
         for m in range(n_micro):
             r0, r1 = m * mb, min(b.rows, (m + 1) * mb)
             metrics = self._micro(kind, b, r0, r1, scale)
             sums += metrics.detach().to("cpu", torch.float64)
             del metrics
         return sums, n_micro
+
+    def _agree(self, values):
+        """values summed over the ranks (float64, on the model's device for NCCL)."""
+        if self.ranks.world_size == 1:
+            return values
+        t = torch.tensor(values, dtype=torch.float64, device=self.model.device)
+        return self.ranks.sum_(t).cpu().tolist()
 
     def apply(self):
         """Clips the accumulated gradients by global norm and takes the AdamW step. Returns the
@@ -343,10 +382,11 @@ class Trainer:
         self.opt.step()
         return norm
 
-    def step(self, kind, b):
-        """One optimizer step on batch b. Returns the reply fields (without "step")."""
+    def step(self, kind, b, refused=None):
+        """One optimizer step on batch b (this rank's share; see accumulate). Returns the reply
+        fields (without "step")."""
         try:
-            sums, n_micro = self.accumulate(kind, b)
+            sums, n_micro = self.accumulate(kind, b, refused)
             norm = self.apply()
         finally:
             for p in self.params:

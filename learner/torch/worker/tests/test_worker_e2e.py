@@ -97,7 +97,8 @@ class WorkerE2ETest(unittest.TestCase):
     def test_session(self):
         w = WorkerProcess(self)
         hello = w.recv()
-        self.assertEqual((hello["type"], hello["protocol"], hello["worker"]), ("hello", 2, "t2t-torch-worker"))
+        self.assertEqual((hello["type"], hello["protocol"], hello["worker"]), ("hello", 3, "t2t-torch-worker"))
+        self.assertEqual((hello["rank"], hello["world_size"], hello["sharding"]), (0, 1, "none"))
         self.assertEqual(hello["pid"], w.proc.pid)
         self.assertEqual((hello["device"], hello["threads"]), ("cpu", 1))
         self.assertEqual(hello["torch"], torch.__version__)
