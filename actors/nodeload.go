@@ -21,8 +21,10 @@ type NodeLoad struct {
 	InFlight int
 	// MeanUnitTime is the mean time from lease to result over the units
 	// this node finished on its own lease (a unit it finished after the
-	// lease moved elsewhere counts as done, not timed); 0 before its first.
+	// lease moved elsewhere counts as done, not timed); Timed counts the
+	// units it is the mean of (0: none yet).
 	MeanUnitTime time.Duration
+	Timed        uint64
 	// Lost counts the leases the node lost: expired, rejected, or
 	// re-issued because the node left.
 	Lost uint64
@@ -46,8 +48,7 @@ type nodeLoads struct {
 
 type nodeLoad struct {
 	NodeLoad
-	timed uint64        // units behind busy
-	busy  time.Duration // sum of their lease-to-result times
+	busy time.Duration // sum of the Timed units' lease-to-result times
 }
 
 // get returns node's record, creating it; mu is held.
@@ -98,7 +99,7 @@ func (l *nodeLoads) done(node string, now time.Time, took time.Duration) {
 	n.UnitsDone++
 	n.LastDone = now
 	if took >= 0 {
-		n.timed++
+		n.Timed++
 		n.busy += took
 	}
 	l.mu.Unlock()
@@ -119,8 +120,8 @@ func (l *nodeLoads) snapshot() []NodeLoad {
 	out := make([]NodeLoad, 0, len(l.nodes))
 	for _, n := range l.nodes {
 		nl := n.NodeLoad
-		if n.timed > 0 {
-			nl.MeanUnitTime = n.busy / time.Duration(n.timed)
+		if n.Timed > 0 {
+			nl.MeanUnitTime = n.busy / time.Duration(n.Timed)
 		}
 		out = append(out, nl)
 	}

@@ -41,7 +41,7 @@ func TestNodeLoads(t *testing.T) {
 	clk.Advance(2 * time.Second)
 	c.unitDone("w1", UnitDone{UnitID: s.units["w1"][1].UnitID})
 	c.unitDone("w1", UnitDone{UnitID: s.units["w1"][1].UnitID}) // duplicate
-	n1 := NodeLoad{Node: "n1", UnitsDone: 2, MeanUnitTime: 4 * time.Second, LastDone: at(5 * time.Second), LastContact: at(5 * time.Second)}
+	n1 := NodeLoad{Node: "n1", UnitsDone: 2, MeanUnitTime: 4 * time.Second, Timed: 2, LastDone: at(5 * time.Second), LastContact: at(5 * time.Second)}
 	want("done", n1, NodeLoad{Node: "n2", InFlight: 2, LastContact: coordT0})
 
 	clk.Advance(time.Minute) // n2's leases expire
@@ -74,7 +74,7 @@ func TestSystemNodeLoads(t *testing.T) {
 	if _, err := s.Run(testCtx(t), 2); err != nil {
 		t.Fatal(err)
 	}
-	want := []NodeLoad{{Node: "p1", UnitsDone: 12, LastDone: coordT0, LastContact: coordT0}}
+	want := []NodeLoad{{Node: "p1", UnitsDone: 12, Timed: 12, LastDone: coordT0, LastContact: coordT0}}
 	if got := s.NodeLoads(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("node loads %+v, want %+v", got, want)
 	}

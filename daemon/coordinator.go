@@ -41,6 +41,8 @@ func (p *process) coordinate(ctx context.Context) error {
 	opt.Metrics = p.metrics.m
 	opt.StalenessK, opt.MaxLag, opt.KeepLateK = p.cfg.StalenessK, p.cfg.MaxLag, p.cfg.KeepLateK
 	opt.OnFlow = p.dash.onFlow
+	p.dash.WithSampling(train.NewSamplingMeter(tr.Policy, time.Now())).WithDevice(train.NewDeviceMeter(tr.Policy))
+	defer p.dash.waitDevice()
 	if p.cfg.Roles.Rollout {
 		opt.Rollouts = p.cfg.Capacity
 		logUnit, closeLog, err := openUnitLog(p.cfg.UnitLogPath, p.cfg.ID, p.logger)
@@ -127,6 +129,7 @@ func (p *process) clusterOptions(ctx context.Context, endpoint string, joined fu
 			joined(m)
 			p.members.Store(m)
 			p.metrics.attach(sys)
+			p.dash.attach(sys)
 			go p.watchRollouts(m, sys)
 			p.joined(m, addr)
 			p.health.set(true, "running")

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/train"
@@ -21,7 +22,9 @@ import (
 // from Redis (train.CollectStatus: stage, phase, versions, per-stage
 // rates, configs and the engineer's rationale, checkpoints, the learner's
 // flow: groups used, kept late and discarded by reason, time dispatch
-// waited for the learner) plus the cluster's nodes.
+// waited for the learner) plus the run's nodes with their load (the
+// coordinator's account: units done, in flight, mean unit time, last
+// heartbeat) and an LLM policy's sampling and device memory.
 type Dashboard struct {
 	st    *store.Store
 	ps    *train.PolicyStore
@@ -33,17 +36,20 @@ type Dashboard struct {
 	// self is this process as a node of a one-process run (nil: the
 	// nodes come from the cluster's membership, or none).
 	self *selfNode
-	// sampling reads the policy's generation scheduler (nil: none).
-	sampling *train.SamplingMeter
+	// loads reads the coordinator's account of every node's load
+	// (System.NodeLoads, once the run's actor system started: attach).
+	loads atomic.Pointer[func() []actors.NodeLoad]
+	// sampling reads the policy's generation scheduler, device its device
+	// memory (nil: none).
+	sampling atomic.Pointer[train.SamplingMeter]
+	device   atomic.Pointer[train.DeviceMeter]
 }
 
-// selfNode is the process of a one-process run: every role, and the units
-// its own rollouts finished (count, time of the last, its policy lag).
+// selfNode is the process of a one-process run: every role, and the
+// policy lag of the last unit its rollouts finished.
 type selfNode struct {
 	id, name string
 	pid      int
-	units    atomic.Int64
-	lastMs   atomic.Int64
 	lag      atomic.Int64
 }
 
@@ -55,10 +61,33 @@ func NewDashboard(st *store.Store, ps *train.PolicyStore, run string, nodes func
 }
 
 // WithSampling makes the page show m's readings of the policy's
-// generation scheduler (nil: none) and returns d. Call it before serving.
+// generation scheduler (nil: none) and returns d.
 func (d *Dashboard) WithSampling(m *train.SamplingMeter) *Dashboard {
-	d.sampling = m
+	d.sampling.Store(m)
 	return d
+}
+
+// WithDevice makes the page show m's readings of the policy's device
+// memory (nil: none) and returns d.
+func (d *Dashboard) WithDevice(m *train.DeviceMeter) *Dashboard {
+	d.device.Store(m)
+	return d
+}
+
+// waitDevice waits for a device memory reading in progress, so that none
+// outlives the policy it reads.
+func (d *Dashboard) waitDevice() {
+	if m := d.device.Load(); m != nil {
+		m.Wait()
+	}
+}
+
+// attach makes the page show the load of sys's nodes.
+func (d *Dashboard) attach(sys *actors.System) {
+	if sys != nil {
+		f := sys.NodeLoads
+		d.loads.Store(&f)
+	}
 }
 
 // local makes the page list this process (id node) as the run's one node,
@@ -68,12 +97,10 @@ func (d *Dashboard) local(node string) {
 	d.self = &selfNode{id: node, name: name, pid: os.Getpid()}
 }
 
-// onUnit counts a unit this process's rollouts finished at now, lag
-// versions behind the learner.
-func (d *Dashboard) onUnit(now time.Time, lag int64) {
+// onUnit records the policy lag of a unit this process's rollouts
+// finished: lag versions behind the learner.
+func (d *Dashboard) onUnit(lag int64) {
 	if d.self != nil {
-		d.self.units.Add(1)
-		d.self.lastMs.Store(now.UnixMilli())
 		d.self.lag.Store(lag)
 	}
 }
@@ -129,23 +156,53 @@ func (d *Dashboard) read(ctx context.Context, now time.Time) (*pageStatus, error
 	if f := d.flow.Load(); f != nil {
 		rep.SetFlow(f)
 	}
-	if d.self != nil || d.nodes != nil {
-		rep.Nodes = []train.StatusNode{} // known, if none: not the "not in Redis" of t2t status
+	rep.Nodes = d.nodeList()
+	if m := d.sampling.Load(); m != nil {
+		rep.Sampling = m.Status(now)
 	}
-	if s := d.self; s != nil {
-		rep.Nodes = append(rep.Nodes, train.StatusNode{ID: s.id, Name: s.name, PID: s.pid, Address: "this process",
-			Roles:     roleNames([]cluster.Role{cluster.RoleCoordinator, cluster.RoleLearner, cluster.RoleRollout, cluster.RoleEngineer}),
-			UnitsDone: s.units.Load(), LastUnitMs: s.lastMs.Load(), PolicyLag: s.lag.Load()})
-	}
-	if d.nodes != nil {
-		for _, n := range d.nodes() {
-			rep.Nodes = append(rep.Nodes, train.StatusNode{ID: n.ID, Name: n.Name, Roles: roleNames(n.Roles), Address: n.Address, Capacity: n.Capacity})
-		}
-	}
-	if d.sampling != nil {
-		rep.Sampling = d.sampling.Status(now)
+	if m := d.device.Load(); m != nil {
+		rep.Device = m.Status(now)
 	}
 	return &pageStatus{Status: rep, NowUnix: now.UnixMilli()}, nil
+}
+
+// nodeList is the run's nodes with their load: this process for a
+// one-process run (every rollout is its own), else the cluster's members,
+// then the nodes the coordinator leased units to that are members no more
+// (left); nil where none is known (t2t status --http).
+func (d *Dashboard) nodeList() []train.StatusNode {
+	if d.self == nil && d.nodes == nil {
+		return nil
+	}
+	var loads []actors.NodeLoad
+	if f := d.loads.Load(); f != nil {
+		loads = (*f)()
+	}
+	out := []train.StatusNode{} // known, if none: not the "not in Redis" of t2t status
+	if s := d.self; s != nil {
+		out = append(out, train.StatusNode{ID: s.id, Name: s.name, PID: s.pid, Address: "this process",
+			Roles:     roleNames([]cluster.Role{cluster.RoleCoordinator, cluster.RoleLearner, cluster.RoleRollout, cluster.RoleEngineer}),
+			PolicyLag: s.lag.Load(), Load: train.LoadStatus(loads...)})
+		return out
+	}
+	byNode := map[string]actors.NodeLoad{}
+	for _, l := range loads {
+		byNode[l.Node] = l
+	}
+	for _, n := range d.nodes() {
+		sn := train.StatusNode{ID: n.ID, Name: n.Name, Roles: roleNames(n.Roles), Address: n.Address, Capacity: n.Capacity}
+		if l, ok := byNode[n.ID]; ok {
+			sn.Load = train.LoadStatus(l)
+			delete(byNode, n.ID)
+		}
+		out = append(out, sn)
+	}
+	for _, l := range loads {
+		if _, gone := byNode[l.Node]; gone {
+			out = append(out, train.StatusNode{ID: l.Node, Roles: []string{string(cluster.RoleRollout)}, Address: "not a member", Load: train.LoadStatus(l)})
+		}
+	}
+	return out
 }
 
 func roleNames(roles []cluster.Role) []string {
@@ -175,7 +232,8 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 // dashboardHTML renders /api/status every 2 s without reloading: run
 // state, the running stage's progress, learning curves over finished
 // stages (inline SVG), the engineer's decisions, the config heat maps,
-// failure categories, learner flow and the nodes. Without JavaScript it
+// failure categories, learner flow, sampling and device memory, and the
+// nodes with their load. Without JavaScript it
 // shows the server's snapshot (`t2t status` text) in #snap. poll()
 // returns a promise that settles once its answer is shown; an answer
 // older than the one shown is dropped.
@@ -194,7 +252,7 @@ th{background:#f3f3f3}td.l{text-align:left;max-width:40em}
 <pre id="snap"><!--snapshot--></pre>
 <div class="js" id="live">
 <p id="state" class="k"></p><p id="running" class="run"></p>
-<p id="flow" class="k"></p><p id="sampling" class="k"></p><p id="warn"></p>
+<p id="flow" class="k"></p><p id="sampling" class="k"></p><p id="device" class="k"></p><p id="warn"></p>
 <h2>Learning curves (finished stages; valid %)</h2>
 <svg id="curves" width="680" height="280" viewBox="0 0 680 280" role="img" aria-label="learning curves"></svg>
 <h2>Stages</h2>
@@ -206,7 +264,7 @@ th{background:#f3f3f3}td.l{text-align:left;max-width:40em}
 <h2>Failure categories (failed checks per answers; the aggregates the engineer's F reads)</h2>
 <table id="fail"><thead></thead><tbody></tbody></table>
 <h2>Nodes</h2>
-<table id="nodes"><thead><tr><th>name</th><th>id</th><th>pid</th><th>roles</th><th>address</th><th>capacity</th><th>units done</th><th>policy lag</th><th>last heartbeat</th></tr></thead><tbody></tbody></table>
+<table id="nodes"><thead><tr><th>name</th><th>id</th><th>pid</th><th>roles</th><th>address</th><th>capacity</th><th>units done</th><th>units in flight</th><th>mean unit time</th><th>leases lost</th><th>policy lag</th><th>last heartbeat</th></tr></thead><tbody></tbody></table>
 </div>
 <script>
 var CATS=['parse','illegal_move','conflict','hole','out_of_bounds','goal','start','agent_count'];
@@ -285,11 +343,18 @@ function failures(stages){
     tr.setAttribute('data-stage',st.stage);tr.setAttribute('data-split',f.split);tr.setAttribute('data-agents',f.agents);
     CATS.forEach(function(c){var n=(f.categories||{})[c]||0;var td=cell(n?n+' ('+pct(n/f.episodes)+'%)':'0');td.setAttribute('data-cat',c);td.setAttribute('data-n',n);tr.appendChild(td)})})});
 }
+function dur(ns){return !ns?'-':ns<1e9?(ns/1e6).toFixed(0)+' ms':(ns/1e9).toFixed(1)+' s'}
+function gib(b){return (b/1073741824).toFixed(2)+' GiB'}
 function nodes(d){
   var nb=document.querySelector('#nodes tbody');nb.innerHTML='';
-  (d.nodes||[]).forEach(function(n){row(nb,[n.name||'-',n.id,n.pid||'-',(n.roles||[]).join(','),n.address||'-',n.capacity||'-',n.units_done!=null?n.units_done:'-',n.policy_lag!=null?n.policy_lag:'-',
-    n.last_unit_unix_ms?((d.now_unix_ms-n.last_unit_unix_ms)/1000).toFixed(1)+' s ago':'-'])});
+  (d.nodes||[]).forEach(function(n){var l=n.load;
+    var tr=row(nb,[n.name||'-',n.id,n.pid||'-',(n.roles||[]).join(','),n.address||'-',n.capacity||'-']);tr.setAttribute('data-node',n.id);
+    [['units_done',l?l.units_done:'-'],['in_flight',l?l.units_in_flight:'-'],['mean_unit',l?dur(l.mean_unit_time_ns):'-'],['lost',l?l.lost_leases:'-'],
+     ['lag',n.pid?(n.policy_lag||0):'-'],['heartbeat',l&&l.last_heartbeat_unix_ms?((d.now_unix_ms-l.last_heartbeat_unix_ms)/1000).toFixed(1)+' s ago'+(l.left?' (left)':''):'-']
+    ].forEach(function(c){var td=cell(c[1]);td.setAttribute('data-col',c[0]);tr.appendChild(td)})});
 }
+function device(v){if(!v)return '';var s='device memory: ';if(v.error)return s+'not known: '+v.error;if(!v.read_unix_ms)return s+'not read yet';
+  return s+gib(v.device_memory_bytes)+(v.peak_device_memory_bytes?' (peak '+gib(v.peak_device_memory_bytes)+')':'')+' '+v.memory_source+' on '+v.device}
 function render(d){
   $('snap').style.display='none';$('live').className='';
   $('run').textContent=d.run;$('err').textContent='';
@@ -299,6 +364,7 @@ function render(d){
   $('running').textContent=run?'stage '+run.stage+' running ('+s.phase+'): '+run.units+' training units applied, '+run.train.episodes+' training episodes and '+run.val.episodes+' validation episodes so far':'';
   var fr=d.flow;$('flow').textContent=fr?flowLine(fr):'';
   var sm=d.sampling;$('sampling').textContent=sm?'sampling: '+sm.rows_per_decode_step.toFixed(2)+' rows per decode step, '+(sm.tokens_per_s_over_ns?sm.tokens_per_s.toFixed(1)+' tokens/s (over '+secs(sm.tokens_per_s_over_ns)+')':'tokens/s not measured yet')+'; '+sm.tokens+' tokens in '+sm.steps+' decode steps for '+sm.requests+' requests, mean queue wait '+(sm.mean_queue_wait_ns/1e6).toFixed(0)+' ms; slots '+sm.slots_in_use+' of '+sm.slots+' in use, '+sm.queued+' queued':'';
+  $('device').textContent=device(d.device);
   var share=fr&&fr.total.arrived?(fr.total.discarded_stale+fr.total.discarded_late_stage+fr.total.discarded_duplicate)/fr.total.arrived:0;
   $('warn').textContent=share>0.05?'Warning: '+(100*share).toFixed(1)+'% of the groups were discarded (more than 5%): rollout work is wasted.':'';
   stagesTable(d);curves(stages);heat(stages);engineer(stages);failures(stages);nodes(d);

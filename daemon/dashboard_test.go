@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
@@ -43,7 +44,9 @@ func testStatusStore(t *testing.T) *store.Store {
 
 // TestDashboardStatus: /api/status is the run's train.Status with the
 // flow record this process's run reported (another run's is ignored),
-// then the cluster's nodes and the time, in that order.
+// then the cluster's nodes with the coordinator's account of their load (a
+// node that is no member any more listed after them) and the time, in that
+// order.
 func TestDashboardStatus(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -54,9 +57,14 @@ func TestDashboardStatus(t *testing.T) {
 	}
 	flow := train.FlowRecord{RunID: "r7", MaxLag: 2, StalenessK: 4, Stages: []train.StageFlow{{Stage: 1, FlowStats: train.FlowStats{Arrived: 8, Used: 8}}}}
 	now := time.UnixMilli(1_700_000_000_123)
+	loads := []actors.NodeLoad{
+		{Node: "b", UnitsDone: 5, InFlight: 2, MeanUnitTime: 1500 * time.Millisecond, Timed: 5, LastDone: now.Add(-time.Second), LastContact: now.Add(-200 * time.Millisecond)},
+		{Node: "gone", UnitsDone: 1, Lost: 3, Left: true},
+	}
 	for _, tc := range []struct {
 		name  string
 		nodes func() []cluster.NodeMeta
+		loads []actors.NodeLoad
 		flows []train.FlowRecord
 		want  []train.StatusNode
 	}{
@@ -64,8 +72,18 @@ func TestDashboardStatus(t *testing.T) {
 		{name: "cluster", nodes: func() []cluster.NodeMeta { return members }, flows: []train.FlowRecord{flow, {RunID: "other", MaxLag: 9}},
 			want: []train.StatusNode{{ID: "a", Name: "coord", Address: "10.0.0.1:4000", Roles: []string{"coordinator", "learner", "engineer"}},
 				{ID: "b", Name: "roll", Address: "10.0.0.2:4000", Roles: []string{"rollout"}, Capacity: 4}}},
+		{name: "cluster with loads", nodes: func() []cluster.NodeMeta { return members }, loads: loads,
+			want: []train.StatusNode{{ID: "a", Name: "coord", Address: "10.0.0.1:4000", Roles: []string{"coordinator", "learner", "engineer"}},
+				{ID: "b", Name: "roll", Address: "10.0.0.2:4000", Roles: []string{"rollout"}, Capacity: 4,
+					Load: &train.StatusLoad{UnitsDone: 5, UnitsInFlight: 2, MeanUnitTime: 1500 * time.Millisecond,
+						LastUnitMs: now.Add(-time.Second).UnixMilli(), LastHeartbeatMs: now.Add(-200 * time.Millisecond).UnixMilli()}},
+				{ID: "gone", Roles: []string{"rollout"}, Address: "not a member", Load: &train.StatusLoad{UnitsDone: 1, LostLeases: 3, Left: true}}}},
 	} {
 		d := NewDashboard(st, nil, "r7", tc.nodes)
+		if tc.loads != nil {
+			f := func() []actors.NodeLoad { return tc.loads }
+			d.loads.Store(&f)
+		}
 		for _, f := range tc.flows {
 			d.onFlow(f)
 		}

@@ -303,7 +303,7 @@ func RunHandler(telemetryName string, opt *train.Options, dash *Dashboard) (http
 			if sys := nm.sys.Load(); sys != nil {
 				lag = max(sys.Stats().Learner.Version-r.PolicyVersion, 0)
 			}
-			dash.onUnit(time.Now(), lag)
+			dash.onUnit(lag)
 		}
 	}
 	opt.Metrics = nm.m
@@ -312,6 +312,9 @@ func RunHandler(telemetryName string, opt *train.Options, dash *Dashboard) (http
 	}
 	opt.Cluster.Started = func(sys *actors.System) error {
 		nm.attach(sys)
+		if dash != nil {
+			dash.attach(sys)
+		}
 		h.set(true, "running")
 		return nil
 	}

@@ -280,6 +280,17 @@ func TestRunSamplingStats(t *testing.T) {
 		t.Errorf("%s = %v, the stage alone ran %d steps", genmetrics.Steps, steps, s.Steps)
 	}
 	t.Logf("%.2f rows per decode step, %d steps", s.RowsPerStep(), s.Steps)
+	// The policy's device memory (GoMLX on the CPU: this process's RSS), as
+	// the live page reads it.
+	dm := NewDeviceMeter(pol)
+	if dm == nil {
+		t.Fatal("no device meter for a qwen3 policy")
+	}
+	dm.Status(time.Now())
+	dm.Wait()
+	if d := dm.Status(time.Now()); d.Bytes <= 0 || d.PeakBytes < d.Bytes || d.Source != "process RSS" || d.Device == "" || d.Error != "" {
+		t.Errorf("device memory %+v", d)
+	}
 }
 
 // qwen3Spec is the policy spec of t2t train's flags for a qwen3 policy on the checkpoint in

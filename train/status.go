@@ -1,7 +1,6 @@
 package train
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,6 +105,9 @@ type Status struct {
 	// scheduler (--gen-slots), as the process running the policy sees it;
 	// nil where none reports it (`t2t status` reads Redis only).
 	Sampling *SamplingStatus `json:"sampling,omitempty"`
+	// Device is an LLM policy's device memory as the process running the
+	// policy last read it (DeviceMeter); nil where none reports it.
+	Device *DeviceStatus `json:"device,omitempty"`
 	// Nodes are the run's processes as the process serving the live page
 	// knows them; nil in `t2t status`, which reads Redis only.
 	Nodes []StatusNode `json:"nodes"`
@@ -119,12 +121,14 @@ type StatusNode struct {
 	Roles    []string `json:"roles"`
 	Address  string   `json:"address"`
 	Capacity int      `json:"capacity"`
-	// PID, UnitsDone, LastUnitMs (the last heartbeat: when its last unit
-	// finished) and PolicyLag are known for the serving process only.
-	PID        int   `json:"pid,omitempty"`
-	UnitsDone  int64 `json:"units_done,omitempty"`
-	LastUnitMs int64 `json:"last_unit_unix_ms,omitempty"`
-	PolicyLag  int64 `json:"policy_lag,omitempty"`
+	// PID and PolicyLag (of the last unit its rollouts finished) are known
+	// for the serving process only.
+	PID       int   `json:"pid,omitempty"`
+	PolicyLag int64 `json:"policy_lag,omitempty"`
+	// Load is the run's coordinator's account of the node's units; nil
+	// where unknown (the node ran no rollout for this run, or the serving
+	// process is not the coordinator).
+	Load *StatusLoad `json:"load,omitempty"`
 }
 
 // SamplingStatus is an LLM policy's generation scheduler: cumulative
@@ -306,6 +310,9 @@ func WriteStatus(w io.Writer, rep *Status, now time.Time) error {
 	if sm := rep.Sampling; sm != nil {
 		fmt.Fprintf(&b, "\nsampling: %s\n", sm)
 	}
+	if d := rep.Device; d != nil {
+		fmt.Fprintf(&b, "\ndevice memory: %s\n", d)
+	}
 	if f := rep.Flow; f != nil {
 		fmt.Fprintf(&b, "\nflow (max lag %s, staleness K %d, late groups kept up to %s): %s\n",
 			statusLag(f.MaxLag), f.StalenessK, statusKeep(f), f.Total)
@@ -447,31 +454,4 @@ func writeConfigs(b *strings.Builder, stages []StatusStage) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-}
-
-// writeNodes prints the run's processes (none known: `t2t status`, which
-// reads Redis only).
-func writeNodes(b *strings.Builder, nodes []StatusNode, now time.Time) {
-	if nodes == nil {
-		b.WriteString("\nnodes: not in Redis (the live page /ui of the run's coordinator lists them)\n")
-		return
-	}
-	b.WriteString("\nnodes:\n")
-	if len(nodes) == 0 {
-		b.WriteString("  none\n")
-	}
-	for _, n := range nodes {
-		fmt.Fprintf(b, "  %s (id %s", cmp.Or(n.Name, "-"), n.ID)
-		if n.PID != 0 {
-			fmt.Fprintf(b, ", pid %d", n.PID)
-		}
-		fmt.Fprintf(b, ") %s at %s", strings.Join(n.Roles, ","), cmp.Or(n.Address, "-"))
-		if n.Capacity > 0 {
-			fmt.Fprintf(b, ", capacity %d", n.Capacity)
-		}
-		if n.UnitsDone > 0 {
-			fmt.Fprintf(b, ", %d units done, policy lag %d, last unit %s ago", n.UnitsDone, n.PolicyLag, now.Sub(time.UnixMilli(n.LastUnitMs)).Round(100*time.Millisecond))
-		}
-		b.WriteString("\n")
-	}
 }

@@ -47,7 +47,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	opt.Rollouts = *rollouts
 	opt.Tracer = tel.Tracer("t2t/train")
 	if *httpAddr != "" {
-		dash := daemon.NewDashboard(st, nil, cmp.Or(opt.RunID, train.DefaultRunID(opt.Seed)), nil).WithSampling(train.NewSamplingMeter(s.Policy, time.Now()))
+		dash := daemon.NewDashboard(st, nil, cmp.Or(opt.RunID, train.DefaultRunID(opt.Seed)), nil).WithSampling(train.NewSamplingMeter(s.Policy, time.Now())).
+			WithDevice(train.NewDeviceMeter(s.Policy))
 		stopHTTP, err := serveTrainHTTP(*httpAddr, tf.Telemetry.Node, &opt, st, dash, stdout)
 		if err != nil {
 			return err

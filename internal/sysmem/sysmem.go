@@ -12,6 +12,10 @@ import (
 // that file does not exist.
 func PeakRSS() int64 { return procKB("/proc/self/status", "VmHWM") }
 
+// RSS is this process's resident set now (VmRSS of /proc/self/status) in bytes; 0 where that
+// file does not exist.
+func RSS() int64 { return procKB("/proc/self/status", "VmRSS") }
+
 // MemAvailable is MemAvailable of /proc/meminfo in bytes: the memory the machine can give a new
 // process without swapping; 0 if unknown.
 func MemAvailable() int64 { return procKB("/proc/meminfo", "MemAvailable") }
