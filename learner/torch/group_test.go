@@ -257,3 +257,19 @@ func TestGroupRefusedShare(t *testing.T) {
 		t.Fatalf("the step after a refused one: %+v, %v", st, err)
 	}
 }
+
+// TestGroupStartFails: ranks that cannot start (no CUDA here) fail LoadGroup at once with an
+// error naming a rank and its device (and no goroutine behind: goleak).
+func TestGroupStartFails(t *testing.T) {
+	requireTorch(t)
+	spec := engine.Spec{Kind: engine.Torch, Devices: []string{"cuda:0", "cuda:1"}, Threads: 1}
+	grp, err := LoadGroup(context.Background(), spec, checkpoint(t, tinyConfig(t), 53))
+	if err == nil {
+		_ = grp.Close()
+		t.Skip("this machine has two CUDA devices")
+	}
+	if !strings.HasPrefix(err.Error(), "torch rank ") || !strings.Contains(err.Error(), "cuda:") || !errors.Is(err, ErrWorkerDied) {
+		t.Fatalf("err = %v, want a start error naming a rank and its device", err)
+	}
+	t.Logf("start error: %v", err)
+}
