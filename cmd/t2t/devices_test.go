@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/t2t-lab/t2t/bench"
 )
 
 // TestDevicesFlagErrors: a bad --devices is a one-line usage error (exit 2) naming the problem,
@@ -54,5 +58,31 @@ func TestTrainTorchDevices(t *testing.T) {
 	}
 	if !strings.Contains(e, "rank 1 of 2 on cpu: gloo") {
 		t.Errorf("no log line of rank 1 joining the gloo group in stderr:\n%s", e)
+	}
+}
+
+// TestBenchTorchDevices: t2t bench grpo on two gloo ranks reports the loss of one worker on the
+// same global batch (≤ 1e-4 relative), after the same steps.
+func TestBenchTorchDevices(t *testing.T) {
+	requireTorch(t)
+	loss := map[string]float64{}
+	for _, devs := range []string{"cpu", "cpu,cpu"} {
+		code, out, e := t2t(t, "bench", "grpo", "--engine", "torch", "--devices", devs, "--preset", "tiny", "--layers", "3",
+			"--batch", "4", "--prompt-len", "16", "--completion-len", "16", "--micro-batch", "2", "--steps", "1", "--json")
+		if code != 0 {
+			t.Fatalf("bench grpo --devices %s: exit %d: %s", devs, code, e)
+		}
+		var g bench.GRPOReport
+		if err := json.Unmarshal([]byte(out), &g); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if want := map[string]string{"cpu": "torch: cpu (", "cpu,cpu": "torch: 2 ranks cpu,cpu (gloo"}[devs]; !strings.HasPrefix(g.Backend, want) {
+			t.Errorf("--devices %s: backend %q, want it to start %q", devs, g.Backend, want)
+		}
+		loss[devs] = g.Loss
+	}
+	t.Logf("loss: one rank %.9g, two ranks %.9g", loss["cpu"], loss["cpu,cpu"])
+	if rel := math.Abs(loss["cpu"]-loss["cpu,cpu"]) / math.Max(math.Abs(loss["cpu"]), 1e-12); !(rel <= 1e-4) {
+		t.Errorf("bench grpo loss: %g on one rank, %g on two: relative difference %g > 1e-4", loss["cpu"], loss["cpu,cpu"], rel)
 	}
 }

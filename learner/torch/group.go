@@ -33,6 +33,7 @@ import (
 // not interleave with another call's on any rank).
 type Group struct {
 	mu      sync.Mutex // serialises the engine.Model methods
+	infoMu  sync.Mutex // guards the ranks' config and adapters (Config, LoRA); taken after mu
 	ranks   []*Model
 	devices []string
 

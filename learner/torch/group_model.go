@@ -23,10 +23,11 @@ func (g *Group) Device() string {
 	return fmt.Sprintf("%d ranks %s (%s, %s parameters; rank 0: %s)", len(g.ranks), strings.Join(g.devices, ","), h.Backend, h.Sharding, g.ranks[0].Device())
 }
 
-// Config implements engine.Model.
+// Config implements engine.Model. It does not wait for a running call (an onToken callback may
+// ask): it reads under infoMu, which only the calls that change the config or adapters hold.
 func (g *Group) Config() hfmodel.Config {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.infoMu.Lock()
+	defer g.infoMu.Unlock()
 	return g.ranks[0].cfg
 }
 
@@ -122,13 +123,15 @@ func (g *Group) Step(kind engine.StepKind, b *learner.SeqBatch) (learner.UpdateS
 func (g *Group) AddLoRA(cfg hfmodel.LoRAConfig, seed uint64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.infoMu.Lock()
+	defer g.infoMu.Unlock()
 	return g.each(func(_ int, m *Model) error { return m.AddLoRA(cfg, seed) })
 }
 
-// LoRA implements engine.Model.
+// LoRA implements engine.Model (under infoMu, as Config).
 func (g *Group) LoRA() (hfmodel.LoRAConfig, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.infoMu.Lock()
+	defer g.infoMu.Unlock()
 	return g.ranks[0].LoRA()
 }
 
@@ -136,6 +139,8 @@ func (g *Group) LoRA() (hfmodel.LoRAConfig, bool) {
 func (g *Group) LoadAdapter(dir string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.infoMu.Lock()
+	defer g.infoMu.Unlock()
 	return g.each(func(_ int, m *Model) error { return m.LoadAdapter(dir) })
 }
 
@@ -143,6 +148,8 @@ func (g *Group) LoadAdapter(dir string) error {
 func (g *Group) UnloadAdapter() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.infoMu.Lock()
+	defer g.infoMu.Unlock()
 	return g.each(func(_ int, m *Model) error { return m.UnloadAdapter() })
 }
 
@@ -180,6 +187,8 @@ func (g *Group) LoadOptimizer(path string) error {
 func (g *Group) Reload(dir string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.infoMu.Lock()
+	defer g.infoMu.Unlock()
 	return g.each(func(_ int, m *Model) error { return m.Reload(dir) })
 }
 

@@ -219,3 +219,57 @@ func TestGroupRankKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupRefusedShare: a batch whose bad row lies in rank 1's share is refused by every rank
+// (the error is rank 1's own, not a follower's), changes nothing, and the group steps on.
+func TestGroupRefusedShare(t *testing.T) {
+	requireTorch(t)
+	const seed = 47
+	t.Logf("seed %d", seed)
+	cfg := tinyConfig(t)
+	grp, err := LoadGroup(context.Background(), cpuRanks(t, 2), checkpoint(t, cfg, seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grp.Close()
+	seqs := [][]int32{{3, 4, 5, 6}}
+	before, err := grp.Logits(seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := grpoBatch(t, grp, rand.New(rand.NewPCG(seed, 2)))
+	good := b.Actions[len(b.Actions)-1]
+	b.Actions[len(b.Actions)-1] = int32(cfg.VocabSize) // last row: rank 1's share
+	_, err = grp.Step(engine.StepGRPO, b)
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Kind != "bad_request" || !strings.Contains(re.Message, "batch.actions") || !errors.Is(err, learner.ErrBadBatch) {
+		t.Fatalf("err = %v, want rank 1's bad_request about batch.actions", err)
+	}
+	after, err := grp.Logits(seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := maxDiff(before[0], after[0]); d != 0 {
+		t.Fatalf("a refused step changed the logits by %g", d)
+	}
+	b.Actions[len(b.Actions)-1] = good
+	if st, err := grp.Step(engine.StepGRPO, b); err != nil || st.Step != 1 {
+		t.Fatalf("the step after a refused one: %+v, %v", st, err)
+	}
+}
+
+// TestGroupStartFails: ranks that cannot start (no CUDA here) fail LoadGroup at once with an
+// error naming a rank and its device (and no goroutine behind: goleak).
+func TestGroupStartFails(t *testing.T) {
+	requireTorch(t)
+	spec := engine.Spec{Kind: engine.Torch, Devices: []string{"cuda:0", "cuda:1"}, Threads: 1}
+	grp, err := LoadGroup(context.Background(), spec, checkpoint(t, tinyConfig(t), 53))
+	if err == nil {
+		_ = grp.Close()
+		t.Skip("this machine has two CUDA devices")
+	}
+	if !strings.HasPrefix(err.Error(), "torch rank ") || !strings.Contains(err.Error(), "cuda:") || !errors.Is(err, ErrWorkerDied) {
+		t.Fatalf("err = %v, want a start error naming a rank and its device", err)
+	}
+	t.Logf("start error: %v", err)
+}
