@@ -170,6 +170,9 @@ func TestLivePageRealRun(t *testing.T) {
 			!strings.Contains(nojs, fmt.Sprintf(", pid %d) coordinator,learner,rollout,engineer at this process", p.cmd.Process.Pid)) {
 			t.Errorf("without scripts the page shows no snapshot of the running stage:\n%.3000s", nojs)
 		}
+		if m := livePageNodeText.FindStringSubmatch(nojs); m == nil || m[1] == "0" {
+			t.Errorf("without scripts the page's snapshot shows no load of the process (units done > 0, in flight, mean unit time):\n%.5000s", nojs)
+		}
 		break
 	}
 	if code := p.wait(120 * time.Second); code != 0 {
@@ -231,6 +234,11 @@ var (
 	livePageFailRow = regexp.MustCompile(`<tr data-stage="(\d+)" data-split="(\w+)" data-agents="(\d+)"><td>[^<]*</td><td>\w+</td><td>\d+</td><td>(\d+)</td><td>(\d+) [^<]*</td>((?:<td data-cat="\w+" data-n="\d+">[^<]*</td>)+)</tr>`)
 	livePageFailCat = regexp.MustCompile(`data-cat="(\w+)" data-n="(\d+)"`)
 	livePageCell    = regexp.MustCompile(`class="cell" data-size="(\d+)" data-stage="(\d+)"`)
+	// livePageNode is the process's row of the Nodes table: pid, units
+	// done, units in flight, mean unit time.
+	livePageNode = regexp.MustCompile(`<td>(\d+)</td><td>coordinator,learner,rollout,engineer</td><td>this process</td><td>-</td>` +
+		`<td data-col="units_done">(\d+)</td><td data-col="in_flight">(\d+)</td><td data-col="mean_unit">(\d+(?:\.\d)? m?s)</td>`)
+	livePageNodeText = regexp.MustCompile(`coordinator,learner,rollout,engineer at this process: (\d+) units done, (\d+) in flight, mean unit [0-9.]+[mµn]?s, 0 leases lost, last heartbeat `)
 )
 
 // livePageCheck checks the DOM of the page rendered from s (pid: the
@@ -284,7 +292,16 @@ func livePageCheck(t *testing.T, dom string, s livePageState, want map[string]st
 	if len(got) != len(want) || len(want) == 0 {
 		t.Errorf("failure table: rows %v, want one per Redis aggregate %v", got, want)
 	}
-	if pid != 0 && !strings.Contains(dom, fmt.Sprintf("<td>%d</td><td>coordinator,learner,rollout,engineer</td><td>this process</td>", pid)) {
-		t.Errorf("the Nodes table does not list the process (pid %d)", pid)
+	if pid == 0 {
+		return
+	}
+	if !strings.Contains(dom, "<th>units in flight</th><th>mean unit time</th>") {
+		t.Errorf("the Nodes table has no units in flight and mean unit time columns")
+	}
+	m := livePageNode.FindStringSubmatch(dom)
+	if m == nil || m[1] != fmt.Sprint(pid) || m[2] == "0" {
+		t.Errorf("the Nodes table does not list the process (pid %d) with its units done (> 0), in flight and mean unit time: %v", pid, m)
+	} else {
+		t.Logf("Nodes table: pid %s, %s units done, %s in flight, mean unit time %s", m[1], m[2], m[3], m[4])
 	}
 }
