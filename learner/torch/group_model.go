@@ -192,10 +192,11 @@ func (g *Group) Reload(dir string) error {
 	return g.each(func(_ int, m *Model) error { return m.Reload(dir) })
 }
 
-// Memory implements engine.Model: one rank's estimate, for its share of batch rows.
+// Memory implements engine.Model: one rank's estimate (every rank holds the whole model and runs
+// micro-batches of up to batch rows of its share). Ranks on the CPU share the host's memory:
+// they need len(ranks) times this there.
 func (g *Group) Memory(batch, seqLen int) hfmodel.MemoryEstimate {
-	n := len(g.ranks)
-	return g.ranks[0].Memory((batch+n-1)/n, seqLen)
+	return g.ranks[0].Memory(batch, seqLen)
 }
 
 // OpenDecoder implements engine.DecoderOpener on rank 0.

@@ -5,6 +5,7 @@ this process whose collectives add their tensors in rank order (the real gloo pa
 learner/torch's Go tests)."""
 
 import copy
+import socket
 import threading
 import unittest
 
@@ -163,6 +164,47 @@ class DistStepTest(unittest.TestCase):
             with self.assertRaises(dist.DistError) as cm:
                 dist.from_env(torch.device("cpu"), env=env)
             self.assertIn(want, str(cm.exception))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class GlooWorkersTest(unittest.TestCase):
+    """Two worker processes as gloo ranks (WORLD_SIZE=2) against one worker alone: the same
+    step replies, including a rank with no rows (batch nil)."""
+
+    def test_two_gloo_ranks_step_as_one_worker(self):
+        from test_worker_e2e import WorkerProcess
+        port = str(free_port())
+        ranks = [WorkerProcess(self, env={"WORLD_SIZE": "2", "RANK": str(k), "MASTER_ADDR": "127.0.0.1",
+                                          "MASTER_PORT": port}) for k in range(2)]
+        alone = WorkerProcess(self)
+        hellos = [w.recv() for w in ranks + [alone]]
+        self.assertEqual([(h["rank"], h["world_size"], h["backend"], h["sharding"]) for h in hellos],
+                         [(0, 2, "gloo", "replicated"), (1, 2, "gloo", "replicated"), (0, 1, "", "none")])
+        g = torch.Generator().manual_seed(SEED)
+        req = helpers.seq_batch(test_train.make_samples(g, n=4))
+        for w in ranks + [alone]:
+            w.ok({"id": 1, "op": "init", "config": helpers.tiny_json(), "seed": SEED})
+            w.ok({"id": 2, "op": "train_config", "clip_eps": 0.2, "is_cap": 3.0, "kl_coef": 0.0, "lr": 1e-3,
+                  "weight_decay": 0.0, "max_grad_norm": 1.0, "micro_batch": 2})
+        for step, bounds in enumerate(([0, 4, 4], [0, 1, 4], [0, 2, 4]), start=3):
+            want = alone.ok({"id": step, "op": "step", "kind": "grpo", "batch": req})
+            for k, w in enumerate(ranks):
+                w.send({"id": step, "op": "step", "kind": "grpo", "batch": share(req, bounds[k], bounds[k + 1])})
+            got = [w.recv() for w in ranks]
+            for k, rep in enumerate(got):
+                self.assertTrue(rep["ok"], rep)
+                self.assertEqual(rep["positions"], want["positions"])
+                self.assertLessEqual(abs(rep["loss"] - want["loss"]), 1e-6 * max(1, abs(want["loss"])),
+                                     "shares %s rank %d: loss %r, alone %r (seed %d)" % (bounds, k, rep["loss"], want["loss"], SEED))
+                self.assertEqual(rep["step"], want["step"])
+        for w in ranks + [alone]:
+            w.ok({"id": 99, "op": "shutdown"})
+            self.assertEqual(w.wait(), 0)
 
 
 if __name__ == "__main__":

@@ -23,10 +23,10 @@ TIMEOUT = 60
 
 
 class WorkerProcess:
-    def __init__(self, tc, *args):
+    def __init__(self, tc, *args, env=None):
         self.tc = tc
         self.err = tempfile.TemporaryFile()
-        env = dict(os.environ, PYTHONPATH=helpers.WORKER_DIR)
+        env = dict(os.environ, PYTHONPATH=helpers.WORKER_DIR, **(env or {}))
         self.proc = subprocess.Popen([PYTHON, "-u", "-m", "t2t_worker", "--threads", "1", *args],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, env=env)
         self.reader = wire.FrameReader(self.proc.stdout.fileno())
