@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -64,11 +63,7 @@ func OpenRandom(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, seed 
 
 // LoadGroup starts a rank per device of spec.Devices and loads dir on every rank.
 func LoadGroup(ctx context.Context, spec engine.Spec, dir string) (*Group, error) {
-	cfg, err := hfmodel.LoadConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	abs, err := filepath.Abs(dir)
+	cfg, abs, err := readModelDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -76,10 +71,7 @@ func LoadGroup(ctx context.Context, spec engine.Spec, dir string) (*Group, error
 	if err != nil {
 		return nil, err
 	}
-	err = g.each(func(_ int, m *Model) error {
-		m.srcDir = abs
-		return m.wk.call("load", m.placement(map[string]any{"dir": abs}), nil, nil)
-	})
+	err = g.each(func(_ int, m *Model) error { return m.loadDir(abs) })
 	if err != nil {
 		_ = g.Close()
 		return nil, fmt.Errorf("torch: load %s: %w", dir, err)
@@ -90,9 +82,6 @@ func LoadGroup(ctx context.Context, spec engine.Spec, dir string) (*Group, error
 // NewRandomGroup starts a rank per device of spec.Devices, each building the same random model
 // of cfg from seed (the worker's draw, as NewRandom).
 func NewRandomGroup(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, seed uint64) (*Group, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	fields, err := configFields(cfg)
 	if err != nil {
 		return nil, err
@@ -102,7 +91,7 @@ func NewRandomGroup(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, s
 		return nil, err
 	}
 	err = g.each(func(_ int, m *Model) error {
-		return m.wk.call("init", m.placement(map[string]any{"config": fields, "seed": seed}), nil, nil)
+		return m.initRandom(fields, seed)
 	})
 	if err != nil {
 		_ = g.Close()

@@ -35,11 +35,7 @@ type Model struct {
 // configuration is read and checked here first (qwen3.LoadConfig), so a bad config.json is the
 // same typed error as on the gomlx engine and no worker starts.
 func Load(ctx context.Context, spec engine.Spec, dir string) (*Model, error) {
-	cfg, err := hfmodel.LoadConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	abs, err := filepath.Abs(dir)
+	cfg, abs, err := readModelDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -47,20 +43,41 @@ func Load(ctx context.Context, spec engine.Spec, dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.wk.call("load", m.placement(map[string]any{"dir": abs}), nil, nil); err != nil {
+	if err := m.loadDir(abs); err != nil {
 		_ = m.wk.Close()
 		return nil, fmt.Errorf("torch: load %s: %w", dir, err)
 	}
-	m.srcDir = abs
 	return m, nil
+}
+
+// readModelDir reads and checks dir's config (hfmodel.LoadConfig) and makes dir absolute, for
+// a worker's load request.
+func readModelDir(dir string) (hfmodel.Config, string, error) {
+	cfg, err := hfmodel.LoadConfig(dir)
+	if err != nil {
+		return cfg, "", err
+	}
+	abs, err := filepath.Abs(dir)
+	return cfg, abs, err
+}
+
+// loadDir loads the model directory abs into m's worker.
+func (m *Model) loadDir(abs string) error {
+	if err := m.wk.call("load", m.placement(map[string]any{"dir": abs}), nil, nil); err != nil {
+		return err
+	}
+	m.srcDir = abs
+	return nil
+}
+
+// initRandom builds a random model of fields (configFields) from seed in m's worker.
+func (m *Model) initRandom(fields map[string]any, seed uint64) error {
+	return m.wk.call("init", m.placement(map[string]any{"config": fields, "seed": seed}), nil, nil)
 }
 
 // NewRandom starts a worker and builds a model of cfg with random weights in the worker's
 // memory (normal(0, 0.02); not the gomlx engine's draw), for benchmarks.
 func NewRandom(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, seed uint64) (*Model, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	fields, err := configFields(cfg)
 	if err != nil {
 		return nil, err
@@ -69,15 +86,18 @@ func NewRandom(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, seed u
 	if err != nil {
 		return nil, err
 	}
-	if err := m.wk.call("init", m.placement(map[string]any{"config": fields, "seed": seed}), nil, nil); err != nil {
+	if err := m.initRandom(fields, seed); err != nil {
 		_ = m.wk.Close()
 		return nil, fmt.Errorf("torch: init: %w", err)
 	}
 	return m, nil
 }
 
-// configFields is cfg as the init request's config map.
+// configFields is cfg, once checked (Config.Validate), as the init request's config map.
 func configFields(cfg hfmodel.Config) (map[string]any, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	js, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
