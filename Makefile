@@ -22,9 +22,11 @@ PYTHON ?= $(or $(T2T_PYTHON),$(shell for p in python3 /usr/bin/python3 python; d
 
 test: test-worker
 	$(GO) vet ./...
-	$(GO) test -count=1 $(PLAIN_PKGS)
+	$(GO) test -count=1 -timeout 30m $(PLAIN_PKGS)
 	$(if $(RACE_PKGS),$(GO) test -count=1 -timeout 35m -race -skip '$(RACE_SKIP)|$(DAEMON_PLAIN)' $(RACE_PKGS))
-	$(GO) test -count=1 -run '$(RACE_SKIP)' ./cmd/t2t ./serve ./train
+	# The race-skipped tests are the slow torch and LLM runs: more than go test's default 10 min
+	# on a loaded 2-core machine.
+	$(GO) test -count=1 -timeout 30m -run '$(RACE_SKIP)' ./cmd/t2t ./serve ./train
 	# protoactor-go itself races under -race (see cluster/provider_integration_test.go):
 	# its full-cluster test runs here, without the race detector.
 	$(GO) test -count=1 -run TestProviderProtoactorCluster ./cluster
