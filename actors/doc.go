@@ -103,7 +103,7 @@
 // # Errors
 //
 // Wire failures wrap ErrUnknownType, ErrCorrupt or ErrVersion (as *WireError)
-// and are counted in WireStats; config errors are *FieldError wrapping
+// and are counted in WireStats; config errors are *fielderr.Error wrapping
 // ErrInvalidConfig; stale configs wrap ErrStaleConfig; a run that cannot go
 // on returns ErrRunFailed.
 package actors

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Sentinel errors. Match with errors.Is; the wire and config errors below wrap
-// them with the details.
+// Sentinel errors. Match with errors.Is; the wire errors below and the
+// config errors (*fielderr.Error) wrap them with the details.
 var (
 	// ErrUnknownType: a message type name (incoming) or Go type (outgoing)
 	// that the node's Registry does not hold.
@@ -20,7 +20,8 @@ var (
 	// ErrRegistry: a Register call with an empty name, a nil or non-struct
 	// prototype, or a name or type registered twice.
 	ErrRegistry = errors.New("actors: bad registration")
-	// ErrInvalidConfig: a SystemConfig that fails Validate.
+	// ErrInvalidConfig: a SystemConfig that fails Validate. Wrapped by a
+	// *fielderr.Error naming the field.
 	ErrInvalidConfig = errors.New("actors: invalid config")
 	// ErrRemote: the remote transport could not start (port in use, bad
 	// address) or was started twice.
@@ -39,21 +40,6 @@ var (
 	// a stage-0 config for another stage) or that arrives during a run.
 	ErrBadPlan = errors.New("actors: bad stage plan")
 )
-
-// FieldError names a config field, the offending value and the bound it
-// broke. It wraps ErrInvalidConfig.
-type FieldError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("actors: %s = %v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Unwrap lets errors.Is(err, ErrInvalidConfig) match.
-func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
 
 // WireError describes a message that could not be encoded or decoded: the
 // type name involved and the cause. It wraps one of ErrUnknownType,

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // Runner runs one work unit: generate its instances, sample the policy,
@@ -258,7 +259,7 @@ func (n *Host) SpawnRollout(cfg RolloutConfig, runner Runner) (*RolloutHandle, e
 	case cfg.Name == "" || cfg.Coordinator == nil || cfg.Learner == nil || runner == nil:
 		return nil, fmt.Errorf("%w: rollout needs a name, a coordinator, a learner and a runner", ErrInvalidConfig)
 	case cfg.MaxInFlight < 1:
-		return nil, &FieldError{Field: "MaxInFlight", Value: cfg.MaxInFlight, Reason: "must be >= 1"}
+		return nil, &fielderr.Error{Kind: ErrInvalidConfig, Field: "MaxInFlight", Value: cfg.MaxInFlight, Reason: "must be >= 1"}
 	}
 	h := &RolloutHandle{node: n.name, metrics: &rolloutMetrics{}}
 	logger := n.logger.With("actor", cfg.Name)

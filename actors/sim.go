@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // Simulate runs one stage of a cluster in simulated time: the coordinator,
@@ -75,11 +77,11 @@ type SimResult struct {
 func (c SimConfig) validate() error {
 	switch {
 	case c.Rollouts < 1 || c.MaxInFlight < 1 || c.Units < 1 || c.InstancesPerUnit < 1 || c.GroupSize < 1 || c.LearnerBatch < 1:
-		return &FieldError{Field: "SimConfig", Value: fmt.Sprintf("%+v", c), Reason: "counts must be >= 1"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "SimConfig", Value: fmt.Sprintf("%+v", c), Reason: "counts must be >= 1"}
 	case c.UnitLatency <= 0 || c.StepTime < 0 || c.RecordCost < 0 || c.CoordMsgCost < 0 || c.LearnerMsgCost < 0:
-		return &FieldError{Field: "SimConfig", Value: fmt.Sprintf("%+v", c), Reason: "unit latency must be > 0, other times >= 0"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "SimConfig", Value: fmt.Sprintf("%+v", c), Reason: "unit latency must be > 0, other times >= 0"}
 	case c.UnitJitter < 0 || c.UnitJitter >= 1:
-		return &FieldError{Field: "UnitJitter", Value: c.UnitJitter, Reason: "must be in [0, 1)"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "UnitJitter", Value: c.UnitJitter, Reason: "must be in [0, 1)"}
 	}
 	return nil
 }

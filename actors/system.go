@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/asynkron/protoactor-go/remote"
 	"log/slog"
 	"math"
 	"net"
@@ -12,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -154,7 +156,7 @@ func (c SystemConfig) Validate() error {
 	var errs []error
 	check := func(ok bool, field string, v any, reason string) {
 		if !ok {
-			errs = append(errs, &FieldError{Field: field, Value: v, Reason: reason})
+			errs = append(errs, &fielderr.Error{Kind: ErrInvalidConfig, Field: field, Value: v, Reason: reason})
 		}
 	}
 	check(c.RunID != "", "RunID", c.RunID, "must not be empty")
@@ -363,7 +365,7 @@ func (s *System) Run(ctx context.Context, stages int) (RunReport, error) {
 	s.ran = true
 	s.mu.Unlock()
 	if stages < 1 || stages <= s.cfg.FirstStage {
-		return rep, &FieldError{Field: "stages", Value: stages, Reason: fmt.Sprintf("must be >= 1 and > FirstStage (%d)", s.cfg.FirstStage)}
+		return rep, &fielderr.Error{Kind: ErrInvalidConfig, Field: "stages", Value: stages, Reason: fmt.Sprintf("must be >= 1 and > FirstStage (%d)", s.cfg.FirstStage)}
 	}
 	if s.cfg.TickInterval > 0 {
 		tctx, stop := context.WithCancel(ctx)

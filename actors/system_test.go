@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // sysRunner does trivial work: one group per instance, two samples each.
@@ -400,7 +401,7 @@ func TestSystemConfigValidate(t *testing.T) {
 		cfg := DefaultSystemConfig()
 		c.edit(&cfg)
 		err := cfg.Validate()
-		var fe *FieldError
+		var fe *fielderr.Error
 		if !errors.As(err, &fe) || fe.Field != c.field || !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s: got %v", c.field, err)
 		}

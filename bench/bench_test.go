@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/testutil"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
@@ -92,9 +93,9 @@ func mustPreset(t *testing.T) hfmodel.Config {
 func TestRunErrors(t *testing.T) {
 	ctx := context.Background()
 	field := func(err error) string {
-		var ce *learner.ConfigError
+		var ce *fielderr.Error
 		if !errors.As(err, &ce) {
-			return "not a ConfigError: " + errString(err)
+			return "not a field error: " + errString(err)
 		}
 		return ce.Field
 	}
@@ -200,7 +201,7 @@ func TestClusterProfiles(t *testing.T) {
 		t.Errorf("%d points:\n%s", len(points), b.String())
 	}
 	for _, bad := range []ClusterOptions{{RecordUnits: 1, Rollouts: []int{0}}, {RecordUnits: 0, Rollouts: []int{1}}, {RecordUnits: 1, Rollouts: []int{1}, Profiles: []string{"nope"}}} {
-		var ce *learner.ConfigError
+		var ce *fielderr.Error
 		if err := bad.Validate(); !errors.As(err, &ce) {
 			t.Errorf("%+v: %v", bad, err)
 		}

@@ -43,7 +43,7 @@ func ClusterProfileNames() []string {
 	return out
 }
 
-// Validate returns a *learner.ConfigError naming the first field out of bounds, as
+// Validate returns a *fielderr.Error naming the first field out of bounds, as
 // "ClusterOptions.<Field>".
 func (o ClusterOptions) Validate() error {
 	_, err := o.profiles()

@@ -39,7 +39,7 @@ func DefaultDecodeOptions() DecodeOptions {
 	return DecodeOptions{Batch: 4, PromptLen: 64, NewTokens: 64, Temperature: 1, Seed: 1}
 }
 
-// Validate returns a *learner.ConfigError naming the first field out of bounds, as
+// Validate returns a *fielderr.Error naming the first field out of bounds, as
 // "DecodeOptions.<Field>".
 func (o DecodeOptions) Validate() error {
 	bad := func(field string, v any, reason string) error { return optionError("DecodeOptions", field, v, reason) }

@@ -26,7 +26,7 @@
 // # Errors
 //
 // Input problems are typed, for the caller to map: an option out of range, a positional
-// budget exceeded or an unknown profile is a *learner.ConfigError naming the field as
+// budget exceeded or an unknown profile is a *fielderr.Error naming the field as
 // "<Options type>.<Field>" (qwen3's for a bad preset or shape override); a checkpoint or an
 // engine that fails to load is an *OpenError; a CPU run whose estimate exceeds the memory
 // available is a *MemoryError (ErrNotEnoughMemory). Failures while timing are returned as they

@@ -46,7 +46,7 @@ func DefaultGRPOOptions() GRPOOptions {
 	return GRPOOptions{Batch: 8, PromptLen: 64, CompletionLen: 64, MicroBatch: g.MicroBatch, Steps: 3, LR: g.LR, Seed: 1}
 }
 
-// Validate returns a *learner.ConfigError naming the first field out of bounds (as
+// Validate returns a *fielderr.Error naming the first field out of bounds (as
 // "GRPOOptions.<Field>", or the learner.GRPOConfig field that LR or MicroBatch breaks).
 func (o GRPOOptions) Validate() error {
 	bad := func(field string, v any, reason string) error { return optionError("GRPOOptions", field, v, reason) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
@@ -35,7 +36,7 @@ func (s Source) Name() string {
 }
 
 // Config returns the model's architecture, reading only config.json for Dir. An unreadable
-// config.json is an *OpenError; a bad preset or shape override is qwen3's *learner.ConfigError.
+// config.json is an *OpenError; a bad preset or shape override is qwen3's *fielderr.Error.
 func (s Source) Config() (hfmodel.Config, error) {
 	if s.Dir != "" {
 		c, err := hfmodel.LoadConfig(s.Dir)
@@ -113,7 +114,7 @@ func backendName(m engine.Model) string {
 	return m.Engine() + ": " + m.Device()
 }
 
-// optionError is the *learner.ConfigError of a benchmark option.
+// optionError is the *fielderr.Error of a benchmark option.
 func optionError(options, field string, v any, reason string) error {
-	return &learner.ConfigError{Field: options + "." + field, Value: v, Reason: reason}
+	return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: options + "." + field, Value: v, Reason: reason}
 }

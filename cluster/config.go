@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // Profiles name a base Tuning for Config.Profile.
@@ -113,7 +115,7 @@ func ProfileTuning(profile string) (Tuning, error) {
 	case ProfileLocal:
 		return LocalTuning(), nil
 	}
-	return Tuning{}, &FieldError{Of: ErrInvalidConfig, Field: "Profile", Value: profile, Reason: fmt.Sprintf("want %q or %q", ProfileLAN, ProfileLocal)}
+	return Tuning{}, &fielderr.Error{Kind: ErrInvalidConfig, Field: "Profile", Value: profile, Reason: fmt.Sprintf("want %q or %q", ProfileLAN, ProfileLocal)}
 }
 
 // withDefaults fills t's zero fields from base.
@@ -291,7 +293,7 @@ func (c Config) EffectiveTuning() (Tuning, error) {
 	return c.Tuning.withDefaults(base), nil
 }
 
-// Validate checks every field; the error is a *FieldError naming the first
+// Validate checks every field; the error is a *fielderr.Error naming the first
 // bad one (errors.Is ErrInvalidConfig).
 func (c Config) Validate() error {
 	if err := c.validateNetwork(); err != nil {
@@ -306,31 +308,31 @@ func (c Config) Validate() error {
 // validateNetwork checks the addresses, seeds, secret key and label.
 func (c Config) validateNetwork() error {
 	if net.ParseIP(c.BindAddr) == nil {
-		return &FieldError{Of: ErrInvalidConfig, Field: "BindAddr", Value: c.BindAddr, Reason: "must be an IP address"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "BindAddr", Value: c.BindAddr, Reason: "must be an IP address"}
 	}
 	if c.BindPort < 0 || c.BindPort > 65535 {
-		return &FieldError{Of: ErrInvalidConfig, Field: "BindPort", Value: c.BindPort, Reason: "must be 0..65535"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "BindPort", Value: c.BindPort, Reason: "must be 0..65535"}
 	}
 	if c.AdvertiseAddr != "" && net.ParseIP(c.AdvertiseAddr) == nil {
-		return &FieldError{Of: ErrInvalidConfig, Field: "AdvertiseAddr", Value: c.AdvertiseAddr, Reason: "must be an IP address or empty"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "AdvertiseAddr", Value: c.AdvertiseAddr, Reason: "must be an IP address or empty"}
 	}
 	if c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
-		return &FieldError{Of: ErrInvalidConfig, Field: "AdvertisePort", Value: c.AdvertisePort, Reason: "must be 0..65535"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "AdvertisePort", Value: c.AdvertisePort, Reason: "must be 0..65535"}
 	}
 	for i, s := range c.Seeds {
 		host, port, err := net.SplitHostPort(s)
 		p, perr := strconv.Atoi(port)
 		if err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
-			return &FieldError{Of: ErrInvalidConfig, Field: fmt.Sprintf("Seeds[%d]", i), Value: s, Reason: "want host:port with port 1..65535"}
+			return &fielderr.Error{Kind: ErrInvalidConfig, Field: fmt.Sprintf("Seeds[%d]", i), Value: s, Reason: "want host:port with port 1..65535"}
 		}
 	}
 	switch len(c.SecretKey) {
 	case 0, 16, 24, 32:
 	default:
-		return &FieldError{Of: ErrInvalidConfig, Field: "SecretKey", Value: fmt.Sprintf("%d bytes", len(c.SecretKey)), Reason: "must be 16, 24 or 32 bytes (AES-128/192/256) or empty"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "SecretKey", Value: fmt.Sprintf("%d bytes", len(c.SecretKey)), Reason: "must be 16, 24 or 32 bytes (AES-128/192/256) or empty"}
 	}
 	if len(c.Label) > 255 {
-		return &FieldError{Of: ErrInvalidConfig, Field: "Label", Value: fmt.Sprintf("%d bytes", len(c.Label)), Reason: "at most 255 bytes"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "Label", Value: fmt.Sprintf("%d bytes", len(c.Label)), Reason: "at most 255 bytes"}
 	}
 	return nil
 }
@@ -354,7 +356,7 @@ func (c Config) validateTuning() error {
 	}
 	for _, d := range durs {
 		if d.v < 0 {
-			return &FieldError{Of: ErrInvalidConfig, Field: d.name, Value: d.v, Reason: "must be >= 0 (0 takes the profile's value)"}
+			return &fielderr.Error{Kind: ErrInvalidConfig, Field: d.name, Value: d.v, Reason: "must be >= 0 (0 takes the profile's value)"}
 		}
 	}
 	ints := []struct {
@@ -368,11 +370,11 @@ func (c Config) validateTuning() error {
 	}
 	for _, d := range ints {
 		if d.v < 0 {
-			return &FieldError{Of: ErrInvalidConfig, Field: d.name, Value: d.v, Reason: "must be >= 0 (0 takes the profile's value)"}
+			return &fielderr.Error{Kind: ErrInvalidConfig, Field: d.name, Value: d.v, Reason: "must be >= 0 (0 takes the profile's value)"}
 		}
 	}
 	if t.ProbeTimeout >= t.ProbeInterval {
-		return &FieldError{Of: ErrInvalidConfig, Field: "Tuning.ProbeTimeout", Value: t.ProbeTimeout, Reason: fmt.Sprintf("must be below ProbeInterval (%v)", t.ProbeInterval)}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "Tuning.ProbeTimeout", Value: t.ProbeTimeout, Reason: fmt.Sprintf("must be below ProbeInterval (%v)", t.ProbeInterval)}
 	}
 	return nil
 }
@@ -380,19 +382,19 @@ func (c Config) validateTuning() error {
 // validateTimeouts checks the join and leave timings and the event buffer.
 func (c Config) validateTimeouts() error {
 	if c.JoinTimeout <= 0 {
-		return &FieldError{Of: ErrInvalidConfig, Field: "JoinTimeout", Value: c.JoinTimeout, Reason: "must be > 0"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "JoinTimeout", Value: c.JoinTimeout, Reason: "must be > 0"}
 	}
 	if c.JoinBackoff <= 0 {
-		return &FieldError{Of: ErrInvalidConfig, Field: "JoinBackoff", Value: c.JoinBackoff, Reason: "must be > 0"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "JoinBackoff", Value: c.JoinBackoff, Reason: "must be > 0"}
 	}
 	if c.JoinBackoffMax < c.JoinBackoff {
-		return &FieldError{Of: ErrInvalidConfig, Field: "JoinBackoffMax", Value: c.JoinBackoffMax, Reason: fmt.Sprintf("must be >= JoinBackoff (%v)", c.JoinBackoff)}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "JoinBackoffMax", Value: c.JoinBackoffMax, Reason: fmt.Sprintf("must be >= JoinBackoff (%v)", c.JoinBackoff)}
 	}
 	if c.LeaveTimeout <= 0 {
-		return &FieldError{Of: ErrInvalidConfig, Field: "LeaveTimeout", Value: c.LeaveTimeout, Reason: "must be > 0"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "LeaveTimeout", Value: c.LeaveTimeout, Reason: "must be > 0"}
 	}
 	if c.EventBuffer < 1 {
-		return &FieldError{Of: ErrInvalidConfig, Field: "EventBuffer", Value: c.EventBuffer, Reason: "must be >= 1"}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "EventBuffer", Value: c.EventBuffer, Reason: "must be >= 1"}
 	}
 	return nil
 }

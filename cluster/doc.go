@@ -64,6 +64,6 @@
 //
 // Sentinels ErrUnknownRole, ErrInvalidMeta, ErrMetaTooLarge, ErrBadMeta,
 // ErrInvalidConfig, ErrJoin and ErrShutdown, matched with errors.Is; the
-// typed errors *RoleError, *FieldError (of NodeMeta or Config), *MetaTooLargeError and
+// typed errors *RoleError, *fielderr.Error (of NodeMeta or Config), *MetaTooLargeError and
 // *JoinError carry the details (errors.As).
 package cluster

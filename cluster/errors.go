@@ -7,13 +7,14 @@ import (
 )
 
 // Sentinel errors of the membership layer. Match them with errors.Is; the
-// typed errors below wrap them and carry the details (errors.As).
+// typed errors below, and the *fielderr.Error of a bad field, wrap them and
+// carry the details (errors.As).
 var (
 	// ErrUnknownRole: a role name that is not one of the Role constants.
 	// Wrapped by *RoleError.
 	ErrUnknownRole = errors.New("cluster: unknown role")
 	// ErrInvalidMeta: node metadata that fails NodeMeta.Validate. Wrapped by
-	// *FieldError.
+	// *fielderr.Error.
 	ErrInvalidMeta = errors.New("cluster: invalid node metadata")
 	// ErrMetaTooLarge: encoded node metadata longer than MaxMetaSize bytes
 	// (memberlist's limit). Wrapped by *MetaTooLargeError.
@@ -22,7 +23,7 @@ var (
 	// valid node metadata.
 	ErrBadMeta = errors.New("cluster: cannot decode node metadata")
 	// ErrInvalidConfig: a membership Config that fails Validate. Wrapped by
-	// *FieldError.
+	// *fielderr.Error.
 	ErrInvalidConfig = errors.New("cluster: invalid membership config")
 	// ErrJoin: no seed could be reached before the join deadline (wrong
 	// gossip key or label, seeds down, firewall). Wrapped by *JoinError.
@@ -49,33 +50,6 @@ func roleNames() string {
 		names[i] = string(r)
 	}
 	return strings.Join(names, ", ")
-}
-
-// FieldError names the field that failed validation, its value and why:
-// of NodeMeta (Of is ErrInvalidMeta) or of a membership Config or its
-// command-line settings (Of is ErrInvalidConfig).
-type FieldError struct {
-	Of     error // ErrInvalidMeta or ErrInvalidConfig
-	Field  string
-	Value  any
-	Reason string
-	Err    error // optional cause (for example a *RoleError)
-}
-
-func (e *FieldError) Error() string {
-	what := "config"
-	if e.Of == ErrInvalidMeta {
-		what = "node meta"
-	}
-	return fmt.Sprintf("cluster: %s %s = %v: %s", what, e.Field, e.Value, e.Reason)
-}
-
-// Unwrap returns Of and the cause, if any.
-func (e *FieldError) Unwrap() []error {
-	if e.Err != nil {
-		return []error{e.Of, e.Err}
-	}
-	return []error{e.Of}
 }
 
 // MetaTooLargeError reports encoded metadata over the memberlist limit.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // GossipKeyEnv names the environment variable that holds the gossip key
@@ -16,25 +18,16 @@ import (
 // say).
 const GossipKeyEnv = "T2T_GOSSIP_KEY"
 
-// Usage is the error as a command line's message: "Field Value: Reason",
-// or "Field: Reason" without a Value, where Field names the flag.
-func (e *FieldError) Usage() string {
-	if e.Value == nil {
-		return fmt.Sprintf("%s: %s", e.Field, e.Reason)
-	}
-	return fmt.Sprintf("%s %v: %s", e.Field, e.Value, e.Reason)
-}
-
 // SplitHostPort splits addr, the value of flag, into a host and a port in
-// 0..65535; a bad address is a *FieldError naming flag.
+// 0..65535; a bad address is a *fielderr.Error naming flag.
 func SplitHostPort(flag, addr string) (string, int, error) {
 	host, p, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", 0, &FieldError{Of: ErrInvalidConfig, Field: flag, Value: strconv.Quote(addr), Reason: err.Error()}
+		return "", 0, &fielderr.Error{Kind: ErrInvalidConfig, Flag: flag, Value: strconv.Quote(addr), Reason: err.Error()}
 	}
 	port, err := strconv.Atoi(p)
 	if err != nil || port < 0 || port > 65535 {
-		return "", 0, &FieldError{Of: ErrInvalidConfig, Field: flag, Value: strconv.Quote(addr), Reason: "port must be 0..65535"}
+		return "", 0, &fielderr.Error{Kind: ErrInvalidConfig, Flag: flag, Value: strconv.Quote(addr), Reason: "port must be 0..65535"}
 	}
 	return host, port, nil
 }
@@ -71,7 +64,7 @@ func (g *GossipFlags) Register(fs *flag.FlagSet) {
 }
 
 // Config is the membership Config of g, validated, with its secret key.
-// Bad settings are *FieldError naming the flag; so is a bind address other
+// Bad settings are *fielderr.Error naming the flag; so is a bind address other
 // hosts can reach without a key, unless g.Insecure.
 func (g GossipFlags) Config() (Config, error) {
 	c := DefaultConfig()
@@ -91,7 +84,7 @@ func (g GossipFlags) Config() (Config, error) {
 		}
 		ap, perr := strconv.Atoi(p)
 		if perr != nil {
-			return c, &FieldError{Of: ErrInvalidConfig, Field: "--advertise", Value: strconv.Quote(g.Advertise), Reason: "bad port"}
+			return c, &fielderr.Error{Kind: ErrInvalidConfig, Flag: "advertise", Value: strconv.Quote(g.Advertise), Reason: "bad port"}
 		}
 		c.AdvertiseAddr, c.AdvertisePort = h, ap
 	}
@@ -102,13 +95,13 @@ func (g GossipFlags) Config() (Config, error) {
 	}
 	c.JoinTimeout = g.JoinTimeout
 	if err := c.Validate(); err != nil {
-		return c, &FieldError{Of: ErrInvalidConfig, Field: "gossip flags", Reason: err.Error()}
+		return c, &fielderr.Error{Kind: ErrInvalidConfig, Reason: "gossip flags: " + err.Error(), Err: err}
 	}
 	if c.SecretKey, err = ReadGossipKey(g.Key, g.KeyFile); err != nil {
 		return c, err
 	}
 	if c.Exposed() && !g.Insecure {
-		return c, &FieldError{Of: ErrInvalidConfig, Field: "--gossip", Value: g.Bind, Reason: "other hosts can reach this address and gossip has no key: " +
+		return c, &fielderr.Error{Kind: ErrInvalidConfig, Flag: "gossip", Value: g.Bind, Reason: "other hosts can reach this address and gossip has no key: " +
 			"anyone who reaches it could join the cluster. Set --gossip-key, --gossip-key-file or $" + GossipKeyEnv + " (the same on every node), " +
 			"bind 127.0.0.1 for one host, or pass --insecure"}
 	}
@@ -118,16 +111,16 @@ func (g GossipFlags) Config() (Config, error) {
 // ReadGossipKey returns the gossip encryption key: flagValue (base64), else
 // the first line of file (base64), else $GossipKeyEnv (base64), else none.
 // A key must decode to 16, 24 or 32 bytes (AES-128/192/256-GCM); a bad one
-// is a *FieldError naming where it came from.
+// is a *fielderr.Error naming where it came from.
 func ReadGossipKey(flagValue, file string) ([]byte, error) {
 	src, text := "--gossip-key", flagValue
 	switch {
 	case flagValue != "" && file != "":
-		return nil, &FieldError{Of: ErrInvalidConfig, Field: "--gossip-key and --gossip-key-file", Reason: "give one"}
+		return nil, &fielderr.Error{Kind: ErrInvalidConfig, Flag: "--gossip-key and --gossip-key-file", Reason: "give one"}
 	case file != "":
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, &FieldError{Of: ErrInvalidConfig, Field: "--gossip-key-file", Reason: err.Error()}
+			return nil, &fielderr.Error{Kind: ErrInvalidConfig, Flag: "gossip-key-file", Reason: err.Error()}
 		}
 		src, text = "--gossip-key-file "+file, string(b)
 	case flagValue == "":
@@ -139,11 +132,11 @@ func ReadGossipKey(flagValue, file string) ([]byte, error) {
 	}
 	key, err := base64.StdEncoding.DecodeString(text)
 	if err != nil {
-		return nil, &FieldError{Of: ErrInvalidConfig, Field: src, Reason: "not base64: " + err.Error()}
+		return nil, &fielderr.Error{Kind: ErrInvalidConfig, Flag: src, Reason: "not base64: " + err.Error()}
 	}
 	switch len(key) {
 	case 16, 24, 32:
 		return key, nil
 	}
-	return nil, &FieldError{Of: ErrInvalidConfig, Field: src, Reason: fmt.Sprintf("%d bytes, want 16, 24 or 32 (e.g. 'openssl rand -base64 32')", len(key))}
+	return nil, &fielderr.Error{Kind: ErrInvalidConfig, Flag: src, Reason: fmt.Sprintf("%d bytes, want 16, 24 or 32 (e.g. 'openssl rand -base64 32')", len(key))}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 func TestGossipKey(t *testing.T) {
@@ -35,10 +37,10 @@ func TestGossipKey(t *testing.T) {
 	} {
 		t.Setenv(GossipKeyEnv, tc.env)
 		key, err := ReadGossipKey(tc.flag, tc.file)
-		var ce *FieldError
+		var ce *fielderr.Error
 		switch {
 		case tc.want < 0 && (err == nil || !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig)):
-			t.Errorf("ReadGossipKey(%q, %q, env %q) = %v, want a *FieldError", tc.flag, tc.file, tc.env, err)
+			t.Errorf("ReadGossipKey(%q, %q, env %q) = %v, want a *fielderr.Error", tc.flag, tc.file, tc.env, err)
 		case tc.want >= 0 && (err != nil || len(key) != tc.want):
 			t.Errorf("ReadGossipKey(%q, %q, env %q) = %d bytes, %v; want %d", tc.flag, tc.file, tc.env, len(key), err, tc.want)
 		}
@@ -60,7 +62,7 @@ func TestGossipFlagsConfig(t *testing.T) {
 		{GossipFlags{Bind: "127.0.0.1:0", Advertise: "h:x", JoinTimeout: time.Second}, `--advertise "h:x": bad port`},
 	} {
 		_, err := tc.g.Config()
-		var ce *FieldError
+		var ce *fielderr.Error
 		if !errors.As(err, &ce) || len(ce.Usage()) < len(tc.want) || ce.Usage()[:len(tc.want)] != tc.want {
 			t.Errorf("%+v: %v, want a usage starting %q", tc.g, err, tc.want)
 		}
@@ -97,10 +99,10 @@ func TestGossipFlagsExposed(t *testing.T) {
 	} {
 		g := GossipFlags{Bind: tc.bind, Key: tc.key, Insecure: tc.insecure, Profile: ProfileLAN, JoinTimeout: time.Second}
 		c, err := g.Config()
-		var ce *FieldError
+		var ce *fielderr.Error
 		switch {
 		case tc.refused && (!errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig)):
-			t.Errorf("%+v: %v, want a *FieldError", g, err)
+			t.Errorf("%+v: %v, want a *fielderr.Error", g, err)
 		case tc.refused && (!strings.HasPrefix(ce.Usage(), "--gossip "+tc.bind+": ") || !strings.Contains(ce.Usage(), "--insecure") ||
 			!strings.Contains(ce.Usage(), "$"+GossipKeyEnv) || strings.Contains(ce.Usage(), "\n")):
 			t.Errorf("%+v: usage %q", g, ce.Usage())

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // EventKind says what happened to a member.
@@ -340,7 +341,7 @@ func (m *Membership) UpdateMeta(meta NodeMeta, timeout time.Duration) error {
 	}
 	if meta.ID != m.local.ID {
 		m.metaMu.Unlock()
-		return &FieldError{Of: ErrInvalidMeta, Field: "ID", Value: meta.ID, Reason: fmt.Sprintf("cannot change a running node's ID (%s)", m.local.ID)}
+		return &fielderr.Error{Kind: ErrInvalidMeta, Field: "ID", Value: meta.ID, Reason: fmt.Sprintf("cannot change a running node's ID (%s)", m.local.ID)}
 	}
 	b, err := meta.Encode()
 	if err != nil {

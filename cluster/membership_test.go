@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"go.uber.org/goleak"
 )
 
@@ -617,7 +618,7 @@ func TestConfigValidate(t *testing.T) {
 		c := DefaultConfig()
 		tc.edit(&c)
 		err := c.Validate()
-		var ce *FieldError
+		var ce *fielderr.Error
 		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != tc.field {
 			t.Errorf("%s: got %v", tc.field, err)
 		}
@@ -699,7 +700,7 @@ func TestNodeMetaValidate(t *testing.T) {
 	} {
 		m := ok.Clone()
 		tc.edit(&m)
-		var me *FieldError
+		var me *fielderr.Error
 		err := m.Validate()
 		if !errors.As(err, &me) || !errors.Is(err, ErrInvalidMeta) || me.Field != tc.field {
 			t.Errorf("%s: got %v", tc.field, err)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // Role is a job a node takes in a t2t cluster. A node may hold several.
@@ -138,7 +140,7 @@ func (m NodeMeta) Equal(o NodeMeta) bool {
 		m.Version == o.Version && slices.Equal(m.Kinds, o.Kinds) && m.Client == o.Client
 }
 
-// Validate checks the fields; errors are *FieldError (errors.Is ErrInvalidMeta).
+// Validate checks the fields; errors are *fielderr.Error (errors.Is ErrInvalidMeta).
 func (m NodeMeta) Validate() error {
 	if err := validateID(m.ID); err != nil {
 		return err
@@ -146,32 +148,32 @@ func (m NodeMeta) Validate() error {
 	if m.Address != "" {
 		host, port, err := net.SplitHostPort(m.Address)
 		if err != nil {
-			return &FieldError{Of: ErrInvalidMeta, Field: "Address", Value: m.Address, Reason: "want host:port", Err: err}
+			return &fielderr.Error{Kind: ErrInvalidMeta, Field: "Address", Value: m.Address, Reason: "want host:port", Err: err}
 		}
 		if host == "" {
-			return &FieldError{Of: ErrInvalidMeta, Field: "Address", Value: m.Address, Reason: "empty host"}
+			return &fielderr.Error{Kind: ErrInvalidMeta, Field: "Address", Value: m.Address, Reason: "empty host"}
 		}
 		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return &FieldError{Of: ErrInvalidMeta, Field: "Address", Value: m.Address, Reason: "port must be 1..65535"}
+			return &fielderr.Error{Kind: ErrInvalidMeta, Field: "Address", Value: m.Address, Reason: "port must be 1..65535"}
 		}
 	}
 	for i, r := range m.Roles {
 		if !r.Valid() {
-			return &FieldError{Of: ErrInvalidMeta, Field: fmt.Sprintf("Roles[%d]", i), Value: string(r), Reason: "unknown role", Err: &RoleError{Role: string(r)}}
+			return &fielderr.Error{Kind: ErrInvalidMeta, Field: fmt.Sprintf("Roles[%d]", i), Value: string(r), Reason: "unknown role", Err: &RoleError{Role: string(r)}}
 		}
 		if slices.Contains(m.Roles[:i], r) {
-			return &FieldError{Of: ErrInvalidMeta, Field: fmt.Sprintf("Roles[%d]", i), Value: string(r), Reason: "duplicate role"}
+			return &fielderr.Error{Kind: ErrInvalidMeta, Field: fmt.Sprintf("Roles[%d]", i), Value: string(r), Reason: "duplicate role"}
 		}
 	}
 	if m.Capacity < 0 {
-		return &FieldError{Of: ErrInvalidMeta, Field: "Capacity", Value: m.Capacity, Reason: "must be >= 0"}
+		return &fielderr.Error{Kind: ErrInvalidMeta, Field: "Capacity", Value: m.Capacity, Reason: "must be >= 0"}
 	}
 	for i, k := range m.Kinds {
 		if k == "" {
-			return &FieldError{Of: ErrInvalidMeta, Field: fmt.Sprintf("Kinds[%d]", i), Value: k, Reason: "empty kind"}
+			return &fielderr.Error{Kind: ErrInvalidMeta, Field: fmt.Sprintf("Kinds[%d]", i), Value: k, Reason: "empty kind"}
 		}
 		if slices.Contains(m.Kinds[:i], k) {
-			return &FieldError{Of: ErrInvalidMeta, Field: fmt.Sprintf("Kinds[%d]", i), Value: k, Reason: "duplicate kind"}
+			return &fielderr.Error{Kind: ErrInvalidMeta, Field: fmt.Sprintf("Kinds[%d]", i), Value: k, Reason: "duplicate kind"}
 		}
 	}
 	return nil
@@ -179,15 +181,15 @@ func (m NodeMeta) Validate() error {
 
 func validateID(id string) error {
 	if id == "" {
-		return &FieldError{Of: ErrInvalidMeta, Field: "ID", Value: id, Reason: "empty (use NewNodeID)"}
+		return &fielderr.Error{Kind: ErrInvalidMeta, Field: "ID", Value: id, Reason: "empty (use NewNodeID)"}
 	}
 	if len(id) > maxIDLen {
-		return &FieldError{Of: ErrInvalidMeta, Field: "ID", Value: id, Reason: fmt.Sprintf("longer than %d characters", maxIDLen)}
+		return &fielderr.Error{Kind: ErrInvalidMeta, Field: "ID", Value: id, Reason: fmt.Sprintf("longer than %d characters", maxIDLen)}
 	}
 	for _, c := range []byte(id) {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 		if !ok {
-			return &FieldError{Of: ErrInvalidMeta, Field: "ID", Value: id, Reason: "characters must be in [A-Za-z0-9._-]"}
+			return &fielderr.Error{Kind: ErrInvalidMeta, Field: "ID", Value: id, Reason: "characters must be in [A-Za-z0-9._-]"}
 		}
 	}
 	return nil
@@ -205,7 +207,7 @@ type wireMeta struct {
 var leavingOverhead = len(`,"lv":true`)
 
 // Encode validates m and returns its wire form: a format byte followed by
-// JSON. It fails with *FieldError or, when the result exceeds MaxMetaSize
+// JSON. It fails with *fielderr.Error or, when the result exceeds MaxMetaSize
 // bytes less 10 reserved for the leave flag, *MetaTooLargeError.
 func (m NodeMeta) Encode() ([]byte, error) {
 	if err := m.Validate(); err != nil {

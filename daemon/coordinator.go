@@ -201,7 +201,7 @@ func (p *process) serveLLM(pol train.Policy) (string, func(), error) {
 	}
 	ln, err := net.Listen("tcp", p.cfg.ServeAddr)
 	if err != nil {
-		return "", nil, &InputError{Field: "ServeAddr", Value: p.cfg.ServeAddr, Err: err}
+		return "", nil, settingError("ServeAddr", p.cfg.ServeAddr, err)
 	}
 	hs := srv.HTTPServer()
 	go hs.Serve(ln)

@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg Config, run *RunSetup) error {
 	}
 	if cfg.TLS.Enabled() {
 		if p.remoteOpts, err = cluster.RemoteTLSOptions(cfg.TLS); err != nil {
-			return &InputError{Field: "TLS", Value: cfg.TLS.Cert, Err: err}
+			return settingError("TLS", cfg.TLS.Cert, err)
 		}
 	}
 	st, err := store.Open(ctx, store.Options{URL: cfg.RedisURL, Logger: p.logger, MaxRetryElapsed: 30 * time.Second,
@@ -102,7 +102,7 @@ func newProcess(cfg Config, run *RunSetup) (*process, error) {
 	}
 	host, port, err := splitHostPort(cfg.Listen)
 	if err != nil {
-		return nil, &InputError{Field: "Listen", Value: cfg.Listen, Err: err}
+		return nil, settingError("Listen", cfg.Listen, err)
 	}
 	p := &process{cfg: cfg, run: run, out: &lockedWriter{w: cfg.Stdout}, logger: cfg.Logger,
 		listenHost: host, listenPort: port, health: &health{}}

@@ -44,9 +44,10 @@
 //
 // # Errors
 //
-// ParseRoles returns a *RolesError wrapping ErrNoRoles, ErrPartialRun or
-// the *cluster.RoleError of an unknown role. Run returns an *InputError
-// (wrapping ErrBadSetting) for a Config field it cannot use (an address it
+// ParseRoles returns a *fielderr.Error about --roles wrapping ErrNoRoles,
+// ErrPartialRun or the *cluster.RoleError of an unknown role. Run returns a
+// *fielderr.Error (wrapping ErrBadSetting) naming the Config field it cannot
+// use and the flag of t2t node that sets it (an address it
 // cannot listen on, a unit log it cannot open, TLS material that does not
 // load, a metrics label), ErrNoRunSetup for a coordinator without a
 // RunSetup, RunSetup.Build's error unchanged, and otherwise the run's or

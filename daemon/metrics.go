@@ -86,11 +86,11 @@ type metrics struct {
 }
 
 // newMetrics registers the metrics labelled node=name. Errors are
-// *InputError (Field "TelemetryName").
+// *fielderr.Error (Field "TelemetryName").
 func newMetrics(name string) (*metrics, error) {
 	m, err := telemetry.NewMetrics(map[string]string{"node": name})
 	if err != nil {
-		return nil, &InputError{Field: "TelemetryName", Value: name, Err: err}
+		return nil, settingError("TelemetryName", name, err)
 	}
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -264,11 +264,11 @@ func ReadOnly(h http.Handler) http.Handler {
 
 // ListenAndServe serves h on addr (ReadOnly) and prints "<prefix>http=<address>" to
 // out; the returned func stops the server. A listen error is an
-// *InputError (Field "HTTPAddr").
+// *fielderr.Error (Field "HTTPAddr").
 func ListenAndServe(addr string, h http.Handler, out io.Writer, prefix string) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, &InputError{Field: "HTTPAddr", Value: addr, Err: err}
+		return nil, settingError("HTTPAddr", addr, err)
 	}
 	srv := &http.Server{Handler: ReadOnly(h), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
@@ -279,7 +279,7 @@ func ListenAndServe(addr string, h http.Handler, out io.Writer, prefix string) (
 // RunHandler serves a one-process run's /healthz, /readyz (ready while
 // the stages run), /metrics (labelled node=telemetryName) and, with dash,
 // the live page. It hooks itself into opt: OnState, OnUnit, OnFlow and
-// Cluster.Started are replaced. A bad telemetryName is an *InputError.
+// Cluster.Started are replaced. A bad telemetryName is a *fielderr.Error.
 func RunHandler(telemetryName string, opt *train.Options, dash *Dashboard) (http.Handler, error) {
 	nm, err := newMetrics(telemetryName)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -185,7 +186,7 @@ func TestRunHandler(t *testing.T) {
 }
 
 // TestListenAndServe serves a handler, prints its address and stops; an
-// address it cannot listen on is an *InputError naming HTTPAddr.
+// address it cannot listen on is a *fielderr.Error naming HTTPAddr.
 func TestListenAndServe(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
@@ -202,7 +203,7 @@ func TestListenAndServe(t *testing.T) {
 	}
 	stop()
 	_, err = ListenAndServe("127.0.0.1:bad", &health{}, &out, "")
-	var ie *InputError
+	var ie *fielderr.Error
 	if !errors.As(err, &ie) || ie.Field != "HTTPAddr" || ie.Value != "127.0.0.1:bad" {
 		t.Fatalf("bad address: %v", err)
 	}

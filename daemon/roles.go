@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/t2t-lab/t2t/cluster"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // Roles is a process's role set and what it makes the process do.
@@ -20,14 +22,16 @@ type Roles struct {
 
 // ParseRoles reads a comma-separated role set ("coordinator,learner,
 // engineer", "rollout", or all four). Coordinator, learner and engineer
-// come together or not at all. Errors are *RolesError.
+// come together or not at all. Errors are a *fielderr.Error about flag
+// "roles" wrapping ErrNoRoles, ErrPartialRun or the *cluster.RoleError of an
+// unknown role.
 func ParseRoles(s string) (Roles, error) {
 	if strings.TrimSpace(s) == "" {
-		return Roles{}, &RolesError{Roles: s, Err: ErrNoRoles}
+		return Roles{}, &fielderr.Error{Kind: ErrNoRoles, Flag: "roles", Reason: "required (coordinator,learner,engineer and/or rollout)"}
 	}
 	list, err := cluster.ParseRoles(s)
 	if err != nil {
-		return Roles{}, &RolesError{Roles: s, Err: err}
+		return Roles{}, &fielderr.Error{Flag: "roles", Value: strconv.Quote(s), Reason: err.Error() + " (want coordinator, learner, engineer, rollout)", Err: err}
 	}
 	r := Roles{List: list, Rollout: slices.Contains(list, cluster.RoleRollout)}
 	n := 0
@@ -41,7 +45,7 @@ func ParseRoles(s string) (Roles, error) {
 		r.Run = true
 	case 0:
 	default:
-		return Roles{}, &RolesError{Roles: s, Err: ErrPartialRun}
+		return Roles{}, &fielderr.Error{Kind: ErrPartialRun, Flag: "roles", Value: strconv.Quote(s), Reason: "coordinator, learner and engineer run together on one node (give all three)"}
 	}
 	return r, nil
 }

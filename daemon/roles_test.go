@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/cluster"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 func TestParseRoles(t *testing.T) {
@@ -29,9 +30,9 @@ func TestParseRoles(t *testing.T) {
 	} {
 		r, err := ParseRoles(tc.in)
 		if tc.err != nil {
-			var re *RolesError
-			if !errors.Is(err, tc.err) || !errors.As(err, &re) || re.Roles != tc.in {
-				t.Errorf("ParseRoles(%q) = %v, want a *RolesError for %q wrapping %v", tc.in, err, tc.in, tc.err)
+			var re *fielderr.Error
+			if !errors.Is(err, tc.err) || !errors.As(err, &re) || re.Flag != "roles" {
+				t.Errorf("ParseRoles(%q) = %v, want a *fielderr.Error about roles wrapping %v", tc.in, err, tc.err)
 			}
 			continue
 		}
@@ -49,15 +50,15 @@ func TestParseRoles(t *testing.T) {
 func TestRolesErrorText(t *testing.T) {
 	t.Parallel()
 	_, err := ParseRoles("rollout,pilot")
-	var re *RolesError
+	var re *fielderr.Error
 	if !errors.As(err, &re) {
 		t.Fatalf("err %v", err)
 	}
 	var ce *cluster.RoleError
 	if !errors.As(re.Err, &ce) || ce.Role != "pilot" {
-		t.Fatalf("RolesError.Err = %v, want cluster's *RoleError for pilot", re.Err)
+		t.Fatalf("the cause %v, want cluster's *RoleError for pilot", re.Err)
 	}
-	if want := `daemon: roles "rollout,pilot": ` + ce.Error(); err.Error() != want {
-		t.Fatalf("error %q, want %q", err, want)
+	if want := `--roles "rollout,pilot": ` + ce.Error() + " (want coordinator, learner, engineer, rollout)"; re.Usage() != want {
+		t.Fatalf("usage %q, want %q", re.Usage(), want)
 	}
 }

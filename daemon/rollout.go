@@ -55,7 +55,7 @@ func (p *process) serveRollouts(ctx context.Context) error {
 	node := actors.NewHost(p.cfg.ID, reg, p.logger)
 	defer node.Close()
 	if err := node.StartRemote(p.listenHost, p.listenPort, p.remoteOpts...); err != nil {
-		return &InputError{Field: "Listen", Value: p.cfg.Listen, Err: err}
+		return settingError("Listen", p.cfg.Listen, err)
 	}
 	m, err := cluster.Join(ctx, p.cfg.Gossip, p.meta(node.Address()), p.logger)
 	if err != nil {

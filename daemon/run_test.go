@@ -20,6 +20,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -251,7 +252,7 @@ func getStatus(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
-// TestRunInputErrors: settings Run cannot use are *InputErrors naming the
+// TestRunInputErrors: settings Run cannot use are *fielderr.Errors naming the
 // field; a coordinator without a RunSetup is ErrNoRunSetup.
 func TestRunInputErrors(t *testing.T) {
 	t.Parallel()
@@ -274,12 +275,12 @@ func TestRunInputErrors(t *testing.T) {
 			tc.set(&cfg)
 		}
 		err := Run(context.Background(), cfg, tc.run)
-		var ie *InputError
+		var ie *fielderr.Error
 		switch {
 		case tc.field == "" && !errors.Is(err, ErrNoRunSetup):
 			t.Errorf("%s: %v, want ErrNoRunSetup", tc.name, err)
 		case tc.field != "" && (!errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, ErrBadSetting)):
-			t.Errorf("%s: %v, want an *InputError for %s", tc.name, err, tc.field)
+			t.Errorf("%s: %v, want a *fielderr.Error for %s", tc.name, err, tc.field)
 		}
 	}
 }

@@ -92,14 +92,14 @@ func unitLineOf(id string, u train.UnitLog) UnitLine {
 
 // openUnitLog opens the unit log at path for appending; the returned func
 // appends one line per unit (a no-op for path "") and is safe for
-// concurrent use. Errors are *InputError.
+// concurrent use. Errors are *fielderr.Error.
 func openUnitLog(path, id string, logger *slog.Logger) (func(train.UnitLog), func(), error) {
 	if path == "" {
 		return func(train.UnitLog) {}, func() {}, nil
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, nil, &InputError{Field: "UnitLogPath", Value: path, Err: err}
+		return nil, nil, settingError("UnitLogPath", path, err)
 	}
 	var mu sync.Mutex
 	return func(u train.UnitLog) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster"
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -46,7 +47,7 @@ func TestUnitLineJSON(t *testing.T) {
 
 // TestOpenUnitLog appends whole lines from concurrent writers, to an
 // existing file; no path logs nothing; a path that cannot be opened is an
-// *InputError.
+// *fielderr.Error.
 func TestOpenUnitLog(t *testing.T) {
 	t.Parallel()
 	logger := slog.New(slog.DiscardHandler)
@@ -93,9 +94,9 @@ func TestOpenUnitLog(t *testing.T) {
 
 	bad := filepath.Join(t.TempDir(), "missing", "units.jsonl")
 	_, _, err = openUnitLog(bad, "n1", logger)
-	var ie *InputError
-	if !errors.As(err, &ie) || ie.Field != "UnitLogPath" || ie.Value != bad || !errors.Is(err, ErrBadSetting) || !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("open %s: %v, want an *InputError for UnitLogPath", bad, err)
+	var ie *fielderr.Error
+	if !errors.As(err, &ie) || ie.Field != "UnitLogPath" || ie.Flag != "unit-log" || !errors.Is(err, ErrBadSetting) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("open %s: %v, want a *fielderr.Error for UnitLogPath", bad, err)
 	}
 }
 

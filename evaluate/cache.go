@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/jsonl"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/report"
@@ -29,7 +30,7 @@ type CacheLine struct {
 // returns the answers of policyID by instance content hash (the outcomes'
 // InstanceID); a missing file is an empty cache. A last line without its
 // newline (a write torn by a kill) is dropped and cut off the file; any
-// other bad line is an *InputError naming the line.
+// other bad line is a *fielderr.Error naming the line.
 func ReadCache(path, policyID string) (map[string]report.Outcome, error) {
 	data, err := limits.ReadFile(path, limits.Text)
 	if errors.Is(err, os.ErrNotExist) {
@@ -54,10 +55,10 @@ func parseCache(path string, data []byte, policyID string) (map[string]report.Ou
 	err := env.ScanJSONL(bytes.NewReader(data), func(line int, b []byte) error {
 		var l CacheLine
 		if err := json.Unmarshal(b, &l); err != nil {
-			return &InputError{File: path, Line: line, Reason: jsonl.LineReason(b, err).Error()}
+			return &fielderr.Error{File: path, Line: line, Reason: jsonl.LineReason(b, err).Error()}
 		}
 		if l.InstanceID == "" {
-			return &InputError{File: path, Line: line, Reason: "missing instance_id"}
+			return &fielderr.Error{File: path, Line: line, Reason: "missing instance_id"}
 		}
 		if l.Policy == policyID {
 			out[l.InstanceID] = l.Outcome

@@ -16,7 +16,7 @@
 // the report files (WriteReport) and returns the tallied report.Eval.
 // Hooks let a caller watch the work and interrupt it.
 //
-// evaluate imports env, learner and report only: neither train nor the
+// evaluate imports env, learner, report and internal leaves only: neither train nor the
 // runtime (actors, cluster), so that the learner side and train can use
 // it.
 //
@@ -25,7 +25,7 @@
 // itself calls the Player from the caller's goroutine.
 //
 // Errors: a malformed cache line or a manifest that does not describe its
-// suite file is an *InputError (bad input: t2t eval exits with status 2);
+// suite file is a *fielderr.Error (bad input: t2t eval exits with status 2);
 // Options without a Player, PolicyID, Suite or Dir are ErrOptions; the
 // player's and the file system's errors pass through, as does the error a
 // Hooks.Acked callback returns.

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/report"
 )
@@ -238,7 +239,7 @@ func TestReadCacheBadLine(t *testing.T) {
 		path := filepath.Join(t.TempDir(), CacheFile)
 		os.WriteFile(path, []byte(tc.data), 0o644)
 		_, err := ReadCache(path, "x")
-		var ie *InputError
+		var ie *fielderr.Error
 		if !errors.As(err, &ie) || ie.Line != 2 || !strings.HasPrefix(err.Error(), path+":2: ") || !strings.Contains(ie.Reason, tc.reason) {
 			t.Errorf("%q: %v", tc.data, err)
 		}
@@ -372,7 +373,7 @@ func TestFileSuiteManifest(t *testing.T) {
 	// A file that no longer matches its manifest is refused.
 	os.WriteFile(path, data[:bytes.IndexByte(data, '\n')+1], 0o644)
 	_, err = FileSuite(path, env.ReadOptions{})
-	var ie *InputError
+	var ie *fielderr.Error
 	if !errors.As(err, &ie) || ie.File != manifestPath(path) || !strings.Contains(err.Error(), "does not describe "+path) {
 		t.Fatalf("tampered suite: %v", err)
 	}

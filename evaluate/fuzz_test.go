@@ -10,11 +10,12 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/report"
 )
 
 // FuzzReadSuite: a suite file and its manifest never panic the reader;
-// what fails is an *InputError; what is read has one subset per instance.
+// what fails is a *fielderr.Error; what is read has one subset per instance.
 // The manifest's "SHA" is replaced by the file's sha256, so that the
 // fuzzer reaches the checks behind the checksum.
 func FuzzReadSuite(f *testing.F) {
@@ -41,10 +42,10 @@ func FuzzReadSuite(f *testing.F) {
 		sum := sha256.Sum256(data)
 		man = bytes.ReplaceAll(man, []byte("SHA"), []byte(hex.EncodeToString(sum[:])))
 		s, err := readSuite("s.jsonl", data, man, env.ReadOptions{})
-		var ie *InputError
+		var ie *fielderr.Error
 		if err != nil {
 			if !errors.As(err, &ie) || ie.Line < 0 || err.Error() == "" {
-				t.Fatalf("error %v, want an *InputError", err)
+				t.Fatalf("error %v, want a *fielderr.Error", err)
 			}
 			return
 		}
@@ -60,7 +61,7 @@ func FuzzReadSuite(f *testing.F) {
 }
 
 // FuzzReadCache: the answer cache's lines never panic the reader; a bad
-// line is an *InputError naming it; the answers read are keyed by their
+// line is a *fielderr.Error naming it; the answers read are keyed by their
 // instance and read back the same once written again.
 func FuzzReadCache(f *testing.F) {
 	f.Add([]byte(`{"policy":"p","instance_id":"a","agents":2,"size":3,"valid":true,"optimal":true}`+"\n"+
@@ -71,10 +72,10 @@ func FuzzReadCache(f *testing.F) {
 	f.Add([]byte(`{"policy":"x","instance_id":"b","agents":"two"}`), "x")
 	f.Fuzz(func(t *testing.T, data []byte, policy string) {
 		got, err := parseCache("answers.jsonl", data, policy)
-		var ie *InputError
+		var ie *fielderr.Error
 		if err != nil {
 			if !errors.As(err, &ie) || ie.Line < 1 {
-				t.Fatalf("error %v, want an *InputError naming a line", err)
+				t.Fatalf("error %v, want a *fielderr.Error naming a line", err)
 			}
 			return
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/limits"
 )
 
@@ -68,17 +69,17 @@ func manifestPath(path string) string {
 
 // FileSuite makes a suite of the instances of the JSONL file at path,
 // read with opt (at most limits.Text bytes), annotating those that are not
-// solved. A line that is not an instance is an *InputError naming its file
+// solved. A line that is not an instance is a *fielderr.Error naming its file
 // line; an instance the solver fails on is an error naming its line. The
 // file's manifest (NAME.manifest.json beside NAME.jsonl, as t2t env suite
 // writes it), when present, gives the subsets and must describe the file
 // (its sha256 and instance count); a manifest that does not parse or does
-// not match is an *InputError.
+// not match is a *fielderr.Error.
 func FileSuite(path string, opt env.ReadOptions) (*Suite, error) {
 	data, err := limits.ReadFile(path, limits.Text)
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return nil, &InputError{File: path, Reason: pe.Err.Error()}
+		return nil, &fielderr.Error{File: path, Reason: pe.Err.Error()}
 	} else if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func readSuite(path string, data, man []byte, opt env.ReadOptions) (*Suite, erro
 	}
 	var le *env.LineError
 	if errors.As(err, &le) {
-		return nil, &InputError{File: path, Line: le.Line, Reason: le.Err.Error()}
+		return nil, &fielderr.Error{File: path, Line: le.Line, Reason: le.Err.Error()}
 	} else if err != nil {
 		return nil, err
 	}
@@ -126,16 +127,16 @@ func readSuite(path string, data, man []byte, opt env.ReadOptions) (*Suite, erro
 	manPath := manifestPath(path)
 	var m env.SuiteManifest
 	if err := json.Unmarshal(man, &m); err != nil {
-		return nil, &InputError{File: manPath, Reason: env.JSONReason(err).Error()}
+		return nil, &fielderr.Error{File: manPath, Reason: env.JSONReason(err).Error()}
 	}
 	sum := sha256.Sum256(data)
 	if hex.EncodeToString(sum[:]) != m.SHA256 || m.Spec.Len() != len(recs) {
-		return nil, &InputError{File: manPath, Reason: "does not describe " + path + " (sha256 or instance count differs)"}
+		return nil, &fielderr.Error{File: manPath, Reason: "does not describe " + path + " (sha256 or instance count differs)"}
 	}
 	lo := 0
 	for i, g := range m.Spec.Groups {
 		if g.Lo != lo || g.Count < 0 {
-			return nil, &InputError{File: manPath, Reason: fmt.Sprintf("groups[%d] holds instances [%d,%d), want them to start at %d", i, g.Lo, g.Lo+g.Count, lo)}
+			return nil, &fielderr.Error{File: manPath, Reason: fmt.Sprintf("groups[%d] holds instances [%d,%d), want them to start at %d", i, g.Lo, g.Lo+g.Count, lo)}
 		}
 		lo += g.Count
 	}

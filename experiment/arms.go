@@ -3,9 +3,11 @@ package experiment
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/t2t-lab/t2t/engineer"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -34,7 +36,7 @@ const (
 // separated by ';', each like "F,G,H0,T"), labelled "llm[F,G,H0,T]",
 // "self[F,G,H0,T]", "base[…]". An unknown strategy, a
 // strategy or variant given twice, a bad variant or an empty list is an
-// *OptionError on "strategies" or "modules".
+// *fielderr.Error on "strategies" or "modules".
 func ParseArms(strategies, modules string) ([]Arm, error) {
 	var arms []Arm
 	seen := map[string]bool{}
@@ -44,11 +46,11 @@ func ParseArms(strategies, modules string) ([]Arm, error) {
 			continue
 		}
 		if !slices.Contains(ArmNames(), name) {
-			return nil, &OptionError{Field: "strategies", Reason: fmt.Sprintf("unknown strategy %q (want %s)", name, strings.Join(ArmNames(), ", "))}
+			return nil, &fielderr.Error{Flag: "strategies", Reason: fmt.Sprintf("unknown strategy %q (want %s)", name, strings.Join(ArmNames(), ", "))}
 		}
 		if name != engineer.NameLLM && name != ArmSelf && name != ArmBase {
 			if seen[name] {
-				return nil, &OptionError{Field: "strategies", Reason: fmt.Sprintf("%q given twice", name)}
+				return nil, &fielderr.Error{Flag: "strategies", Reason: fmt.Sprintf("%q given twice", name)}
 			}
 			seen[name] = true
 			arms = append(arms, Arm{Label: name, Strategy: name})
@@ -57,11 +59,11 @@ func ParseArms(strategies, modules string) ([]Arm, error) {
 		for _, v := range strings.Split(modules, ";") {
 			m, err := engineer.ParseModules(v)
 			if err != nil {
-				return nil, &OptionError{Field: "modules", Value: v, Reason: err.Error()}
+				return nil, &fielderr.Error{Flag: "modules", Value: strconv.Quote(v), Reason: err.Error()}
 			}
 			label := name + "[" + m.String() + "]"
 			if seen[label] {
-				return nil, &OptionError{Field: "modules", Reason: fmt.Sprintf("variant %s given twice", m)}
+				return nil, &fielderr.Error{Flag: "modules", Reason: fmt.Sprintf("variant %s given twice", m)}
 			}
 			seen[label] = true
 			arm := Arm{Label: label, Strategy: engineer.NameLLM, Modules: m}
@@ -72,7 +74,7 @@ func ParseArms(strategies, modules string) ([]Arm, error) {
 		}
 	}
 	if len(arms) == 0 {
-		return nil, &OptionError{Field: "strategies", Reason: "no strategy given"}
+		return nil, &fielderr.Error{Flag: "strategies", Reason: "no strategy given"}
 	}
 	return arms, nil
 }

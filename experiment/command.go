@@ -6,10 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
@@ -64,8 +66,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 // did not set (Recipe.Apply), checks every setting, scales the counts
 // (Recipe.Scale, saying what it changed on stdout) and returns the
 // options of the experiment, its policies built by train.NewPolicy. args
-// is the command line, for the report. Bad settings are *OptionError, or
-// train's *OptionError for the stage-0 config and the ranges train.Run
+// is the command line, for the report. Bad settings are *fielderr.Error, or
+// train's *fielderr.Error for the stage-0 config and the ranges train.Run
 // checks (Options.Validate).
 func (f *Flags) Options(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (Options, error) {
 	if err := f.Recipe.Apply(fs); err != nil {
@@ -73,13 +75,13 @@ func (f *Flags) Options(fs *flag.FlagSet, args []string, stdout, stderr io.Write
 	}
 	o := f.Opt
 	if o.Dir == "" {
-		return o, &OptionError{Field: "out", Reason: "is required"}
+		return o, &fielderr.Error{Flag: "out", Reason: "is required"}
 	}
 	if f.Seeds < 1 || f.Seeds > 100 {
-		return o, &OptionError{Field: "seeds", Value: f.Seeds, Reason: "out of range [1,100]"}
+		return o, &fielderr.Error{Flag: "seeds", Value: f.Seeds, Reason: "out of range [1,100]"}
 	}
 	if o.Policy != train.PolicyGridNet && o.Policy != train.PolicyScripted && o.Policy != train.PolicyQwen3 {
-		return o, &OptionError{Field: "policy", Value: o.Policy, Reason: "want gridnet, qwen3 or scripted"}
+		return o, &fielderr.Error{Flag: "policy", Value: strconv.Quote(o.Policy), Reason: "want gridnet, qwen3 or scripted"}
 	}
 	cfg, err := train.ReadConfig(f.ConfigPath)
 	if err != nil {
@@ -91,7 +93,7 @@ func (f *Flags) Options(fs *flag.FlagSet, args []string, stdout, stderr io.Write
 	o.Config = BaseConfig(cfg)
 	widths, err := train.ParseWidths(o.Hidden)
 	if err != nil {
-		return o, &OptionError{Field: "hidden", Reason: err.Error()}
+		return o, &fielderr.Error{Flag: "hidden", Reason: err.Error()}
 	}
 	if o.Arms, err = ParseArms(f.Strategies, f.Modules); err != nil {
 		return o, err
@@ -136,14 +138,14 @@ func (o *Options) policyFactory(widths []int) func(Arm, uint64) (train.Policy, f
 func (f *Flags) llm(o *Options) error {
 	checkpoint, endpoint := LLMEngineer(o.Arms)
 	if endpoint && (o.LLMURL == "" || o.LLMModel == "") {
-		return &OptionError{Field: "llm-url", Reason: "the llm strategy needs --llm-url and --llm-model"}
+		return &fielderr.Error{Flag: "llm-url", Reason: "the llm strategy needs --llm-url and --llm-model"}
 	}
 	if checkpoint && o.LLM.Model == "" {
-		return &OptionError{Field: "model", Reason: "the self and base arms need --model DIR (with --policy qwen3 for self)"}
+		return &fielderr.Error{Flag: "model", Reason: "the self and base arms need --model DIR (with --policy qwen3 for self)"}
 	}
 	style, err := engineer.ParsePromptStyle(o.LLM.EngineerPrompt)
 	if err != nil {
-		return &OptionError{Field: "engineer-prompt", Value: o.LLM.EngineerPrompt, Reason: "want full or compact"}
+		return &fielderr.Error{Flag: "engineer-prompt", Value: strconv.Quote(o.LLM.EngineerPrompt), Reason: "want full or compact"}
 	}
 	o.LLM.EngineerPrompt = style
 	if style == engineer.PromptFull {
@@ -159,11 +161,11 @@ func (f *Flags) llm(o *Options) error {
 			return nil
 		}
 	} else if _, err := env.PromptStyle(o.LLM.Prompt); err != nil {
-		return &OptionError{Field: "prompt", Value: o.LLM.Prompt, Reason: "want full or compact"}
+		return &fielderr.Error{Flag: "prompt", Value: strconv.Quote(o.LLM.Prompt), Reason: "want full or compact"}
 	}
 	spec, err := f.Engine.Spec(o.Device, nil)
 	if err != nil {
-		return &OptionError{Field: "engine", Reason: err.Error()}
+		return &fielderr.Error{Flag: "engine", Reason: err.Error()}
 	}
 	o.LLM.Spec, o.LLM.Engine = spec, spec.Kind
 	return nil

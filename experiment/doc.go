@@ -28,8 +28,8 @@
 // concurrently inside train.Run. Options.Out receives the progress lines
 // and the runs' tables, whole lines at a time.
 //
-// Errors: bad arms, strategies, flags or recipes are *OptionError (t2t experiment exits
-// with status 2 on them); Options without Dir, NewPolicy, arms or seeds are
+// Errors: bad arms, strategies, flags or recipes are a *fielderr.Error
+// naming the flag (t2t experiment exits with status 2 on them); Options without Dir, NewPolicy, arms or seeds are
 // ErrOptions; NewPolicy's errors are returned as they are, a run's
 // training errors wrapped with the arm and seed.
 package experiment

@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/report"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -45,16 +47,16 @@ func TestExperimentArmsAndIDs(t *testing.T) {
 		t.Fatalf("run id %q", id)
 	}
 	for _, bad := range []struct{ strategies, modules, msg string }{
-		{"fixed,fixed", "F", `strategies: "fixed" given twice`},
-		{"nosuch", "F", `strategies: unknown strategy "nosuch" (want ` + strings.Join(ArmNames(), ", ") + ")"},
-		{"llm", "F;F", "modules: variant F given twice"},
-		{"llm", "F,Q", `modules "F,Q": `},
-		{"", "F", "strategies: no strategy given"},
+		{"fixed,fixed", "F", `--strategies: "fixed" given twice`},
+		{"nosuch", "F", `--strategies: unknown strategy "nosuch" (want ` + strings.Join(ArmNames(), ", ") + ")"},
+		{"llm", "F;F", "--modules: variant F given twice"},
+		{"llm", "F,Q", `--modules "F,Q": `},
+		{"", "F", "--strategies: no strategy given"},
 	} {
 		_, err := ParseArms(bad.strategies, bad.modules)
-		var oe *OptionError
-		if !errors.As(err, &oe) || !strings.HasPrefix(err.Error(), bad.msg) {
-			t.Errorf("ParseArms(%q, %q) = %v, want an *OptionError %q", bad.strategies, bad.modules, err, bad.msg)
+		var oe *fielderr.Error
+		if !errors.As(err, &oe) || !strings.HasPrefix(oe.Usage(), bad.msg) {
+			t.Errorf("ParseArms(%q, %q) = %v, want a *fielderr.Error %q", bad.strategies, bad.modules, err, bad.msg)
 		}
 	}
 	if got := CommandLine("t2t experiment", []string{"--modules", "F;F,G", "--out", "x y", ""}); got != `t2t experiment --modules 'F;F,G' --out 'x y' ''` {
@@ -201,14 +203,14 @@ func TestFingerprintCoversEveryField(t *testing.T) {
 
 func TestOptionErrorMessages(t *testing.T) {
 	for _, tc := range []struct {
-		err  *OptionError
+		err  *fielderr.Error
 		want string
 	}{
-		{&OptionError{Field: "strategies", Reason: "no strategy given"}, "strategies: no strategy given"},
-		{&OptionError{Field: "modules", Value: "", Reason: "empty"}, `modules "": empty`},
-		{&OptionError{Field: "seeds", Value: 0, Reason: "out of range"}, "seeds 0: out of range"},
+		{&fielderr.Error{Flag: "strategies", Reason: "no strategy given"}, "--strategies: no strategy given"},
+		{&fielderr.Error{Flag: "modules", Value: strconv.Quote(""), Reason: "empty"}, `--modules "": empty`},
+		{&fielderr.Error{Flag: "seeds", Value: 0, Reason: "out of range"}, "--seeds 0: out of range"},
 	} {
-		if got := tc.err.Error(); got != tc.want {
+		if got := tc.err.Usage(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.err, got, tc.want)
 		}
 	}

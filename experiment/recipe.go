@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/limits"
 )
 
@@ -58,15 +59,15 @@ type Setting struct {
 
 // ReadRecipe reads the settings of a recipe file in file order. A file
 // that is not one JSON object of string, number and boolean values with
-// distinct keys is an *OptionError on "recipe" naming the key.
+// distinct keys is a *fielderr.Error on "recipe" naming the key.
 func ReadRecipe(path string) ([]Setting, error) {
 	b, err := limits.ReadFile(path, limits.Config)
 	if err != nil {
-		return nil, &OptionError{Field: "recipe", Value: path, Reason: err.Error()}
+		return nil, &fielderr.Error{Flag: "recipe", Value: strconv.Quote(path), Reason: err.Error()}
 	}
 	settings, err := parseRecipe(b)
 	if err != nil {
-		return nil, &OptionError{Field: "recipe", Value: path, Reason: err.Error()}
+		return nil, &fielderr.Error{Flag: "recipe", Value: strconv.Quote(path), Reason: err.Error()}
 	}
 	return settings, nil
 }
@@ -130,7 +131,7 @@ func jsonKind(v any) string {
 // Apply sets every flag of fs that the recipe names, unless the command
 // line set it (fs must be parsed). A key that names no flag of fs, names
 // recipe or scale (choices of a command line), or has a value its flag
-// refuses is an *OptionError on "recipe". Without a Path it does nothing.
+// refuses is a *fielderr.Error on "recipe". Without a Path it does nothing.
 func (r *Recipe) Apply(fs *flag.FlagSet) error {
 	if r.Path == "" {
 		return nil
@@ -142,7 +143,7 @@ func (r *Recipe) Apply(fs *flag.FlagSet) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	bad := func(s Setting, reason string) error {
-		return &OptionError{Field: "recipe", Value: r.Path, Reason: fmt.Sprintf("%q: %s", s.Name, reason)}
+		return &fielderr.Error{Flag: "recipe", Value: strconv.Quote(r.Path), Reason: fmt.Sprintf("%q: %s", s.Name, reason)}
 	}
 	for _, s := range settings {
 		f := fs.Lookup(s.Name)

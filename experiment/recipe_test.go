@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/torch"
@@ -75,9 +76,9 @@ func TestRecipeStrictAndPrecedence(t *testing.T) {
 	} {
 		p := writeFile(t, "bad.json", bad.text)
 		_, _, err := commandOptions(t, "--recipe", p, "--out", t.TempDir())
-		var oe *OptionError
-		if !errors.As(err, &oe) || oe.Field != "recipe" || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("recipe %s: %v, want an *OptionError on recipe naming the file and %q", bad.text, err, bad.want)
+		var oe *fielderr.Error
+		if !errors.As(err, &oe) || oe.Flag != "recipe" || !strings.Contains(oe.Usage(), p) || !strings.Contains(oe.Usage(), bad.want) {
+			t.Errorf("recipe %s: %v, want a *fielderr.Error on recipe naming the file and %q", bad.text, err, bad.want)
 		}
 	}
 	if _, _, err := commandOptions(t, "--recipe", filepath.Join(t.TempDir(), "none.json"), "--out", t.TempDir()); err == nil || !strings.Contains(err.Error(), "none.json") {
@@ -85,9 +86,9 @@ func TestRecipeStrictAndPrecedence(t *testing.T) {
 	}
 	// A value the flag takes but the run cannot: train's range check, before any run.
 	p := writeFile(t, "range.json", `{"strategies": "fixed", "epochs": -1}`)
-	var te *train.OptionError
-	if _, _, err := commandOptions(t, "--recipe", p, "--out", t.TempDir()); !errors.As(err, &te) || te.Field != "epochs" {
-		t.Errorf("epochs -1: %v, want train's *OptionError on epochs", err)
+	var te *fielderr.Error
+	if _, _, err := commandOptions(t, "--recipe", p, "--out", t.TempDir()); !errors.As(err, &te) || te.Flag != "epochs" {
+		t.Errorf("epochs -1: %v, want train's *fielderr.Error on epochs", err)
 	}
 }
 

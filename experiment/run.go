@@ -12,6 +12,7 @@ import (
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/report"
@@ -129,7 +130,7 @@ func (o *Options) trainOptions(seed uint64) train.Options {
 // Validate checks the settings every run trains with as train.Run does
 // (train.Options.Validate: ranges, the stage-0 config), so that a bad
 // setting fails before the first run rather than at it. Its errors are
-// train's *OptionError or wrap train.ErrOptions.
+// train's *fielderr.Error or wrap train.ErrOptions.
 func (o *Options) Validate() error {
 	t := o.trainOptions(1)
 	t.SetDefaults()
@@ -156,7 +157,7 @@ func (o *Options) strategy(ctx context.Context, arm Arm, seed uint64, base *env.
 		LLM: engineer.LLMOptions{BaseURL: o.LLMURL, Model: o.LLMModel, APIKey: o.LLMAPIKey, Modules: arm.Modules},
 	})
 	if err != nil {
-		return nil, nil, &OptionError{Field: "strategies", Reason: err.Error()}
+		return nil, nil, &fielderr.Error{Flag: "strategies", Reason: err.Error()}
 	}
 	return strat, func() error { return nil }, nil
 }

@@ -21,7 +21,7 @@
 //
 // # Errors
 //
-// Sentinels (match with errors.Is): ErrBadDevice, ErrNoXLA, ErrInvalidConfig (as *ConfigError
+// Sentinels (match with errors.Is): ErrBadDevice, ErrNoXLA, ErrInvalidConfig (as *fielderr.Error
 // naming the field), ErrBadBatch, ErrCorruptCheckpoint, ErrCheckpointMismatch, ErrCompute (a
 // GoMLX panic turned into an error), ErrEngineLost (a torch worker died).
 package learner

@@ -1,9 +1,6 @@
 package learner
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // Sentinel errors of the package; match them with errors.Is.
 var (
@@ -11,7 +8,7 @@ var (
 	ErrBadDevice = errors.New("learner: bad device")
 	// ErrNoXLA: an XLA backend was requested from a binary built without cgo.
 	ErrNoXLA = errors.New("learner: XLA backend not compiled in (build with cgo)")
-	// ErrInvalidConfig: a configuration failed Validate; the error is a *ConfigError naming the field.
+	// ErrInvalidConfig: a configuration failed Validate; the error is a *fielderr.Error naming the field.
 	ErrInvalidConfig = errors.New("learner: invalid config")
 	// ErrBadBatch: a batch's slices disagree in length or hold out-of-range values.
 	ErrBadBatch = errors.New("learner: bad batch")
@@ -27,18 +24,3 @@ var (
 	// more can run on that model, and a run stops and resumes from its last checkpoint.
 	ErrEngineLost = errors.New("learner: compute engine lost")
 )
-
-// ConfigError names the configuration field that failed validation and why. It wraps
-// ErrInvalidConfig.
-type ConfigError struct {
-	Field  string // e.g. "GRPOConfig.ClipEps"
-	Value  any    // the offending value
-	Reason string // the bound it broke, e.g. "must be in (0, 1)"
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("learner: invalid config: %s=%v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Unwrap makes errors.Is(err, ErrInvalidConfig) hold.
-func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }

@@ -3,6 +3,8 @@ package learner
 import (
 	"fmt"
 	"math"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // GRPOConfig configures GRPO (and behaviour-cloning) updates. DefaultGRPOConfig returns the
@@ -64,10 +66,10 @@ func DefaultGRPOConfig() GRPOConfig {
 	}
 }
 
-// Validate returns a *ConfigError (wrapping ErrInvalidConfig) naming the first bad field.
+// Validate returns a *fielderr.Error (wrapping ErrInvalidConfig) naming the first bad field.
 func (c GRPOConfig) Validate() error {
 	bad := func(field string, v any, reason string) error {
-		return &ConfigError{Field: "GRPOConfig." + field, Value: v, Reason: reason}
+		return &fielderr.Error{Kind: ErrInvalidConfig, Field: "GRPOConfig." + field, Value: v, Reason: reason}
 	}
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {

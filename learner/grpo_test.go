@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 func TestGroupAdvantages(t *testing.T) {
@@ -66,7 +68,7 @@ func TestGRPOConfigValidate(t *testing.T) {
 		cfg := DefaultGRPOConfig()
 		c.mod(&cfg)
 		err := cfg.Validate()
-		var ce *ConfigError
+		var ce *fielderr.Error
 		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) || ce.Field != "GRPOConfig."+c.field {
 			t.Errorf("%s: got %v", c.field, err)
 		}

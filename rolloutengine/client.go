@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // Engine operations (EngineError.Op), named after the endpoints they call.
@@ -73,7 +75,7 @@ func NewClient(cfg Config, logger *slog.Logger) (*Client, error) {
 	cfg.defaults()
 	r, err := root(cfg.URL)
 	if err != nil {
-		return nil, &ConfigError{Field: "URL", Value: cfg.URL, Reason: err.Error()}
+		return nil, &fielderr.Error{Kind: ErrConfig, Field: "URL", Value: cfg.URL, Reason: err.Error()}
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

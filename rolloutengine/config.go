@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // Engine kinds (Config.Kind, t2t's --rollout-engine).
@@ -36,22 +38,9 @@ const AdapterPrefix = "t2t-v"
 // --api-key check the same way (Authorization: Bearer KEY).
 const APIKeyEnv = "T2T_API_KEY"
 
-// ErrConfig marks an invalid Config; the error is a *ConfigError.
+// ErrConfig marks an invalid Config; the error is a *fielderr.Error naming
+// the Config field ("Kind", "URL", "Dir", "Model", "Adapters", "Keep", …).
 var ErrConfig = errors.New("rolloutengine: invalid config")
-
-// ConfigError names the Config field that is wrong and why.
-type ConfigError struct {
-	Field  string // "Kind", "URL", "Dir", "Model", "Adapters", "Keep", …
-	Value  any
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("rolloutengine: %s = %v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Unwrap returns ErrConfig.
-func (e *ConfigError) Unwrap() error { return ErrConfig }
 
 // Config says which engine the learner pushes to and how. Zero values of the optional fields
 // take the documented defaults.
@@ -119,10 +108,10 @@ func (c *Config) defaults() {
 	c.Kind = strings.ToLower(strings.TrimSpace(c.Kind))
 }
 
-// Validate checks c (after its defaults); errors are *ConfigError.
+// Validate checks c (after its defaults); errors are *fielderr.Error.
 func (c *Config) Validate() error {
 	bad := func(field string, v any, reason string) error {
-		return &ConfigError{Field: field, Value: v, Reason: reason}
+		return &fielderr.Error{Kind: ErrConfig, Field: field, Value: v, Reason: reason}
 	}
 	if !slices.Contains(Kinds, c.Kind) {
 		return bad("Kind", strconv.Quote(c.Kind), "want "+strings.Join(Kinds, ", "))

@@ -26,7 +26,7 @@
 // Load and WaitLoaded make a version loaded before going on (the first version, a
 // deterministic run).
 //
-// Errors: a bad Config is a *ConfigError (ErrConfig); a failed engine call is a *EngineError
+// Errors: a bad Config is a *fielderr.Error (ErrConfig); a failed engine call is a *EngineError
 // naming the operation, the URL, the HTTP status and the engine's message. Calls are retried
 // (Config.MaxRetries, exponential backoff) when the failure is transient: no answer, 408, 429
 // or 5xx. A failed load changes nothing: rollouts keep the loaded version.

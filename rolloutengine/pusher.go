@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/fsutil"
 )
 
@@ -56,7 +57,7 @@ type Stats struct {
 	LastLoad time.Duration
 }
 
-// New returns the Pusher of cfg (its defaults filled, validated: a *ConfigError); logger (nil:
+// New returns the Pusher of cfg (its defaults filled, validated: a *fielderr.Error); logger (nil:
 // discard) gets its progress. It starts nothing: call Run.
 func New(cfg Config, logger *slog.Logger) (*Pusher, error) {
 	cfg.defaults()
@@ -65,7 +66,7 @@ func New(cfg Config, logger *slog.Logger) (*Pusher, error) {
 	}
 	dir, err := absDir(cfg.Dir)
 	if err != nil {
-		return nil, &ConfigError{Field: "Dir", Value: cfg.Dir, Reason: err.Error()}
+		return nil, &fielderr.Error{Kind: ErrConfig, Field: "Dir", Value: cfg.Dir, Reason: err.Error()}
 	}
 	cfg.Dir = dir
 	if logger == nil {

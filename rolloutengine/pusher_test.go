@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // call is one request the fake engine received.
@@ -551,12 +553,12 @@ func TestConfigValidate(t *testing.T) {
 		cfg := ok
 		c.edit(&cfg)
 		_, err := New(cfg, nil)
-		var ce *ConfigError
+		var ce *fielderr.Error
 		switch {
 		case c.field == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
 		case c.field != "" && (!errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, ErrConfig)):
-			t.Errorf("%s: %v, want a ConfigError about %s", c.name, err, c.field)
+			t.Errorf("%s: %v, want a field error about %s", c.name, err, c.field)
 		}
 	}
 }

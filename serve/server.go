@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/sysmem"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
@@ -144,7 +145,8 @@ func (o *Options) enableScheduler(lm *textpolicy.LM) error {
 // defaultMaxMemory is Options.MaxMemory's default where the available memory is unknown.
 const defaultMaxMemory = 4 << 30
 
-// ErrOptions marks invalid server options.
+// ErrOptions marks invalid server options: a *fielderr.Error naming the
+// Options field wraps it.
 var ErrOptions = errors.New("serve: invalid options")
 
 // served is the model a request runs on: swapped as a whole.
@@ -197,7 +199,7 @@ type Server struct {
 // New returns a server for lm.
 func New(lm *textpolicy.LM, opt Options) (*Server, error) {
 	if lm == nil {
-		return nil, fmt.Errorf("%w: nil model", ErrOptions)
+		return nil, &fielderr.Error{Kind: ErrOptions, Reason: "nil model"}
 	}
 	opt.defaults()
 	for _, f := range []struct {
@@ -206,24 +208,25 @@ func New(lm *textpolicy.LM, opt Options) (*Server, error) {
 	}{{"DefaultMaxTokens", opt.DefaultMaxTokens}, {"MaxN", opt.MaxN}, {"MaxRows", opt.MaxRows}, {"MaxTopLogprobs", opt.MaxTopLogprobs}, {"MaxTokens", opt.MaxTokens},
 		{"MaxPromptTokens", opt.MaxPromptTokens}, {"MaxQueue", opt.MaxQueue}} {
 		if f.v < 1 {
-			return nil, fmt.Errorf("%w: %s = %d: must be ≥ 1", ErrOptions, f.name, f.v)
+			return nil, &fielderr.Error{Kind: ErrOptions, Field: f.name, Value: f.v, Reason: "must be ≥ 1"}
 		}
 	}
 	if opt.MaxMemory < 1 {
-		return nil, fmt.Errorf("%w: MaxMemory = %d: must be ≥ 1", ErrOptions, opt.MaxMemory)
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "MaxMemory", Value: opt.MaxMemory, Reason: "must be ≥ 1"}
 	}
 	if opt.GenSlots < 0 || opt.GenSlotLen < 0 {
-		return nil, fmt.Errorf("%w: GenSlots = %d, GenSlotLen = %d: must be ≥ 0", ErrOptions, opt.GenSlots, opt.GenSlotLen)
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "GenSlots/GenSlotLen", Value: fmt.Sprintf("%d/%d", opt.GenSlots, opt.GenSlotLen), Reason: "must be ≥ 0"}
 	}
 	budget, slots := opt.MaxMemory, max(lm.SchedulerSlots(), 1)
 	if opt.GenSlots > 0 {
 		pool := lm.Model.Config().GenerateMemory(opt.GenSlots, opt.slotLen(lm)-1, 1)
 		if pool >= budget {
-			return nil, fmt.Errorf("%w: a KV pool of %d slots of %d positions needs about %s, the memory budget is %s: lower GenSlots or GenSlotLen, or raise MaxMemory",
-				ErrOptions, opt.GenSlots, opt.slotLen(lm), mib(pool), mib(budget))
+			return nil, &fielderr.Error{Kind: ErrOptions, Field: "GenSlots", Value: opt.GenSlots, Reason: fmt.Sprintf(
+				"a KV pool of %d slots of %d positions needs about %s, the memory budget is %s: lower GenSlots or GenSlotLen, or raise MaxMemory",
+				opt.GenSlots, opt.slotLen(lm), mib(pool), mib(budget))}
 		}
 		if err := opt.enableScheduler(lm); err != nil {
-			return nil, fmt.Errorf("%w: GenSlots: %w", ErrOptions, err)
+			return nil, &fielderr.Error{Kind: ErrOptions, Field: "GenSlots", Err: err}
 		}
 		budget, slots = budget-pool, opt.GenSlots
 	}

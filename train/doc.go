@@ -17,7 +17,7 @@
 // and asks the strategy for the next config, which the coordinator
 // broadcasts before the next stage starts.
 //
-// Files: options.go (Options, DefaultOptions, OptionError), run.go (Run
+// Files: options.go (Options, DefaultOptions, ErrOptions), run.go (Run
 // and the run it drives: the Updater), unit.go (the unit executor, the
 // Runner), evalstage.go (a stage's evaluation, report and checkpoint),
 // propose.go (the Proposer), history.go (the engineer's history), stage.go
@@ -114,8 +114,8 @@
 // the Runner is called from several rollout actors at once, the Updater and
 // Proposer from one actor each. The policy serialises its own state.
 //
-// Errors: bad options and policy specs are *OptionError (errors.Is
-// ErrOptions; OptionError.Usage words one for a command line); a run that
+// Errors: bad options and policy specs are *fielderr.Error (errors.Is
+// ErrOptions; its Usage words one for a command line); a run that
 // fails returns the first error with the stage it happened in. A run that
 // cannot be resumed fails with ErrResume; a deterministic run whose update
 // failed (its batch would be lost) ends with ErrDeterminism. A rollout

@@ -8,6 +8,7 @@ import (
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
@@ -55,7 +56,7 @@ type EngineerSpec struct {
 // NewEngineer builds spec's strategy over base (the stage-0 config) for a
 // run that trains pol (nil: none, as in t2t engineer propose). close
 // releases what it opened (a self or base engineer's model). Bad settings
-// are *OptionError naming the flag-style field; opening BaseModel fails as
+// are *fielderr.Error naming the flag-style field; opening BaseModel fails as
 // EngineError says.
 func NewEngineer(ctx context.Context, spec EngineerSpec, base *env.Config, pol Policy) (engineer.Strategy, func() error, error) {
 	closer := func() error { return nil }
@@ -70,7 +71,7 @@ func NewEngineer(ctx context.Context, spec EngineerSpec, base *env.Config, pol P
 	strat, err := engineer.ParseStrategy(spec.Strategy, eo)
 	if err != nil {
 		_ = closer()
-		return nil, nil, &OptionError{Field: "strategy", Value: spec.Strategy, Reason: err.Error()}
+		return nil, nil, &fielderr.Error{Kind: ErrOptions, Flag: "strategy", Value: spec.Strategy, Reason: err.Error()}
 	}
 	return strat, closer, nil
 }
@@ -80,19 +81,19 @@ func llmEngineer(ctx context.Context, spec EngineerSpec, pol Policy) (engineer.L
 	noop := func() error { return nil }
 	mods, err := engineer.ParseModules(spec.Modules)
 	if err != nil {
-		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-modules", Value: spec.Modules, Reason: err.Error()}
+		return engineer.LLMOptions{}, nil, &fielderr.Error{Kind: ErrOptions, Flag: "engineer-modules", Value: spec.Modules, Reason: err.Error()}
 	}
 	style, err := engineer.ParsePromptStyle(spec.Prompt)
 	if err != nil {
-		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-prompt", Value: spec.Prompt, Reason: "want full or compact"}
+		return engineer.LLMOptions{}, nil, &fielderr.Error{Kind: ErrOptions, Flag: "engineer-prompt", Value: spec.Prompt, Reason: "want full or compact"}
 	}
 	switch {
 	case spec.MaxTokens < 0:
-		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-max-tokens", Value: spec.MaxTokens, Reason: "must be ≥ 0"}
+		return engineer.LLMOptions{}, nil, &fielderr.Error{Kind: ErrOptions, Flag: "engineer-max-tokens", Value: spec.MaxTokens, Reason: "must be ≥ 0"}
 	case math.IsNaN(spec.Temperature) || spec.Temperature < 0 || spec.Temperature > 2:
-		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-temperature", Value: spec.Temperature, Reason: "must be in [0, 2]"}
+		return engineer.LLMOptions{}, nil, &fielderr.Error{Kind: ErrOptions, Flag: "engineer-temperature", Value: spec.Temperature, Reason: "must be in [0, 2]"}
 	case spec.Retries < 0:
-		return engineer.LLMOptions{}, nil, &OptionError{Field: "engineer-retries", Value: spec.Retries, Reason: "must be ≥ 0"}
+		return engineer.LLMOptions{}, nil, &fielderr.Error{Kind: ErrOptions, Flag: "engineer-retries", Value: spec.Retries, Reason: "must be ≥ 0"}
 	}
 	retries := spec.Retries
 	if retries == 0 {
@@ -103,7 +104,7 @@ func llmEngineer(ctx context.Context, spec EngineerSpec, pol Policy) (engineer.L
 	target := spec.Target
 	if target == "" {
 		if !isLM {
-			return lo, nil, &OptionError{Field: "engineer", Value: `""`, Reason: "--strategy llm with a non-LLM policy needs --engineer URL (an OpenAI-compatible endpoint) and --engineer-model; self and base need --policy qwen3"}
+			return lo, nil, &fielderr.Error{Kind: ErrOptions, Flag: "engineer", Value: `""`, Reason: "--strategy llm with a non-LLM policy needs --engineer URL (an OpenAI-compatible endpoint) and --engineer-model; self and base need --policy qwen3"}
 		}
 		target = EngineerSelf
 	}
@@ -114,19 +115,19 @@ func llmEngineer(ctx context.Context, spec EngineerSpec, pol Policy) (engineer.L
 			return lo, noop, nil
 		}
 		if spec.BaseModel == "" {
-			return lo, nil, &OptionError{Field: "engineer", Value: target, Reason: "needs --policy qwen3 (the policy being trained answers the engineer prompt), or offline --model DIR"}
+			return lo, nil, &fielderr.Error{Kind: ErrOptions, Flag: "engineer", Value: target, Reason: "needs --policy qwen3 (the policy being trained answers the engineer prompt), or offline --model DIR"}
 		}
 		// No policy in this process (t2t engineer propose): the checkpoint
 		// BaseModel is the current policy.
 		return openEngineerLM(ctx, spec, lo, "self@"+spec.BaseModel)
 	case EngineerBase:
 		if spec.BaseModel == "" {
-			return lo, nil, &OptionError{Field: "engineer", Value: target, Reason: "needs --policy qwen3 --model DIR (a frozen copy of the starting checkpoint answers the engineer prompt)"}
+			return lo, nil, &fielderr.Error{Kind: ErrOptions, Flag: "engineer", Value: target, Reason: "needs --policy qwen3 --model DIR (a frozen copy of the starting checkpoint answers the engineer prompt)"}
 		}
 		return openEngineerLM(ctx, spec, lo, "base@"+spec.BaseModel)
 	}
 	if spec.Model == "" {
-		return lo, nil, &OptionError{Field: "engineer-model", Value: `""`, Reason: fmt.Sprintf("--engineer %s needs --engineer-model (the model name at that endpoint)", target)}
+		return lo, nil, &fielderr.Error{Kind: ErrOptions, Flag: "engineer-model", Value: `""`, Reason: fmt.Sprintf("--engineer %s needs --engineer-model (the model name at that endpoint)", target)}
 	}
 	lo.BaseURL, lo.Model, lo.APIKey = target, spec.Model, spec.APIKey
 	return lo, noop, nil

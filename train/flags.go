@@ -17,6 +17,7 @@ import (
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
@@ -172,7 +173,7 @@ func (f *Flags) Options(s *Setup, out io.Writer) Options {
 
 // Build checks the flags and builds the stage-0 config (ConfigPath, or the
 // embedded local config), the policy (warm-started as asked) and the
-// engineer. Bad flags are *OptionError (OptionError.Usage words them);
+// engineer. Bad flags are *fielderr.Error (fielderr.Error.Usage words them);
 // opening a model fails as EngineError says.
 func (f *Flags) Build(ctx context.Context, logger *slog.Logger, out io.Writer) (*Setup, error) {
 	cfg, err := f.config()
@@ -180,7 +181,7 @@ func (f *Flags) Build(ctx context.Context, logger *slog.Logger, out io.Writer) (
 		return nil, err
 	}
 	if f.Opt.Resume && (f.Redis.URL() == "" || f.Opt.CheckpointDir == "") {
-		return nil, &OptionError{Reason: "--resume needs --redis (the Redis of the interrupted run; an embedded one starts empty) and --checkpoint-dir"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Reason: "--resume needs --redis (the Redis of the interrupted run; an embedded one starts empty) and --checkpoint-dir"}
 	}
 	// The flags' values as given: Run's defaults would turn a 0 into the
 	// default silently (--stages 0, --learner-batch 0).
@@ -215,30 +216,30 @@ func (f *Flags) Build(ctx context.Context, logger *slog.Logger, out io.Writer) (
 var rolloutFlag = map[string]string{"Kind": "rollout-engine", "URL": "rollout-url", "Dir": "rollout-dir", "Model": "rollout-model"}
 
 // rolloutEngine is the pusher of the --rollout-* flags (nil without
-// --rollout-engine). Bad flags are *OptionError.
+// --rollout-engine). Bad flags are *fielderr.Error.
 func (f *Flags) rolloutEngine(logger *slog.Logger) (*rolloutengine.Pusher, error) {
 	r := f.Rollout
 	if r.Engine == "" {
 		if r.URL != "" || r.Dir != "" || r.Model != "" {
-			return nil, &OptionError{Field: "rollout-engine", Reason: "needed by --rollout-url, --rollout-dir and --rollout-model: want " + strings.Join(rolloutengine.Kinds, ", ")}
+			return nil, &fielderr.Error{Kind: ErrOptions, Flag: "rollout-engine", Reason: "needed by --rollout-url, --rollout-dir and --rollout-model: want " + strings.Join(rolloutengine.Kinds, ", ")}
 		}
 		return nil, nil
 	}
 	if f.Policy != PolicyQwen3 {
-		return nil, &OptionError{Field: "rollout-engine", Value: r.Engine, Reason: "pushes an LLM policy: needs --policy qwen3"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Flag: "rollout-engine", Value: r.Engine, Reason: "pushes an LLM policy: needs --policy qwen3"}
 	}
 	kind := strings.ToLower(strings.TrimSpace(r.Engine))
 	cfg := rolloutengine.Config{Kind: kind, URL: r.URL, Dir: r.Dir, Model: r.Model, APIKey: cmp.Or(r.APIKey, os.Getenv(rolloutengine.APIKeyEnv)),
 		Adapters: f.LoRARank > 0 && kind != rolloutengine.SGLang}
 	p, err := rolloutengine.New(cfg, logger)
-	var ce *rolloutengine.ConfigError
+	var ce *fielderr.Error
 	switch {
 	case err == nil:
 		return p, nil
 	case errors.As(err, &ce) && ce.Field == "Adapters":
-		return nil, &OptionError{Field: "rollout-engine", Value: r.Engine, Reason: "needs --lora-rank R > 0: " + ce.Reason, Err: err}
+		return nil, &fielderr.Error{Kind: ErrOptions, Flag: "rollout-engine", Value: r.Engine, Reason: "needs --lora-rank R > 0: " + ce.Reason, Err: err}
 	case errors.As(err, &ce) && rolloutFlag[ce.Field] != "":
-		return nil, &OptionError{Field: rolloutFlag[ce.Field], Value: ce.Value, Reason: ce.Reason, Err: err}
+		return nil, &fielderr.Error{Kind: ErrOptions, Flag: rolloutFlag[ce.Field], Value: ce.Value, Reason: ce.Reason, Err: err}
 	}
 	return nil, causeError("", err)
 }
@@ -256,7 +257,7 @@ func (f *Flags) config() (env.Config, error) {
 }
 
 // ReadConfig reads a generator config file; "" is the embedded local
-// config. A file that does not read or parse is an *OptionError about
+// config. A file that does not read or parse is a *fielderr.Error about
 // "config".
 func ReadConfig(path string) (env.Config, error) {
 	if path == "" {
@@ -264,11 +265,11 @@ func ReadConfig(path string) (env.Config, error) {
 	}
 	b, err := limits.ReadFile(path, limits.Config)
 	if err != nil {
-		return env.Config{}, &OptionError{Field: "config", Reason: err.Error(), Err: err}
+		return env.Config{}, &fielderr.Error{Kind: ErrOptions, Flag: "config", Reason: err.Error(), Err: err}
 	}
 	c, err := env.ParseConfig(b)
 	if err != nil {
-		return env.Config{}, &OptionError{Field: "config", Reason: fmt.Sprintf("%s: %v", path, err), Err: err}
+		return env.Config{}, &fielderr.Error{Kind: ErrOptions, Flag: "config", Reason: fmt.Sprintf("%s: %v", path, err), Err: err}
 	}
 	return c, nil
 }
@@ -278,17 +279,17 @@ func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (
 	switch f.Policy {
 	case PolicyScripted, PolicyGridNet, PolicyQwen3:
 	default:
-		return PolicySpec{}, &OptionError{Field: "policy", Value: strconv.Quote(f.Policy), Reason: "want gridnet, qwen3 or scripted"}
+		return PolicySpec{}, &fielderr.Error{Kind: ErrOptions, Flag: "policy", Value: strconv.Quote(f.Policy), Reason: "want gridnet, qwen3 or scripted"}
 	}
 	if f.WarmStart != "none" && f.WarmStart != "bc" {
-		return PolicySpec{}, &OptionError{Field: "warmstart", Value: strconv.Quote(f.WarmStart), Reason: "want none or bc"}
+		return PolicySpec{}, &fielderr.Error{Kind: ErrOptions, Flag: "warmstart", Value: strconv.Quote(f.WarmStart), Reason: "want none or bc"}
 	}
 	spec := PolicySpec{Kind: f.Policy, Device: f.Device, GroupSize: f.Opt.GroupSize, Seed: f.Opt.Seed, MistakeRate: f.MistakeRate, LR: f.LR, ModelDir: f.ModelDir}
 	switch f.Policy {
 	case PolicyGridNet:
 		widths, err := ParseWidths(f.Hidden)
 		if err != nil {
-			return spec, &OptionError{Field: "hidden", Reason: err.Error()}
+			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "hidden", Reason: err.Error()}
 		}
 		spec.Hidden = widths
 		if f.WarmStart == "bc" && !f.Opt.Resume { // a resumed run loads its checkpoint
@@ -301,35 +302,35 @@ func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (
 		}
 		spec.Text = textpolicy.DefaultOptions()
 		if spec.Text.Prompt, err = env.PromptStyle(f.Prompt); err != nil {
-			return spec, &OptionError{Field: "prompt", Value: strconv.Quote(f.Prompt), Reason: "want full or compact"}
+			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "prompt", Value: strconv.Quote(f.Prompt), Reason: "want full or compact"}
 		}
 		spec.Text.MaxNewTokens, spec.Text.Thinking = f.MaxNewTokens, f.Thinking
 		if f.GenSlots < 0 {
-			return spec, &OptionError{Field: "gen-slots", Value: f.GenSlots, Reason: "must be ≥ 0"}
+			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "gen-slots", Value: f.GenSlots, Reason: "must be ≥ 0"}
 		}
 		spec.GenSlots = f.GenSlots
 		if f.RewardL1 < 0 || f.RewardL2 <= f.RewardL1 {
-			return spec, &OptionError{Field: "reward-l2", Value: f.RewardL2, Reason: fmt.Sprintf("must exceed --reward-l1 (%d), which must be ≥ 0", f.RewardL1)}
+			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "reward-l2", Value: f.RewardL2, Reason: fmt.Sprintf("must exceed --reward-l1 (%d), which must be ≥ 0", f.RewardL1)}
 		}
 		spec.Text.Reward = env.DefaultRewardConfig()
 		spec.Text.Reward.L1, spec.Text.Reward.L2 = f.RewardL1, f.RewardL2
 		switch {
 		case f.LoRARank < 0:
-			return spec, &OptionError{Field: "lora-rank", Value: f.LoRARank, Reason: "must be ≥ 0"}
+			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "lora-rank", Value: f.LoRARank, Reason: "must be ≥ 0"}
 		case f.LoRARank > 0 && f.Opt.Resume:
-			return spec, &OptionError{Field: "lora-rank", Value: f.LoRARank, Reason: "cannot --resume: a checkpoint holds the merged weights, not the adapters"}
+			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "lora-rank", Value: f.LoRARank, Reason: "cannot --resume: a checkpoint holds the merged weights, not the adapters"}
 		case f.LoRARank > 0:
 			spec.LoRA = &hfmodel.LoRAConfig{Rank: f.LoRARank, Alpha: float64(2 * f.LoRARank), Targets: slices.Clone(hfmodel.LoRATargets)}
 		}
 	}
 	if f.LoRARank != 0 && f.Policy != PolicyQwen3 {
-		return spec, &OptionError{Field: "lora-rank", Value: f.LoRARank, Reason: "trains an LLM policy's adapters: needs --policy qwen3"}
+		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "lora-rank", Value: f.LoRARank, Reason: "trains an LLM policy's adapters: needs --policy qwen3"}
 	}
 	if f.Engine.Devices != "" && f.Policy != PolicyQwen3 {
-		return spec, &OptionError{Field: "devices", Value: f.Engine.Devices, Reason: "runs an LLM policy's torch ranks: needs --policy qwen3 --engine torch"}
+		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "devices", Value: f.Engine.Devices, Reason: "runs an LLM policy's torch ranks: needs --policy qwen3 --engine torch"}
 	}
 	if f.Engine.ActivationCheckpointing && f.Policy != PolicyQwen3 {
-		return spec, &OptionError{Field: "activation-checkpointing", Value: true, Reason: "checkpoints an LLM's decoder layers: needs --policy qwen3 --engine torch"}
+		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "activation-checkpointing", Value: true, Reason: "checkpoints an LLM's decoder layers: needs --policy qwen3 --engine torch"}
 	}
 	return spec, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
@@ -98,15 +99,15 @@ type WarmStart struct {
 // NewPolicy builds the policy spec describes. close releases what the
 // policy holds (a qwen3 policy's model, a torch worker); it is never nil.
 //
-// Bad settings are *OptionError naming the flag-style field (Field ""
+// Bad settings are *fielderr.Error naming the flag (Flag ""
 // when another package's check failed with no single field to name; Err
-// is that package's error); OptionError.Usage words them for a command
+// is that package's error); fielderr.Error.Usage words them for a command
 // line. Opening a qwen3 model fails as EngineError says. A warm start's
 // errors are returned as they are.
 func NewPolicy(ctx context.Context, spec PolicySpec) (pol Policy, close func() error, err error) {
 	noop := func() error { return nil }
 	if !(spec.MistakeRate >= 0 && spec.MistakeRate <= 1) { // NaN too
-		return nil, nil, &OptionError{Field: "mistake-rate", Value: spec.MistakeRate, Reason: "out of range [0,1]"}
+		return nil, nil, &fielderr.Error{Kind: ErrOptions, Flag: "mistake-rate", Value: spec.MistakeRate, Reason: "out of range [0,1]"}
 	}
 	switch spec.Kind {
 	case PolicyScripted:
@@ -126,7 +127,7 @@ func NewPolicy(ctx context.Context, spec PolicySpec) (pol Policy, close func() e
 		}
 		return &EndpointPolicy{Client: c}, noop, nil
 	}
-	return nil, nil, &OptionError{Field: "policy", Value: spec.Kind,
+	return nil, nil, &fielderr.Error{Kind: ErrOptions, Flag: "policy", Value: spec.Kind,
 		Reason: fmt.Sprintf("want %s, %s, %s or %s", PolicyGridNet, PolicyQwen3, PolicyScripted, EndpointPolicyName)}
 }
 
@@ -206,10 +207,10 @@ const genSlotPrompt = 2048
 // newTextPolicy opens the qwen3 checkpoint and builds its text policy.
 func newTextPolicy(ctx context.Context, spec PolicySpec) (Policy, func() error, error) {
 	if spec.ModelDir == "" {
-		return nil, nil, &OptionError{Field: "policy", Value: spec.Kind, Reason: "needs --model DIR"}
+		return nil, nil, &fielderr.Error{Kind: ErrOptions, Flag: "policy", Value: spec.Kind, Reason: "needs --model DIR"}
 	}
 	if n := spec.Text.MaxNewTokens; n < 1 || n > 32768 {
-		return nil, nil, &OptionError{Field: "max-new-tokens", Value: n, Reason: "out of range [1,32768]"}
+		return nil, nil, &fielderr.Error{Kind: ErrOptions, Flag: "max-new-tokens", Value: n, Reason: "out of range [1,32768]"}
 	}
 	es := spec.Engine
 	if es.Device == "" {
@@ -248,11 +249,11 @@ func newTextPolicy(ctx context.Context, spec PolicySpec) (Policy, func() error, 
 }
 
 // EngineError sorts an error of opening a model on a compute engine
-// (textpolicy.OpenLM): a bad or unavailable device is an *OptionError
+// (textpolicy.OpenLM): a bad or unavailable device is a *fielderr.Error
 // about "device"; torch missing or failing (torch.ErrNoTorch,
 // ErrWorkerDied, ErrVersion, ErrProtocol) is returned as it is, a fault of
 // the environment rather than of the settings; anything else is an
-// *OptionError about field (the model), its "torch: " prefix dropped.
+// *fielderr.Error about field (the model), its "torch: " prefix dropped.
 func EngineError(field string, err error) error {
 	switch {
 	case err == nil:
@@ -262,13 +263,13 @@ func EngineError(field string, err error) error {
 	case errors.Is(err, torch.ErrNoTorch) || errors.Is(err, torch.ErrWorkerDied) || errors.Is(err, torch.ErrVersion) || errors.Is(err, torch.ErrProtocol):
 		return err
 	}
-	return &OptionError{Field: field, Reason: strings.TrimPrefix(err.Error(), "torch: "), Err: err}
+	return &fielderr.Error{Kind: ErrOptions, Flag: field, Reason: strings.TrimPrefix(err.Error(), "torch: "), Err: err}
 }
 
 // LoadGridPolicy loads the gridnet checkpoint in dir on device and names
 // it "gridnet@" and the first 16 hex digits of its weights' SHA-256 (the
 // policy id of an evaluation). A checkpoint that does not read, holds
-// another model or does not fit its config is an *OptionError about
+// another model or does not fit its config is a *fielderr.Error about
 // "checkpoint"; a bad device one about "device".
 func LoadGridPolicy(dir, device string) (*GridPolicy, string, error) {
 	ck, err := learner.ReadCheckpoint(dir)
@@ -276,11 +277,11 @@ func LoadGridPolicy(dir, device string) (*GridPolicy, string, error) {
 		return nil, "", causeError("checkpoint", err)
 	}
 	if ck.Manifest.Model != gridnet.Kind {
-		return nil, "", &OptionError{Field: "checkpoint", Value: dir, Reason: fmt.Sprintf("holds a %q model, not gridnet", ck.Manifest.Model)}
+		return nil, "", &fielderr.Error{Kind: ErrOptions, Flag: "checkpoint", Value: dir, Reason: fmt.Sprintf("holds a %q model, not gridnet", ck.Manifest.Model)}
 	}
 	var gc gridnet.Config
 	if err := json.Unmarshal(ck.Manifest.ModelConfig, &gc); err != nil {
-		return nil, "", &OptionError{Field: "checkpoint", Value: dir, Reason: "model_config: " + err.Error(), Err: err}
+		return nil, "", &fielderr.Error{Kind: ErrOptions, Flag: "checkpoint", Value: dir, Reason: "model_config: " + err.Error(), Err: err}
 	}
 	be, err := gomlxtrain.NewBackend(device)
 	if err != nil {

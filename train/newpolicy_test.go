@@ -16,6 +16,7 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/genmetrics"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
@@ -58,7 +59,7 @@ func TestNewPolicyGridNet(t *testing.T) {
 	}
 }
 
-// TestNewPolicyErrors: bad settings are *OptionError naming the field,
+// TestNewPolicyErrors: bad settings are *fielderr.Error naming the field,
 // worded for a command line by Usage; other packages' errors stay
 // reachable.
 func TestNewPolicyErrors(t *testing.T) {
@@ -83,9 +84,9 @@ func TestNewPolicyErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := NewPolicy(ctx, c.spec)
-			var oe *OptionError
-			if !errors.As(err, &oe) || !errors.Is(err, ErrOptions) || oe.Field != c.field {
-				t.Fatalf("error %v (%T), want an *OptionError about %q", err, err, c.field)
+			var oe *fielderr.Error
+			if !errors.As(err, &oe) || !errors.Is(err, ErrOptions) || oe.Flag != c.field {
+				t.Fatalf("error %v (%T), want a *fielderr.Error about %q", err, err, c.field)
 			}
 			if c.usage != "" && oe.Usage() != c.usage {
 				t.Fatalf("usage %q, want %q", oe.Usage(), c.usage)
@@ -94,9 +95,9 @@ func TestNewPolicyErrors(t *testing.T) {
 				t.Fatalf("%v does not wrap %v", err, c.is)
 			}
 			if c.field == "" {
-				var ce *learner.ConfigError
-				if !errors.As(err, &ce) || oe.Usage() != ce.Error() {
-					t.Fatalf("%v: want learner's ConfigError, worded as it is", err)
+				var ce *fielderr.Error
+				if !errors.As(oe.Err, &ce) || !errors.Is(ce, learner.ErrInvalidConfig) || oe.Usage() != ce.Error() {
+					t.Fatalf("%v: want learner's field error, worded as it is", err)
 				}
 			}
 		})
@@ -109,13 +110,13 @@ func TestOptionErrorWording(t *testing.T) {
 	t.Parallel()
 	cause := errors.New("learner: device \"x\": bad")
 	for _, c := range []struct {
-		e            *OptionError
+		e            *fielderr.Error
 		err, usage   string
 		wrapsOptions bool
 	}{
-		{&OptionError{Field: "stages", Value: -1, Reason: "must be in [1,1000]"}, "train: stages = -1: must be in [1,1000]", "--stages -1: must be in [1,1000]", true},
-		{causeError("device", cause), `train: device: learner: device "x": bad`, `--device: learner: device "x": bad`, true},
-		{causeError("", cause), `learner: device "x": bad`, `learner: device "x": bad`, true},
+		{&fielderr.Error{Kind: ErrOptions, Flag: "stages", Value: -1, Reason: "must be in [1,1000]"}, "train: invalid options: stages = -1: must be in [1,1000]", "--stages -1: must be in [1,1000]", true},
+		{causeError("device", cause), `train: invalid options: device: learner: device "x": bad`, `--device: learner: device "x": bad`, true},
+		{causeError("", cause), `train: invalid options: learner: device "x": bad`, `learner: device "x": bad`, true},
 	} {
 		if c.e.Error() != c.err || c.e.Usage() != c.usage || errors.Is(c.e, ErrOptions) != c.wrapsOptions {
 			t.Errorf("%#v: Error %q, Usage %q; want %q, %q", c.e, c.e.Error(), c.e.Usage(), c.err, c.usage)
@@ -130,11 +131,11 @@ func TestOptionErrorWording(t *testing.T) {
 // fault, a missing torch is the environment's.
 func TestEngineErrorSorts(t *testing.T) {
 	t.Parallel()
-	var oe *OptionError
+	var oe *fielderr.Error
 	if err := EngineError("model", errors.New("torch: config.json: no such file")); !errors.As(err, &oe) || oe.Usage() != "--model: config.json: no such file" {
 		t.Fatalf("model error: %v", err)
 	}
-	if err := EngineError("model", learner.ErrNoXLA); !errors.As(err, &oe) || oe.Field != "device" {
+	if err := EngineError("model", learner.ErrNoXLA); !errors.As(err, &oe) || oe.Flag != "device" {
 		t.Fatalf("device error: %v", err)
 	}
 	if err := EngineError("model", nil); err != nil {
@@ -177,8 +178,8 @@ func TestQwen3PolicyLearningRate(t *testing.T) {
 func TestQwen3PolicyGenSlots(t *testing.T) {
 	dir := tinyQwen3Dir(t)
 	parse := func(args ...string) (PolicySpec, error) { return qwen3Spec(t, dir, smallConfig(), args...) }
-	var oe *OptionError
-	if _, err := parse("--gen-slots", "-1"); !errors.As(err, &oe) || oe.Field != "gen-slots" {
+	var oe *fielderr.Error
+	if _, err := parse("--gen-slots", "-1"); !errors.As(err, &oe) || oe.Flag != "gen-slots" {
 		t.Fatalf("--gen-slots -1: %v", err)
 	}
 	spec, err := parse("--gen-slots", "8")

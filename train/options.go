@@ -13,60 +13,20 @@ import (
 	"github.com/t2t-lab/t2t/cluster/telemetry"
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/rolloutengine"
 )
 
-// ErrOptions marks invalid run options.
+// ErrOptions marks invalid run options. Bad options are a *fielderr.Error
+// that wraps it, with Flag the option's command-line name
+// ("instances-per-unit", "device"), or no Flag when the error is another
+// package's check with no single option to name (Reason then says it all).
 var ErrOptions = errors.New("train: invalid options")
 
-// OptionError names the option and the bound it broke. Field is the
-// option's command-line name ("instances-per-unit", "device"); it is empty
-// when the error is another package's check with no single option to name
-// (Reason then says it all).
-type OptionError struct {
-	Field  string
-	Value  any // nil when the value is not worth repeating (Reason says it)
-	Reason string
-	// Err is the error of the check that failed in another package
-	// (learner, textpolicy, engine), nil for train's own checks.
-	Err error
-}
-
-func (e *OptionError) Error() string {
-	switch {
-	case e.Field == "":
-		return e.Reason
-	case e.Value == nil:
-		return fmt.Sprintf("train: %s: %s", e.Field, e.Reason)
-	}
-	return fmt.Sprintf("train: %s = %v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Usage is the error as a command line's usage message about the flag
-// --Field: "--Field Value: Reason", "--Field: Reason" without a Value, and
-// Reason alone without a Field.
-func (e *OptionError) Usage() string {
-	switch {
-	case e.Field == "":
-		return e.Reason
-	case e.Value == nil:
-		return fmt.Sprintf("--%s: %s", e.Field, e.Reason)
-	}
-	return fmt.Sprintf("--%s %v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Unwrap returns ErrOptions, and Err when set.
-func (e *OptionError) Unwrap() []error {
-	if e.Err != nil {
-		return []error{ErrOptions, e.Err}
-	}
-	return []error{ErrOptions}
-}
-
-// causeError is the *OptionError about field for err, another package's
-// check (field "": no single option).
-func causeError(field string, err error) *OptionError {
-	return &OptionError{Field: field, Reason: err.Error(), Err: err}
+// causeError is the *fielderr.Error about flag for err, another package's
+// check (flag "": no single option; Usage is then err's message).
+func causeError(flag string, err error) *fielderr.Error {
+	return &fielderr.Error{Kind: ErrOptions, Flag: flag, Reason: err.Error(), Err: err}
 }
 
 // Options configure a run. Zero values take the documented defaults
@@ -224,36 +184,36 @@ func (o *Options) SetDefaults() {
 	}
 }
 
-// Validate checks the options (after SetDefaults). Errors are *OptionError,
+// Validate checks the options (after SetDefaults). Errors are *fielderr.Error,
 // or wrap ErrOptions for the stage-0 config.
 func (o *Options) Validate() error {
 	switch {
 	case o.Stages < 1 || o.Stages > 1000:
-		return &OptionError{Field: "stages", Value: o.Stages, Reason: "must be in [1,1000]"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "stages", Value: o.Stages, Reason: "must be in [1,1000]"}
 	case o.InstancesPerUnit < 1 || o.InstancesPerUnit > 4096:
-		return &OptionError{Field: "instances-per-unit", Value: o.InstancesPerUnit, Reason: "must be in [1,4096]"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "instances-per-unit", Value: o.InstancesPerUnit, Reason: "must be in [1,4096]"}
 	case o.Epochs < 1 || o.Epochs > 100:
-		return &OptionError{Field: "epochs", Value: o.Epochs, Reason: "must be in [1,100]"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "epochs", Value: o.Epochs, Reason: "must be in [1,100]"}
 	case o.Cluster.RemoteOnly && o.Cluster.Listen == "":
-		return &OptionError{Field: "cluster.listen", Value: o.Cluster.Listen, Reason: "a run without local rollouts must listen for other nodes"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "cluster.listen", Value: o.Cluster.Listen, Reason: "a run without local rollouts must listen for other nodes"}
 	case !o.Cluster.RemoteOnly && (o.Rollouts < 1 || o.Rollouts > 256):
-		return &OptionError{Field: "rollouts", Value: o.Rollouts, Reason: "must be in [1,256]"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "rollouts", Value: o.Rollouts, Reason: "must be in [1,256]"}
 	case o.MaxInFlight < 1 || o.MaxInFlight > 64:
-		return &OptionError{Field: "max-in-flight", Value: o.MaxInFlight, Reason: "must be in [1,64]"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "max-in-flight", Value: o.MaxInFlight, Reason: "must be in [1,64]"}
 	case o.GroupSize < 1 || o.GroupSize > 256:
-		return &OptionError{Field: "group", Value: o.GroupSize, Reason: "must be in [1,256]"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "group", Value: o.GroupSize, Reason: "must be in [1,256]"}
 	case o.LearnerBatch < 1 || o.LearnerBatch > 4096:
-		return &OptionError{Field: "learner-batch", Value: o.LearnerBatch, Reason: "must be in [1,4096]"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "learner-batch", Value: o.LearnerBatch, Reason: "must be in [1,4096]"}
 	case o.StalenessK < 0:
-		return &OptionError{Field: "staleness", Value: o.StalenessK, Reason: "must be >= 0"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "staleness", Value: o.StalenessK, Reason: "must be >= 0"}
 	case o.MaxLag > o.StalenessK:
-		return &OptionError{Field: "max-lag", Value: o.MaxLag, Reason: fmt.Sprintf("must be <= the staleness bound %d (pacing beyond it dispatches work the learner drops), or negative (no pacing)", o.StalenessK)}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "max-lag", Value: o.MaxLag, Reason: fmt.Sprintf("must be <= the staleness bound %d (pacing beyond it dispatches work the learner drops), or negative (no pacing)", o.StalenessK)}
 	case o.ValPerSize < 1 || o.ValPerSize > 1000:
-		return &OptionError{Field: "val-per-size", Value: o.ValPerSize, Reason: "must be in [1,1000]"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "val-per-size", Value: o.ValPerSize, Reason: "must be in [1,1000]"}
 	case o.EvalPerSize < 1 || o.EvalPerSize > 1000:
-		return &OptionError{Field: "eval-per-size", Value: o.EvalPerSize, Reason: "must be in [1,1000]"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "eval-per-size", Value: o.EvalPerSize, Reason: "must be in [1,1000]"}
 	case o.Config.Instances < 1:
-		return &OptionError{Field: "config.instances", Value: o.Config.Instances, Reason: "a training stage needs at least one instance"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "config.instances", Value: o.Config.Instances, Reason: "a training stage needs at least one instance"}
 	}
 	if err := o.validateModes(); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/rolloutengine"
@@ -57,10 +58,10 @@ func startPush(ctx context.Context, opt Options, pol Policy) (*pushRun, error) {
 	push := opt.RolloutEngine
 	tp, ok := pol.(*textpolicy.Policy)
 	if !ok {
-		return nil, &OptionError{Field: "rollout-engine", Value: push.Kind(), Reason: fmt.Sprintf("pushes an LLM policy (--policy qwen3), not %s", pol.Name())}
+		return nil, &fielderr.Error{Kind: ErrOptions, Flag: "rollout-engine", Value: push.Kind(), Reason: fmt.Sprintf("pushes an LLM policy (--policy qwen3), not %s", pol.Name())}
 	}
 	if _, lora := tp.LM().Model.LoRA(); push.Adapters() && !lora {
-		return nil, &OptionError{Field: "rollout-engine", Value: push.Kind(), Reason: "pushes LoRA adapters: the policy needs them (--lora-rank R)"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Flag: "rollout-engine", Value: push.Kind(), Reason: "pushes LoRA adapters: the policy needs them (--lora-rank R)"}
 	}
 	c, err := textpolicy.NewClient(engineClientOptions(tp, push.BaseURL(), push.ModelFor(0), push.APIKey()))
 	if err != nil {

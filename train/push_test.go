@@ -19,6 +19,7 @@ import (
 
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
@@ -58,7 +59,7 @@ func parseTrainFlags(t *testing.T, args ...string) *Flags {
 
 // TestRolloutEngineFlags: the --rollout-*, --lora-rank and --reward-l*
 // flags build a pusher and a LoRA policy, and each bad combination is an
-// *OptionError naming the flag to fix.
+// *fielderr.Error naming the flag to fix.
 func TestRolloutEngineFlags(t *testing.T) {
 	dir := tinyQwen3Dir(t)
 	qwen := []string{"--policy", "qwen3", "--model", dir, "--max-new-tokens", "8"}
@@ -84,9 +85,9 @@ func TestRolloutEngineFlags(t *testing.T) {
 		{"reward", append(qwen, "--reward-l1", "10", "--reward-l2", "10"), "reward-l2", "must exceed --reward-l1 (10)"},
 	} {
 		s, err := parseTrainFlags(t, c.args...).Build(ctx, slog.New(slog.DiscardHandler), io.Discard)
-		var oe *OptionError
-		if !errors.As(err, &oe) || oe.Field != c.field || !strings.Contains(oe.Usage(), c.says) {
-			t.Errorf("%s: %v, want an OptionError about --%s saying %q", c.name, err, c.field, c.says)
+		var oe *fielderr.Error
+		if !errors.As(err, &oe) || oe.Flag != c.field || !strings.Contains(oe.Usage(), c.says) {
+			t.Errorf("%s: %v, want a field error about --%s saying %q", c.name, err, c.field, c.says)
 		}
 		if err == nil {
 			_ = s.Close()
@@ -328,7 +329,7 @@ func TestPushNeedsLoRA(t *testing.T) {
 	opt.RolloutEngine = p
 	opt.SetDefaults()
 	_, err = startPush(context.Background(), opt, s.Policy)
-	var oe *OptionError
+	var oe *fielderr.Error
 	if !errors.As(err, &oe) || !strings.Contains(oe.Usage(), "--lora-rank") {
 		t.Fatalf("%v", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/gridnet"
@@ -53,15 +54,15 @@ func (o *Options) validateModes() error {
 	if o.Deterministic {
 		switch {
 		case o.Cluster.Listen != "" || o.Cluster.RemoteOnly:
-			return &OptionError{Field: "deterministic", Value: true, Reason: "a deterministic run plays every unit in this process: no cluster.listen"}
+			return &fielderr.Error{Kind: ErrOptions, Flag: "deterministic", Value: true, Reason: "a deterministic run plays every unit in this process: no cluster.listen"}
 		case o.Config.Instances%o.InstancesPerUnit != 0:
-			return &OptionError{Field: "instances-per-unit", Value: o.InstancesPerUnit, Reason: fmt.Sprintf("a deterministic run needs it to divide config.instances (%d)", o.Config.Instances)}
+			return &fielderr.Error{Kind: ErrOptions, Flag: "instances-per-unit", Value: o.InstancesPerUnit, Reason: fmt.Sprintf("a deterministic run needs it to divide config.instances (%d)", o.Config.Instances)}
 		case o.Config.Instances%o.LearnerBatch != 0:
-			return &OptionError{Field: "learner-batch", Value: o.LearnerBatch, Reason: fmt.Sprintf("a deterministic run needs it to divide config.instances (%d): a stage's groups must fill whole batches", o.Config.Instances)}
+			return &fielderr.Error{Kind: ErrOptions, Flag: "learner-batch", Value: o.LearnerBatch, Reason: fmt.Sprintf("a deterministic run needs it to divide config.instances (%d): a stage's groups must fill whole batches", o.Config.Instances)}
 		}
 	}
 	if o.Resume && o.CheckpointDir == "" {
-		return &OptionError{Field: "checkpoint-dir", Value: `""`, Reason: "resuming needs the checkpoint folder"}
+		return &fielderr.Error{Kind: ErrOptions, Flag: "checkpoint-dir", Value: `""`, Reason: "resuming needs the checkpoint folder"}
 	}
 	return nil
 }
@@ -132,7 +133,7 @@ func (r *run) saveCheckpoint(ctx context.Context, cp Checkpointer, stage int) er
 func (r *run) resume(ctx context.Context) (int, error) {
 	cp, ok := r.pol.(Checkpointer)
 	if !ok {
-		return 0, &OptionError{Field: "resume", Value: r.pol.Name(), Reason: "only gridnet and qwen3 policies are checkpointed"}
+		return 0, &fielderr.Error{Kind: ErrOptions, Flag: "resume", Value: r.pol.Name(), Reason: "only gridnet and qwen3 policies are checkpointed"}
 	}
 	id := r.opt.RunID
 	rec, ok, err := r.st.LatestCheckpoint(ctx, id)

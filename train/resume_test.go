@@ -15,6 +15,7 @@ import (
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
@@ -263,8 +264,8 @@ func TestResumeAndDeterministicRefused(t *testing.T) {
 	o.Resume = true
 	bad("resume a scripted policy", o, &ScriptedPolicy{}, ErrOptions)
 	bad("resume a run Redis does not know", o, gridTestPolicy(t, seed), ErrResume)
-	var oe *OptionError
-	if _, err := Run(ctx, Options{Deterministic: true, Config: resConfig(), InstancesPerUnit: 8, LearnerBatch: 12}, &ScriptedPolicy{}, st); !errors.As(err, &oe) || oe.Field != "learner-batch" {
+	var oe *fielderr.Error
+	if _, err := Run(ctx, Options{Deterministic: true, Config: resConfig(), InstancesPerUnit: 8, LearnerBatch: 12}, &ScriptedPolicy{}, st); !errors.As(err, &oe) || oe.Flag != "learner-batch" {
 		t.Errorf("learner batch not dividing the instances: %v", err)
 	}
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // StatusStage is one stage of a run as Redis has it: how it did
@@ -172,13 +173,13 @@ func CollectStatus(ctx context.Context, st *store.Store, ps *PolicyStore, run st
 			}
 		}
 		if rep.Run == "" {
-			return nil, &OptionError{Field: "run", Value: `""`, Reason: "no run has a state in this Redis (name one with --run)"}
+			return nil, &fielderr.Error{Kind: ErrOptions, Flag: "run", Value: `""`, Reason: "no run has a state in this Redis (name one with --run)"}
 		}
 	}
 	s, ok, err := st.RunState(ctx, rep.Run)
 	if err != nil {
 		if errors.Is(err, store.ErrInvalid) {
-			return nil, &OptionError{Field: "run", Value: fmt.Sprintf("%q", rep.Run), Reason: err.Error()}
+			return nil, &fielderr.Error{Kind: ErrOptions, Flag: "run", Value: fmt.Sprintf("%q", rep.Run), Reason: err.Error()}
 		}
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func CollectStatus(ctx context.Context, st *store.Store, ps *PolicyStore, run st
 		return nil, err
 	}
 	if !ok && len(cfgs) == 0 {
-		return nil, &OptionError{Field: "run", Value: fmt.Sprintf("%q", rep.Run), Reason: "no such run in this Redis (runs with a state: " + strings.Join(runs, ", ") + ")"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Flag: "run", Value: fmt.Sprintf("%q", rep.Run), Reason: "no such run in this Redis (runs with a state: " + strings.Join(runs, ", ") + ")"}
 	}
 	parsed := make([]env.Config, len(cfgs))
 	for i, c := range cfgs {

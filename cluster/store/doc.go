@@ -95,6 +95,6 @@
 //
 // ErrInvalid (bad input, checked before anything is written), ErrConflict,
 // ErrNotFound and ErrUnavailable; see their doc comments. Match with
-// errors.Is. A URL that does not parse is a *URLError (ErrInvalid), its URL
+// errors.Is. A URL that does not parse is a *fielderr.Error (ErrInvalid), its URL
 // redacted.
 package store

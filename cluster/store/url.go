@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // PasswordEnv names the environment variable that holds the Redis password
@@ -19,35 +20,29 @@ import (
 // Secret as an environment variable, say).
 const PasswordEnv = "T2T_REDIS_PASSWORD"
 
-// URLError is a Redis URL that does not parse. URL is redacted (RedactURL)
-// and Reason never repeats the password, so the error can be printed and
+// urlError is the *fielderr.Error of a Redis URL that does not parse:
+// Field "Redis URL", Flag "redis", Value the URL redacted (RedactURL), and a
+// Reason that never repeats the password, so the error can be printed and
 // logged. It wraps ErrInvalid.
-type URLError struct {
-	URL    string
-	Reason string
+func urlError(raw, reason string) *fielderr.Error {
+	return &fielderr.Error{Kind: ErrInvalid, Field: "Redis URL", Flag: "redis", Value: RedactURL(raw),
+		Reason: reason + " (want redis://[user@]host:port/db, rediss://… or unix:///path?db=N)"}
 }
-
-func (e *URLError) Error() string {
-	return fmt.Sprintf("store: Redis URL %s: %s (want redis://[user@]host:port/db, rediss://… or unix:///path?db=N)", e.URL, e.Reason)
-}
-
-// Unwrap returns ErrInvalid.
-func (e *URLError) Unwrap() error { return ErrInvalid }
 
 // ParseURL parses a Redis URL as go-redis does (redis://, rediss://,
-// unix://), with an error that never shows the password: a *URLError. The
+// unix://), with an error that never shows the password (urlError). The
 // errors of go-redis' own ParseURL and of url.Parse repeat the URL, or the
 // part of it they stumbled on, which may be the password.
 func ParseURL(raw string) (*redis.Options, error) {
 	ro, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, &URLError{URL: RedactURL(raw), Reason: reason(err, raw)}
+		return nil, urlError(raw, reason(err, raw))
 	}
 	if ro.Network != "unix" {
 		_, port, err := net.SplitHostPort(ro.Addr)
 		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
 			// go-redis takes any port and fails at every dial: a malformed URL is bad input at once.
-			return nil, &URLError{URL: RedactURL(raw), Reason: fmt.Sprintf("port %q out of range [1,65535]", port)}
+			return nil, urlError(raw, fmt.Sprintf("port %q out of range [1,65535]", port))
 		}
 	}
 	return ro, nil

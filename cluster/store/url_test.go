@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,9 +15,10 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
-// TestParseURLHidesPassword: a URL that does not parse is a *URLError
+// TestParseURLHidesPassword: a URL that does not parse is a *fielderr.Error
 // (ErrInvalid) whose message names the problem and the redacted URL but
 // never the password, nor a piece of it that url.Parse or go-redis quote;
 // Open fails with the same error.
@@ -35,17 +37,17 @@ func TestParseURLHidesPassword(t *testing.T) {
 		{"redis://h:bad/0", "", `invalid port ":bad" after host`}, // no password: the whole message
 	} {
 		_, err := ParseURL(tc.url)
-		var ue *URLError
+		var ue *fielderr.Error
 		if !errors.As(err, &ue) || !errors.Is(err, ErrInvalid) {
-			t.Errorf("ParseURL(%q) = %v, want a *URLError", tc.url, err)
+			t.Errorf("ParseURL(%q) = %v, want a *fielderr.Error", tc.url, err)
 			continue
 		}
 		msg := err.Error()
 		if !strings.Contains(msg, tc.want) || (tc.secret != "" && strings.Contains(msg, tc.secret)) || strings.Contains(msg, "\n") {
 			t.Errorf("ParseURL(%q): %q; want %q and no %q", tc.url, msg, tc.want, tc.secret)
 		}
-		if tc.secret != "" && !strings.Contains(ue.URL, ":***@") {
-			t.Errorf("ParseURL(%q): URL %q is not redacted", tc.url, ue.URL)
+		if tc.secret != "" && !strings.Contains(fmt.Sprint(ue.Value), ":***@") {
+			t.Errorf("ParseURL(%q): URL %q is not redacted", tc.url, fmt.Sprint(ue.Value))
 		}
 		s, oerr := Open(context.Background(), Options{URL: tc.url, MaxRetryElapsed: time.Millisecond})
 		if s != nil {
@@ -239,13 +241,13 @@ func FuzzReadPassword(f *testing.F) {
 }
 
 // TestParseURLRefusesBadPortsAndHidesQueryPasswords: a port go-redis would
-// take and then fail to dial forever is a *URLError at once; a password
+// take and then fail to dial forever is a *fielderr.Error at once; a password
 // given as a query option never shows in the error.
 func TestParseURLRefusesBadPortsAndHidesQueryPasswords(t *testing.T) {
 	for _, raw := range []string{"redis://127.0.0.1:99999/0", "redis://h:0/0", "redis://:pw@h:65536/0"} {
-		var ue *URLError
+		var ue *fielderr.Error
 		if _, err := ParseURL(raw); !errors.As(err, &ue) || !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "pw@") {
-			t.Errorf("ParseURL(%q) = %v, want a redacted *URLError", raw, err)
+			t.Errorf("ParseURL(%q) = %v, want a redacted *fielderr.Error", raw, err)
 		}
 	}
 	for _, raw := range []string{"redis://h:6379/0", "redis://h/0", "unix:///tmp/r.sock?db=0"} {

@@ -60,7 +60,7 @@
 // # Errors
 //
 // Sentinels ErrInvalidOptions, ErrExporterClosed and ErrMetric, matched
-// with errors.Is; *OptionsError and *MetricError carry
+// with errors.Is; *fielderr.Error and *MetricError carry
 // the details (errors.As). Export errors inside the SDK's batch processors
 // go to otel's error handler.
 package telemetry

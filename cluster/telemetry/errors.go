@@ -8,7 +8,8 @@ import (
 // Sentinel errors of package telemetry. Match them with errors.Is; the typed
 // errors below wrap them and carry the details (errors.As).
 var (
-	// ErrInvalidOptions: Options that fail Validate. Wrapped by *OptionsError.
+	// ErrInvalidOptions: Options that fail Validate. Wrapped by a
+	// *fielderr.Error naming the field.
 	ErrInvalidOptions = errors.New("telemetry: invalid options")
 	// ErrExporterClosed: a FileExporter used after Shutdown.
 	ErrExporterClosed = errors.New("telemetry: file exporter closed")
@@ -17,20 +18,6 @@ var (
 	// Wrapped by *MetricError.
 	ErrMetric = errors.New("telemetry: metric refused")
 )
-
-// OptionsError names the Options field that failed validation.
-type OptionsError struct {
-	Field  string // e.g. "SampleRatio"
-	Value  any    // the offending value
-	Reason string // what is wrong, e.g. "must be in [0, 1]"
-}
-
-func (e *OptionsError) Error() string {
-	return fmt.Sprintf("telemetry: invalid options: %s=%v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Unwrap returns ErrInvalidOptions.
-func (e *OptionsError) Unwrap() error { return ErrInvalidOptions }
 
 // MetricError names a metric registration that failed.
 type MetricError struct {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -47,14 +48,14 @@ type Options struct {
 	SampleRatio float64
 }
 
-// Validate reports the first invalid field as an *OptionsError.
+// Validate reports the first invalid field as a *fielderr.Error.
 func (o Options) Validate() error {
 	if math.IsNaN(o.SampleRatio) || o.SampleRatio < 0 || o.SampleRatio > 1 {
-		return &OptionsError{Field: "SampleRatio", Value: o.SampleRatio, Reason: "must be in [0, 1] (0 means 1)"}
+		return &fielderr.Error{Kind: ErrInvalidOptions, Field: "SampleRatio", Value: o.SampleRatio, Reason: "must be in [0, 1] (0 means 1)"}
 	}
 	if o.OTLPEndpoint != "" {
 		if _, err := parseOTLPEndpoint(o.OTLPEndpoint); err != nil {
-			return &OptionsError{Field: "OTLPEndpoint", Value: o.OTLPEndpoint, Reason: err.Error()}
+			return &fielderr.Error{Kind: ErrInvalidOptions, Field: "OTLPEndpoint", Value: o.OTLPEndpoint, Reason: err.Error()}
 		}
 	}
 	return nil

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/t2t-lab/t2t/cluster/telemetry"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/traces"
 )
 
@@ -432,9 +433,9 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	for _, c := range cases {
 		err := c.opt.Validate()
-		var oe *telemetry.OptionsError
+		var oe *fielderr.Error
 		if !errors.Is(err, telemetry.ErrInvalidOptions) || !errors.As(err, &oe) || oe.Field != c.field {
-			t.Errorf("Validate(%+v) = %v, want an OptionsError on %s", c.opt, err, c.field)
+			t.Errorf("Validate(%+v) = %v, want a field error on %s", c.opt, err, c.field)
 		}
 		if _, err := telemetry.Setup(context.Background(), c.opt); !errors.Is(err, telemetry.ErrInvalidOptions) {
 			t.Errorf("Setup(%+v) = %v, want ErrInvalidOptions", c.opt, err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
@@ -118,7 +119,7 @@ func modelLogits(args []string, stdout, stderr io.Writer) error {
 	}
 	defer lm.Close()
 	res, err := lm.Logits(texts, *vocab)
-	var oe *textpolicy.OptionError
+	var oe *fielderr.Error
 	if errors.As(err, &oe) {
 		return badInput("text %v %s", oe.Value, oe.Reason)
 	} else if err != nil {

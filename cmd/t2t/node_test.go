@@ -603,7 +603,7 @@ func TestNodeBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"node"}, "--roles is required"},
+		{[]string{"node"}, "--roles: required (coordinator,learner,engineer and/or rollout)"},
 		{[]string{"node", "--roles", "rollout,pilot"}, `unknown role "pilot"`},
 		{[]string{"node", "--roles", "coordinator"}, "coordinator, learner and engineer run together"},
 		{[]string{"node", "--roles", "rollout"}, "needs --redis"},

@@ -39,7 +39,7 @@ type ImportOptions struct {
 // octile length no longer than that shortest path, since octile moves
 // include ours (ErrScenMismatch; the octile length serves only this check).
 // Agents in one instance need distinct starts and distinct goals
-// (ErrAgents). Errors are *InputError with the file and line.
+// (ErrAgents). Errors are *fielderr.Error with the file and line.
 func Import(m *Map, rows []ScenRow, opt ImportOptions) ([]*env.Instance, error) {
 	if err := checkShape(m, opt.MapPath); err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func Import(m *Map, rows []ScenRow, opt ImportOptions) ([]*env.Instance, error) 
 			in.Agents = append(in.Agents, a)
 		}
 		if err := in.Validate(); err != nil { // checked above; kept as env's word on it
-			return nil, &InputError{Path: opt.ScenPath, Line: rows[g*opt.Agents].Line, Err: fmt.Errorf("%w: %w", ErrAgents, err)}
+			return nil, at(opt.ScenPath, rows[g*opt.Agents].Line, fmt.Errorf("%w: %w", ErrAgents, err))
 		}
 		in.ID = in.ComputeID()
 		out = append(out, in)
@@ -145,7 +145,7 @@ type File struct {
 // single-agent shortest length with our 4-connected moves (Shortest), not
 // an octile length, and its bucket is that length / 4 as in MovingAI's
 // files. Maps come first in the result, then the scens in order. An agent
-// that cannot reach its goal has no length: that is an *InputError
+// that cannot reach its goal has no length: that is a *fielderr.Error
 // wrapping ErrExport, with name as its path.
 func Export(ins []*env.Instance, name string) ([]File, error) {
 	var maps, scens []File
@@ -166,7 +166,7 @@ func Export(ins []*env.Instance, name string) ([]File, error) {
 		for j, a := range in.Agents {
 			d, err := Shortest(s, in.Width, in.Holes, a)
 			if err != nil {
-				return nil, &InputError{Path: name, Err: fmt.Errorf("%w: instance %d (id %s): agent %d: %w", ErrExport, i+1, in.ID, j, err)}
+				return nil, at(name, 0, fmt.Errorf("%w: instance %d (id %s): agent %d: %w", ErrExport, i+1, in.ID, j, err))
 			}
 			rows[j] = ScenRow{Bucket: d / 4, Map: mapName, MapWidth: in.Width, MapHeight: in.Height,
 				StartX: a.Start.C, StartY: a.Start.R, GoalX: a.Goal.C, GoalY: a.Goal.R, Optimal: float64(d)}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/limits"
 )
 
@@ -326,11 +327,11 @@ func TestCommands(t *testing.T) {
 	if err := os.WriteFile(allBad, []byte("\n{\"width\":3}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var ie *InputError
-	if err := (&ExportCommand{In: allBad, Out: out}).Run(write); !errors.As(err, &ie) || ie.Path != allBad || ie.Line != 2 {
+	var ie *fielderr.Error
+	if err := (&ExportCommand{In: allBad, Out: out}).Run(write); !errors.As(err, &ie) || ie.File != allBad || ie.Line != 2 {
 		t.Fatalf("only bad lines: %v", err)
 	}
-	if err := (&ImportCommand{MapPath: "/dev/zero", ScenPath: "s", Agents: 1}).Run(write); !errors.As(err, &ie) || ie.Path != "/dev/zero" ||
+	if err := (&ImportCommand{MapPath: "/dev/zero", ScenPath: "s", Agents: 1}).Run(write); !errors.As(err, &ie) || ie.File != "/dev/zero" ||
 		!errors.Is(err, limits.ErrTooLarge) || err.Error() != "/dev/zero: file too large: larger than 16777216 bytes, the limit of a map or scen file" {
 		t.Fatalf("an endless map file: %v", err)
 	}

@@ -19,8 +19,8 @@
 // to check that the scen belongs to the map, never as a cost; Export
 // writes our own 4-connected shortest length in that column.
 //
-// The package imports env and internal/limits of t2t; it starts no
+// The package imports env, internal/limits and internal/fielderr of t2t; it starts no
 // goroutines, and its functions are safe for concurrent use on distinct
-// values. Errors about the input are *InputError (file, line and reason)
+// values. Errors about the input are *fielderr.Error (file, line and reason)
 // wrapping one of the sentinel errors in errors.go.
 package movingai

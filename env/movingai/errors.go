@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/limits"
 )
 
-// Sentinel errors. Every error of this package about its input is an
-// *InputError that wraps one of these (match with errors.Is).
+// Sentinel errors. Every error of this package about its input is a
+// *fielderr.Error, with where it is (File and the 1-based Line in it, 0 for
+// the whole file; or the Flag), that wraps one of these (match with
+// errors.Is) or an env error in its Err.
 var (
 	// ErrSyntax: a .map or .scen line that does not follow the format.
 	ErrSyntax = errors.New("movingai: syntax error")
@@ -32,37 +36,23 @@ var (
 	ErrFlag = errors.New("movingai: bad flag")
 )
 
-// InputError is bad input, with where it is: Path names the file (or the
-// flag), Line is the 1-based line in it (0 when the error is about the
-// whole file). Err wraps one of the sentinel errors, or an env error.
-type InputError struct {
-	Path string
-	Line int
-	Err  error
+// inputErr is the *fielderr.Error at path:line, or about the flag path
+// ("--agents"), that wraps sentinel with the formatted reason.
+func inputErr(path string, line int, sentinel error, format string, args ...any) *fielderr.Error {
+	return at(path, line, fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...)))
 }
 
-func (e *InputError) Error() string {
-	switch {
-	case e.Path == "":
-		return e.Err.Error()
-	case e.Line > 0:
-		return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err)
+// at is the *fielderr.Error of err at path:line, or about the flag path.
+func at(path string, line int, err error) *fielderr.Error {
+	if strings.HasPrefix(path, "-") {
+		return &fielderr.Error{Flag: path, Err: err}
 	}
-	return fmt.Sprintf("%s: %v", e.Path, e.Err)
+	return &fielderr.Error{File: path, Line: line, Err: err}
 }
 
-// Unwrap returns Err.
-func (e *InputError) Unwrap() error { return e.Err }
-
-// inputErr is an *InputError at path:line that wraps sentinel with the
-// formatted reason.
-func inputErr(path string, line int, sentinel error, format string, args ...any) *InputError {
-	return &InputError{Path: path, Line: line, Err: fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))}
-}
-
-// fileErr is the *InputError of a file that cannot be read, worded
+// fileErr is the *fielderr.Error of a file that cannot be read, worded
 // without its path twice.
-func fileErr(path string, err error) *InputError {
+func fileErr(path string, err error) *fielderr.Error {
 	var pe *fs.PathError
 	var te *limits.TooLargeError
 	switch {
@@ -71,5 +61,5 @@ func fileErr(path string, err error) *InputError {
 	case errors.As(err, &te):
 		err = fmt.Errorf("%w: larger than %d bytes, the limit of a map or scen file", limits.ErrTooLarge, te.Limit)
 	}
-	return &InputError{Path: path, Err: err}
+	return &fielderr.Error{File: path, Err: err}
 }

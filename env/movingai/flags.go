@@ -103,7 +103,7 @@ func (c *ExportCommand) Run(write func(path string, data []byte) error) error {
 	defer f.Close()
 	recs, err := env.ReadRecords(f, env.ReadOptions{})
 	if le := (*env.LineError)(nil); errors.As(err, &le) {
-		return &InputError{Path: c.In, Line: le.Line, Err: le.Err}
+		return at(c.In, le.Line, le.Err)
 	} else if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (c *ExportCommand) Run(write func(path string, data []byte) error) error {
 		}
 	}
 	if len(ins) == 0 && bad.First != nil {
-		return &InputError{Path: c.In, Line: recs[0].Line, Err: errors.Unwrap(recs[0].Err)}
+		return at(c.In, recs[0].Line, errors.Unwrap(recs[0].Err))
 	}
 	files, err := Export(ins, c.In)
 	if err != nil {

@@ -57,7 +57,7 @@ func ReadMap(path string) (*Map, error) {
 // and "width N" (each once, height and width in either order), the line
 // "map", then exactly height rows of width cells. Lines may end in CRLF;
 // blank lines after the grid are ignored. name names the file in errors,
-// which are *InputError with the 1-based line.
+// which are *fielderr.Error with the 1-based line.
 func ParseMap(data []byte, name string) (*Map, error) {
 	lines := splitLines(data)
 	h, w, n, err := parseMapHeader(lines, name)

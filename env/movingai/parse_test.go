@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 func TestParseMap(t *testing.T) {
@@ -115,18 +117,19 @@ func TestParseScenErrors(t *testing.T) {
 	}
 }
 
-// checkInputErr checks that err is an *InputError at path:line wrapping
+// checkInputErr checks that err is a *fielderr.Error at path:line (or
+// about the flag path) wrapping
 // sentinel, whose message holds reason.
 func checkInputErr(t *testing.T, name string, err, sentinel error, path string, line int, reason string) {
 	t.Helper()
-	var ie *InputError
+	var ie *fielderr.Error
 	switch {
 	case !errors.As(err, &ie):
-		t.Errorf("%s: got %v, want an *InputError", name, err)
+		t.Errorf("%s: got %v, want a *fielderr.Error", name, err)
 	case !errors.Is(err, sentinel):
 		t.Errorf("%s: %v does not wrap %v", name, err, sentinel)
-	case ie.Path != path || ie.Line != line:
-		t.Errorf("%s: at %s:%d, want %s:%d (%v)", name, ie.Path, ie.Line, path, line, err)
+	case ie.File+ie.Flag != path || ie.Line != line:
+		t.Errorf("%s: at %s%s:%d, want %s:%d (%v)", name, ie.File, ie.Flag, ie.Line, path, line, err)
 	case !strings.Contains(err.Error(), reason):
 		t.Errorf("%s: %q does not say %q", name, err, reason)
 	}

@@ -40,7 +40,7 @@ func ReadScen(path string) ([]ScenRow, error) {
 // map file, map width, map height, start x, start y, goal x, goal y,
 // optimal length; whitespace-separated when the line has no nine tab
 // fields). Lines may end in CRLF. name names the file in errors, which are
-// *InputError with the 1-based line.
+// *fielderr.Error with the 1-based line.
 func ParseScen(data []byte, name string) ([]ScenRow, error) {
 	lines := splitLines(data)
 	if len(lines) == 0 {

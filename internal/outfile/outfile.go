@@ -3,8 +3,9 @@
 // atomically (temporary file + rename, so a reader never sees half of it);
 // a symlink is written through to its target; a FIFO, a character device
 // (/dev/null, /dev/stdout) or "-" is written as a stream; a missing parent
-// folder is an input error (*PathError), never created. It is a leaf: it
-// imports only the standard library and internal/fsutil.
+// folder is an input error (a *fielderr.Error naming the path), never
+// created. It is a leaf: it imports only the standard library,
+// internal/fsutil and internal/fielderr.
 //
 // Concurrency: the functions hold no state; two writers of one path race as
 // two shell redirections would.
@@ -18,10 +19,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/fsutil"
 )
 
-// Errors a *PathError wraps.
+// Errors a path's *fielderr.Error wraps.
 var (
 	// ErrNoParent: the folder the path is in does not exist (it is not created).
 	ErrNoParent = errors.New("its folder does not exist")
@@ -31,15 +33,12 @@ var (
 	ErrSymlinkLoop = errors.New("too many levels of symbolic links")
 )
 
-// PathError is an output path the user gave that cannot be written as
-// asked: a bad input, to be reported at the edge (exit 2).
-type PathError struct {
-	Path string
-	Err  error
+// pathError is the error of an output path the user gave that cannot be
+// written as asked: a bad input (*fielderr.Error naming the path as its
+// File), to be reported at the edge (exit 2).
+func pathError(path string, err error) *fielderr.Error {
+	return &fielderr.Error{File: path, Err: err}
 }
-
-func (e *PathError) Error() string { return fmt.Sprintf("output %s: %v", e.Path, e.Err) }
-func (e *PathError) Unwrap() error { return e.Err }
 
 // Write writes data to path as the package doc says; "" or "-" is stdout.
 func Write(path string, stdout io.Writer, data []byte) error {
@@ -64,19 +63,19 @@ func WriteFunc(path string, stdout io.Writer, write func(io.Writer) error) error
 	case mode == 0, mode.IsRegular(): // new path or regular file
 		return fsutil.WriteFileAtomic(target, write)
 	}
-	return &PathError{path, ErrNotWritable}
+	return pathError(path, ErrNotWritable)
 }
 
 // Check reports, before any work is done, whether path can be written as
 // Write would: nil for "", "-", a new path in an existing folder, a regular
-// file, a FIFO or a character device (through symlinks); a *PathError else.
+// file, a FIFO or a character device (through symlinks); a *fielderr.Error else.
 func Check(path string) error {
 	if path == "" || path == "-" {
 		return nil
 	}
 	_, mode, err := resolve(path)
 	if err == nil && mode != 0 && !mode.IsRegular() && mode&(fs.ModeNamedPipe|fs.ModeCharDevice) == 0 {
-		err = &PathError{path, ErrNotWritable}
+		err = pathError(path, ErrNotWritable)
 	}
 	return err
 }
@@ -92,24 +91,24 @@ func resolve(path string) (string, fs.FileMode, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			di, derr := os.Stat(filepath.Dir(path))
 			if derr != nil || !di.IsDir() {
-				return "", 0, &PathError{orig, ErrNoParent}
+				return "", 0, pathError(orig, ErrNoParent)
 			}
 			return path, 0, nil
 		case err != nil:
-			return "", 0, &PathError{orig, err}
+			return "", 0, pathError(orig, err)
 		case fi.Mode()&fs.ModeSymlink == 0:
 			return path, fi.Mode(), nil
 		}
 		link, err := os.Readlink(path)
 		if err != nil {
-			return "", 0, &PathError{orig, err}
+			return "", 0, pathError(orig, err)
 		}
 		if !filepath.IsAbs(link) {
 			link = filepath.Join(filepath.Dir(path), link)
 		}
 		path = link
 	}
-	return "", 0, &PathError{orig, ErrSymlinkLoop}
+	return "", 0, pathError(orig, ErrSymlinkLoop)
 }
 
 // stream writes to a FIFO or device in place: no temporary file, no rename.

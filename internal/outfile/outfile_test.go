@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 func TestWriteRegularAndNew(t *testing.T) {
@@ -76,7 +78,7 @@ func TestWriteThroughSymlink(t *testing.T) {
 	if err := os.Symlink("loop", loop); err != nil {
 		t.Fatal(err)
 	}
-	var pe *PathError
+	var pe *fielderr.Error
 	if err := Write(loop, nil, nil); !errors.As(err, &pe) || !errors.Is(err, ErrSymlinkLoop) {
 		t.Fatalf("loop: %v", err)
 	}
@@ -144,7 +146,7 @@ func TestWriteRefusals(t *testing.T) {
 		{filepath.Join(dir, "nonexistent", "dir", "x"), ErrNoParent},
 		{dir, ErrNotWritable},
 	} {
-		var pe *PathError
+		var pe *fielderr.Error
 		err := Write(tc.path, nil, []byte("x"))
 		if !errors.As(err, &pe) || !errors.Is(err, tc.want) {
 			t.Fatalf("%s: %v, want %v", tc.path, err, tc.want)
@@ -163,8 +165,8 @@ func TestCheck(t *testing.T) {
 		}
 	}
 	for _, p := range []string{dir, filepath.Join(dir, "no", "x")} {
-		if err := Check(p); !errors.As(err, new(*PathError)) {
-			t.Errorf("%q: %v, want a *PathError", p, err)
+		if err := Check(p); !errors.As(err, new(*fielderr.Error)) {
+			t.Errorf("%q: %v, want a *fielderr.Error", p, err)
 		}
 	}
 }

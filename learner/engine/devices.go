@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -31,10 +32,10 @@ func ParseDevices(list string) ([]string, error) {
 
 // CheckDevices checks a list of torch ranks' devices: each "cpu", "cuda" (a list of one) or
 // "cuda:N"; all on the CPU or all on GPUs (gloo or NCCL, not both); no GPU twice (NCCL runs one
-// rank per GPU). The error is a *learner.ConfigError on field "devices".
+// rank per GPU). The error is a *fielderr.Error on field (and flag) "devices".
 func CheckDevices(ds []string) error {
 	bad := func(reason string) error {
-		return &learner.ConfigError{Field: "devices", Value: strings.Join(ds, ","), Reason: reason}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "devices", Flag: "devices", Value: strings.Join(ds, ","), Reason: reason}
 	}
 	if len(ds) == 0 {
 		return bad("no devices")
@@ -98,13 +99,13 @@ func (s Spec) validateDevices() error {
 		return nil
 	}
 	if s.kind() != Torch {
-		return &learner.ConfigError{Field: "devices", Value: strings.Join(s.Devices, ","), Reason: "only the torch engine runs ranks on several devices (--engine torch)"}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "devices", Flag: "devices", Value: strings.Join(s.Devices, ","), Reason: "only the torch engine runs ranks on several devices (--engine torch)"}
 	}
 	if err := CheckDevices(s.Devices); err != nil {
 		return err
 	}
 	if s.Device != "" && s.Device != "cpu" && (len(s.Devices) != 1 || s.Devices[0] != s.Device) {
-		return &learner.ConfigError{Field: "device", Value: s.Device, Reason: fmt.Sprintf("disagrees with --devices %s: give --devices alone", strings.Join(s.Devices, ","))}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "device", Flag: "device", Value: s.Device, Reason: fmt.Sprintf("disagrees with --devices %s: give --devices alone", strings.Join(s.Devices, ","))}
 	}
 	return nil
 }

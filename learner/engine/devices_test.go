@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -58,9 +59,9 @@ func TestDevicesRefused(t *testing.T) {
 	} {
 		f := Flags{Kind: tc.kind, Devices: tc.list}
 		_, err := f.Spec(tc.device, nil)
-		var ce *learner.ConfigError
+		var ce *fielderr.Error
 		if !errors.As(err, &ce) || ce.Field != tc.field || !errors.Is(err, learner.ErrInvalidConfig) {
-			t.Errorf("--engine %q --devices %q --device %q: %v, want a ConfigError on %s", tc.kind, tc.list, tc.device, err, tc.field)
+			t.Errorf("--engine %q --devices %q --device %q: %v, want a *fielderr.Error on %s", tc.kind, tc.list, tc.device, err, tc.field)
 		}
 	}
 }

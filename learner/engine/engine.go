@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
@@ -153,21 +154,21 @@ func (s Spec) Validate() error {
 	switch s.kind() {
 	case GoMLX:
 		if s.Autocast != "" {
-			return &learner.ConfigError{Field: "autocast", Value: s.Autocast, Reason: "only the torch engine has autocast"}
+			return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "autocast", Value: s.Autocast, Reason: "only the torch engine has autocast"}
 		}
 		if s.ActivationCheckpointing {
-			return &learner.ConfigError{Field: "activation-checkpointing", Value: true, Reason: "only the torch engine has activation checkpointing (--engine torch)"}
+			return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "activation-checkpointing", Value: true, Reason: "only the torch engine has activation checkpointing (--engine torch)"}
 		}
 	case Torch:
 		d := s.Device
 		if d != "" && d != "cpu" && d != "cuda" && !strings.HasPrefix(d, "cuda:") {
-			return &learner.ConfigError{Field: "device", Value: d, Reason: `the torch engine runs on "cpu", "cuda" or "cuda:N"`}
+			return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "device", Value: d, Reason: `the torch engine runs on "cpu", "cuda" or "cuda:N"`}
 		}
 		if s.Autocast != "" && s.Autocast != "bf16" {
-			return &learner.ConfigError{Field: "autocast", Value: s.Autocast, Reason: `want "" or "bf16"`}
+			return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "autocast", Value: s.Autocast, Reason: `want "" or "bf16"`}
 		}
 		if s.Threads < 0 {
-			return &learner.ConfigError{Field: "threads", Value: s.Threads, Reason: "must be ≥ 0"}
+			return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "threads", Value: s.Threads, Reason: "must be ≥ 0"}
 		}
 	default:
 		return fmt.Errorf("%w %q: want one of %s", ErrUnknownEngine, s.Kind, strings.Join(Names, ", "))

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
-// TestSpecValidate: the options each engine has; the others are *learner.ConfigError naming
+// TestSpecValidate: the options each engine has; the others are *fielderr.Error naming
 // the field.
 func TestSpecValidate(t *testing.T) {
 	for _, c := range []struct {
@@ -23,12 +23,12 @@ func TestSpecValidate(t *testing.T) {
 		{Spec{Kind: Torch, Device: "tpu"}, "device"},
 	} {
 		err := c.spec.Validate()
-		var ce *learner.ConfigError
+		var ce *fielderr.Error
 		switch {
 		case c.field == "" && err != nil:
 			t.Errorf("%+v: %v", c.spec, err)
 		case c.field != "" && (!errors.As(err, &ce) || ce.Field != c.field):
-			t.Errorf("%+v: %v, want a ConfigError on %s", c.spec, err, c.field)
+			t.Errorf("%+v: %v, want a field error on %s", c.spec, err, c.field)
 		}
 	}
 	if err := (Spec{Kind: "jax"}).Validate(); !errors.Is(err, ErrUnknownEngine) {

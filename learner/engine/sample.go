@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
@@ -25,10 +26,10 @@ type SampleConfig struct {
 	StopTokens []int32
 }
 
-// Validate returns a *learner.ConfigError naming the first bad field.
+// Validate returns a *fielderr.Error naming the first bad field.
 func (c SampleConfig) Validate() error {
 	bad := func(field string, v any, reason string) error {
-		return &learner.ConfigError{Field: "SampleConfig." + field, Value: v, Reason: reason}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "SampleConfig." + field, Value: v, Reason: reason}
 	}
 	switch {
 	case c.MaxNewTokens < 1:
@@ -83,7 +84,7 @@ func CheckGenerate(c hfmodel.Config, prompts [][]int32, sc SampleConfig, topLogP
 		return err
 	}
 	if topLogProbs < 0 {
-		return &learner.ConfigError{Field: "topLogProbs", Value: topLogProbs, Reason: "must be ≥ 0"}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "topLogProbs", Value: topLogProbs, Reason: "must be ≥ 0"}
 	}
 	if sc.Temperature > 0 && !hasRNG {
 		return fmt.Errorf("%w: Temperature %v needs an rng", learner.ErrBadBatch, sc.Temperature)

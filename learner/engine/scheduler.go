@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
@@ -104,10 +105,10 @@ func NewScheduler(c hfmodel.Config, dec Decoder, cfg SchedulerConfig) (*Schedule
 		cfg.QueueLen = 256
 	}
 	if cfg.QueueLen < 0 {
-		return nil, &learner.ConfigError{Field: "QueueLen", Value: cfg.QueueLen, Reason: "must be ≥ 0"}
+		return nil, &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "QueueLen", Value: cfg.QueueLen, Reason: "must be ≥ 0"}
 	}
 	if dec.Slots() < 1 || dec.SlotLen() < 2 {
-		return nil, &learner.ConfigError{Field: "Decoder", Value: fmt.Sprintf("%d slots of %d", dec.Slots(), dec.SlotLen()), Reason: "need ≥ 1 slot of ≥ 2 positions"}
+		return nil, &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "Decoder", Value: fmt.Sprintf("%d slots of %d", dec.Slots(), dec.SlotLen()), Reason: "need ≥ 1 slot of ≥ 2 positions"}
 	}
 	s := &Scheduler{dec: dec, model: c, cfg: cfg,
 		submit: make(chan *job, cfg.QueueLen), stop: make(chan struct{}), done: make(chan struct{})}

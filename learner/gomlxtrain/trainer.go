@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/train/optimizers"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -98,7 +99,7 @@ func NewTrainer(backend backends.Backend, ctx *context.Context, cfg learner.GRPO
 		return nil, err
 	}
 	if spec.NumInputs < 1 || spec.Vocab < 1 || spec.Logits == nil {
-		return nil, &learner.ConfigError{Field: "ModelSpec", Value: fmt.Sprintf("inputs=%d vocab=%d", spec.NumInputs, spec.Vocab), Reason: "needs ≥1 input, vocab ≥ 1 and a Logits func"}
+		return nil, &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "ModelSpec", Value: fmt.Sprintf("inputs=%d vocab=%d", spec.NumInputs, spec.Vocab), Reason: "needs ≥1 input, vocab ≥ 1 and a Logits func"}
 	}
 	RegisterFastMatMulGradient()
 	tr := &Trainer{backend: backend, ctx: ctx, cfg: cfg, spec: spec, execs: map[trainerExecKey]*context.Exec{}}
@@ -108,7 +109,7 @@ func NewTrainer(backend backends.Backend, ctx *context.Context, cfg learner.GRPO
 		}
 	}
 	if len(tr.params) == 0 {
-		return nil, &learner.ConfigError{Field: "ModelSpec", Value: "ctx", Reason: "context has no trainable variables"}
+		return nil, &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "ModelSpec", Value: "ctx", Reason: "context has no trainable variables"}
 	}
 	err := Catch(func() {
 		accCtx := ctx.Checked(false)

@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 )
@@ -44,17 +45,17 @@ func DefaultConfig(obsSize int) Config {
 	return Config{ObsSize: obsSize, Hidden: []int{128, 128}, Seed: 1}
 }
 
-// Validate returns a *ConfigError naming the first bad field.
+// Validate returns a *fielderr.Error naming the first bad field.
 func (c Config) Validate() error {
 	if c.ObsSize < 1 {
-		return &learner.ConfigError{Field: "Config.ObsSize", Value: c.ObsSize, Reason: "must be ≥ 1"}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "Config.ObsSize", Value: c.ObsSize, Reason: "must be ≥ 1"}
 	}
 	if len(c.Hidden) > 8 {
-		return &learner.ConfigError{Field: "Config.Hidden", Value: c.Hidden, Reason: "at most 8 layers"}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "Config.Hidden", Value: c.Hidden, Reason: "at most 8 layers"}
 	}
 	for _, h := range c.Hidden {
 		if h < 1 {
-			return &learner.ConfigError{Field: "Config.Hidden", Value: c.Hidden, Reason: "widths must be ≥ 1"}
+			return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "Config.Hidden", Value: c.Hidden, Reason: "widths must be ≥ 1"}
 		}
 	}
 	return nil

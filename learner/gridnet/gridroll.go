@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -48,11 +49,11 @@ func DefaultRolloutConfig() RolloutConfig {
 func (c RolloutConfig) Validate() error {
 	switch {
 	case c.GroupSize < 1 || c.GroupSize > 1024:
-		return &learner.ConfigError{Field: "GroupSize", Value: c.GroupSize, Reason: "must be in [1,1024]"}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "GroupSize", Value: c.GroupSize, Reason: "must be in [1,1024]"}
 	case c.Temperature < 0 || c.Temperature > 100:
-		return &learner.ConfigError{Field: "Temperature", Value: c.Temperature, Reason: "must be in [0,100]"}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "Temperature", Value: c.Temperature, Reason: "must be in [0,100]"}
 	case c.StepsPerSide < 1 || c.StepsPerSide > 64:
-		return &learner.ConfigError{Field: "StepsPerSide", Value: c.StepsPerSide, Reason: "must be in [1,64]"}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "StepsPerSide", Value: c.StepsPerSide, Reason: "must be in [1,64]"}
 	}
 	return c.Reward.Validate()
 }

@@ -56,7 +56,7 @@ func (e *AdapterError) Unwrap() error { return e.Err }
 // with a finite scale α/r ≤ MaxAdapterScale; the safetensors header must fit the tensors such
 // an adapter can have, which is checked before any of the body is read; every tensor must be
 // present with its shape, float and finite. Errors are *AdapterError, *WeightError or a
-// *learner.ConfigError, and hold no byte of the files.
+// *fielderr.Error, and hold no byte of the files.
 func ReadAdapter(dir string, model Config) (*Adapter, error) {
 	cfgPath := filepath.Join(dir, AdapterConfigFile)
 	js, err := limits.ReadRegularFile(cfgPath, limits.Config)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner"
 )
@@ -72,16 +73,16 @@ func Preset(name string) (Config, error) {
 		c.NumHiddenLayers, c.HiddenSize, c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim = 36, 2560, 32, 8, 128
 		c.IntermediateSize, c.VocabSize = 9728, qwenVocabSize
 	default:
-		return Config{}, &learner.ConfigError{Field: "preset", Value: name, Reason: fmt.Sprintf("want one of %q, %q, %q", PresetTiny, Preset06BShape, Preset4BShape)}
+		return Config{}, &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "preset", Value: name, Reason: fmt.Sprintf("want one of %q, %q, %q", PresetTiny, Preset06BShape, Preset4BShape)}
 	}
 	return c, nil
 }
 
-// Validate returns a *learner.ConfigError (wrapping learner.ErrInvalidConfig) naming the first
+// Validate returns a *fielderr.Error (wrapping learner.ErrInvalidConfig) naming the first
 // bad field by its config.json name.
 func (c Config) Validate() error {
 	bad := func(field string, v any, reason string) error {
-		return &learner.ConfigError{Field: field, Value: v, Reason: reason}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: field, Value: v, Reason: reason}
 	}
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
@@ -138,7 +139,7 @@ func (c Config) NumParams() int64 { return paramCount[int64](c) }
 // num_key_value_heads to num_attention_heads, as in transformers; rope_theta may also be given
 // as rope_parameters.rope_theta (transformers 5) and torch_dtype as dtype. Settings this
 // implementation does not support (rope scaling, sliding-window attention, attention biases,
-// an activation other than SiLU) are rejected with a *learner.ConfigError. The result is
+// an activation other than SiLU) are rejected with a *fielderr.Error. The result is
 // validated.
 func LoadConfig(dir string) (Config, error) {
 	js, err := limits.ReadRegularFile(filepath.Join(dir, ConfigFile), limits.Config)
@@ -162,7 +163,7 @@ func ParseConfig(js []byte) (Config, error) {
 		return Config{}, fmt.Errorf("qwen3: config.json: %w: %w", learner.ErrInvalidConfig, err)
 	}
 	unsupported := func(field string, v any, reason string) error {
-		return &learner.ConfigError{Field: field, Value: v, Reason: reason}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: field, Value: v, Reason: reason}
 	}
 	if c.HeadDim == 0 && c.NumAttentionHeads > 0 {
 		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
@@ -209,7 +210,7 @@ type configExtra struct {
 // check refuses the features the model does not implement.
 func (x *configExtra) check() error {
 	unsupported := func(field string, v any, reason string) error {
-		return &learner.ConfigError{Field: field, Value: v, Reason: reason}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: field, Value: v, Reason: reason}
 	}
 	switch {
 	case len(x.RopeScaling) > 0 && string(x.RopeScaling) != "null":

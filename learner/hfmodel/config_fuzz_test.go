@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -35,9 +36,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, js []byte) {
 		c, err := ParseConfig(js)
 		if err != nil {
-			var ce *learner.ConfigError
+			var ce *fielderr.Error
 			if !errors.Is(err, learner.ErrInvalidConfig) && !errors.As(err, &ce) {
-				t.Fatalf("error %v wraps neither ErrInvalidConfig nor *ConfigError", err)
+				t.Fatalf("error %v wraps neither ErrInvalidConfig nor *fielderr.Error", err)
 			}
 			return
 		}

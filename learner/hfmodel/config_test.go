@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -31,7 +32,7 @@ func TestConfigValidateAndParse(t *testing.T) {
 	for _, c := range cases {
 		cfg := good
 		c.edit(&cfg)
-		var ce *learner.ConfigError
+		var ce *fielderr.Error
 		if err := cfg.Validate(); !errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, learner.ErrInvalidConfig) {
 			t.Errorf("%s: got %v", c.field, err)
 		}

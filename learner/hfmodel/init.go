@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/sysmem"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
@@ -59,7 +60,7 @@ type InitOptions struct {
 
 // Config returns the architecture o describes: the preset with its shape overrides and the
 // vocabulary fitted to the tokenizer, validated. A bad preset or shape is Preset's or
-// Shape.Apply's *learner.ConfigError; a tokenizer that does not load is a *learner.ConfigError
+// Shape.Apply's *fielderr.Error; a tokenizer that does not load is a *fielderr.Error
 // naming "InitOptions.TokenizerPath" or "InitOptions.Tokenizer".
 func (o InitOptions) Config() (Config, error) {
 	cfg, err := Preset(o.Preset)
@@ -73,11 +74,11 @@ func (o InitOptions) Config() (Config, error) {
 	switch {
 	case o.TokenizerPath != "":
 		if tok, err = tokenizer.Load(o.TokenizerPath); err != nil {
-			return Config{}, &learner.ConfigError{Field: "InitOptions.TokenizerPath", Value: o.TokenizerPath, Reason: err.Error()}
+			return Config{}, &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "InitOptions.TokenizerPath", Value: o.TokenizerPath, Reason: err.Error()}
 		}
 	case o.Tokenizer != nil:
 		if tok, err = tokenizer.Parse(o.Tokenizer); err != nil {
-			return Config{}, &learner.ConfigError{Field: "InitOptions.Tokenizer", Value: len(o.Tokenizer), Reason: err.Error()}
+			return Config{}, &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "InitOptions.Tokenizer", Value: len(o.Tokenizer), Reason: err.Error()}
 		}
 	}
 	switch {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -37,10 +38,10 @@ func DefaultLoRAConfig() LoRAConfig {
 	return LoRAConfig{Rank: 16, Alpha: 32, Targets: slices.Clone(LoRATargets)}
 }
 
-// Validate returns a *learner.ConfigError naming the first bad field.
+// Validate returns a *fielderr.Error naming the first bad field.
 func (c LoRAConfig) Validate() error {
 	bad := func(field string, v any, reason string) error {
-		return &learner.ConfigError{Field: "LoRAConfig." + field, Value: v, Reason: reason}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "LoRAConfig." + field, Value: v, Reason: reason}
 	}
 	switch {
 	case c.Rank < 1:
@@ -91,7 +92,7 @@ func ParseAdapterConfig(js []byte) (LoRAConfig, error) {
 		return LoRAConfig{}, fmt.Errorf("qwen3: %s: %w: %w", AdapterConfigFile, learner.ErrInvalidConfig, err)
 	}
 	if pc.PeftType != "LORA" || pc.UseDoRA || pc.UseRSLoRA || (pc.Bias != "" && pc.Bias != "none") {
-		return LoRAConfig{}, &learner.ConfigError{Field: AdapterConfigFile, Value: fmt.Sprintf("peft_type=%s dora=%v rslora=%v bias=%s", pc.PeftType, pc.UseDoRA, pc.UseRSLoRA, pc.Bias), Reason: "only plain LoRA without biases is supported"}
+		return LoRAConfig{}, &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: AdapterConfigFile, Value: fmt.Sprintf("peft_type=%s dora=%v rslora=%v bias=%s", pc.PeftType, pc.UseDoRA, pc.UseRSLoRA, pc.Bias), Reason: "only plain LoRA without biases is supported"}
 	}
 	cfg := LoRAConfig{Rank: pc.R, Alpha: pc.LoraAlpha, Targets: pc.TargetModules}
 	if err := cfg.Validate(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -24,11 +25,11 @@ type Shape struct {
 
 // Apply returns c with the overrides of s, validated. A negative field, or a hidden size (given,
 // or kept while Heads changes) that is not a multiple of 2 × the query heads (head_dim must be
-// even for RoPE) is a *learner.ConfigError naming the field as "Shape.<Field>"; problems of the
+// even for RoPE) is a *fielderr.Error naming the field as "Shape.<Field>"; problems of the
 // resulting configuration are Config.Validate's.
 func (s Shape) Apply(c Config) (Config, error) {
 	bad := func(field string, v any, reason string) error {
-		return &learner.ConfigError{Field: "Shape." + field, Value: v, Reason: reason}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "Shape." + field, Value: v, Reason: reason}
 	}
 	for _, f := range []struct {
 		name string

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 )
 
@@ -39,7 +40,7 @@ func TestShapeApply(t *testing.T) {
 		name  string
 		shape Shape
 		want  func(c *Config) // applied to the preset: the expected result
-		field string          // the ConfigError's field when the shape is refused
+		field string          // the field error's field when the shape is refused
 	}{
 		{"none", Shape{}, func(*Config) {}, ""},
 		{"deeper narrower", Shape{Layers: 3, Hidden: 32, Intermediate: 96, RopeTheta: 1e4}, func(c *Config) {
@@ -64,9 +65,9 @@ func TestShapeApply(t *testing.T) {
 	} {
 		got, err := tc.shape.Apply(tiny)
 		if tc.field != "" {
-			var ce *learner.ConfigError
+			var ce *fielderr.Error
 			if !errors.As(err, &ce) || ce.Field != tc.field || !errors.Is(err, learner.ErrInvalidConfig) {
-				t.Errorf("%s: %v, want a ConfigError naming %s", tc.name, err, tc.field)
+				t.Errorf("%s: %v, want a field error naming %s", tc.name, err, tc.field)
 			}
 			continue
 		}

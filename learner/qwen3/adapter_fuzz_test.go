@@ -5,12 +5,13 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
 // FuzzParseAdapterConfig: an adapter_config.json never panics the reader;
-// a refusal wraps learner.ErrInvalidConfig or is a *learner.ConfigError;
+// a refusal wraps learner.ErrInvalidConfig or is a *fielderr.Error;
 // what it accepts validates.
 func FuzzParseAdapterConfig(f *testing.F) {
 	good, err := json.Marshal(hfmodel.PEFTConfig{PeftType: "LORA", TaskType: "CAUSAL_LM", R: 8, LoraAlpha: 16, TargetModules: hfmodel.LoRATargets, Bias: "none"})
@@ -30,7 +31,7 @@ func FuzzParseAdapterConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, js []byte) {
 		cfg, err := hfmodel.ParseAdapterConfig(js)
 		if err != nil {
-			var ce *learner.ConfigError
+			var ce *fielderr.Error
 			if !errors.Is(err, learner.ErrInvalidConfig) && !errors.As(err, &ce) {
 				t.Fatalf("error %v", err)
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
@@ -20,7 +21,7 @@ func (m *Model) AttachAdapter(ad *hfmodel.Adapter) error {
 		for _, tgt := range ad.Config.Targets {
 			mod, ok := loraModule[tgt]
 			if !ok {
-				return &learner.ConfigError{Field: "LoRAConfig.Targets", Value: tgt, Reason: "unknown module"}
+				return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "LoRAConfig.Targets", Value: tgt, Reason: "unknown module"}
 			}
 			shape := m.cfg.ModuleShape(hfmodel.LayerModules[mod])
 			a, b := ad.Weights[hfmodel.PEFTName(l, mod, "A")], ad.Weights[hfmodel.PEFTName(l, mod, "B")]

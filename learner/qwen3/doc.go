@@ -72,6 +72,6 @@
 //
 // Model methods serialise on a mutex; a Trainer from NewTrainer must not step while the model
 // generates. Errors: *WeightError (ErrWeights, learner.ErrCheckpointMismatch) for checkpoint
-// tensors, *learner.ConfigError (learner.ErrInvalidConfig) for configurations,
+// tensors, *fielderr.Error (learner.ErrInvalidConfig) for configurations,
 // learner.ErrBadBatch for bad inputs, learner.ErrCompute for GoMLX failures.
 package qwen3

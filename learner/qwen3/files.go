@@ -4,13 +4,14 @@ import (
 	"fmt"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
 // LoadWeights replaces the model's weights with those of the Hugging Face directory dir, whose
-// config must describe the same architecture (a *learner.ConfigError otherwise). Every tensor
+// config must describe the same architecture (a *fielderr.Error otherwise). Every tensor
 // is read and checked before any is set: on error the model is unchanged. Optimizer state in
 // the model's context is kept. A model with LoRA adapters refuses (their base would change
 // under them).
@@ -25,7 +26,7 @@ func (m *Model) LoadWeights(dir string) error {
 		return fmt.Errorf("qwen3: LoadWeights: %w: LoRA adapters are attached", learner.ErrInvalidConfig)
 	}
 	if !m.cfg.SameArchitecture(cfg) {
-		return &learner.ConfigError{Field: "config.json", Value: dir, Reason: "describes another architecture than the model's"}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "config.json", Value: dir, Reason: "describes another architecture than the model's"}
 	}
 	weights, err := hfmodel.ReadWeights(dir, m.cfg)
 	if err != nil {

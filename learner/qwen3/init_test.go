@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/sysmem"
-	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
@@ -94,9 +94,9 @@ func TestInit(t *testing.T) {
 		{hfmodel.InitOptions{Preset: hfmodel.PresetTiny, TokenizerPath: "/nonexistent/tokenizer.json"}, "InitOptions.TokenizerPath"},
 		{hfmodel.InitOptions{Preset: hfmodel.PresetTiny, Tokenizer: []byte("{")}, "InitOptions.Tokenizer"},
 	} {
-		var ce *learner.ConfigError
+		var ce *fielderr.Error
 		if _, err := hfmodel.Init(big, tc.o, nil); !errors.As(err, &ce) || ce.Field != tc.field {
-			t.Errorf("%+v: %v, want a ConfigError naming %s", tc.o, err, tc.field)
+			t.Errorf("%+v: %v, want a field error naming %s", tc.o, err, tc.field)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
@@ -35,7 +36,7 @@ func (g *EngineModel) OpenDecoder(slots, slotLen int) (engine.Decoder, error) {
 // OpenDecoder opens a slot pool on m (see EngineModel.OpenDecoder).
 func (m *Model) OpenDecoder(slots, slotLen int) (engine.Decoder, error) {
 	if slots < 1 || slotLen < 2 || slotLen > m.cfg.MaxPositionEmbeddings {
-		return nil, &learner.ConfigError{Field: "decoder", Value: fmt.Sprintf("%d slots of %d", slots, slotLen), Reason: fmt.Sprintf("need ≥ 1 slot of 2..%d positions", m.cfg.MaxPositionEmbeddings)}
+		return nil, &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "decoder", Value: fmt.Sprintf("%d slots of %d", slots, slotLen), Reason: fmt.Sprintf("need ≥ 1 slot of 2..%d positions", m.cfg.MaxPositionEmbeddings)}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

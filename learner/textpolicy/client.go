@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/gridnet"
 )
@@ -89,10 +90,10 @@ type Client struct {
 func NewClient(o ClientOptions) (*Client, error) {
 	u, err := url.Parse(o.BaseURL)
 	if o.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &OptionError{"BaseURL", o.BaseURL, "want an http(s) URL such as http://127.0.0.1:8000/v1"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "BaseURL", Value: o.BaseURL, Reason: "want an http(s) URL such as http://127.0.0.1:8000/v1"}
 	}
 	if strings.TrimSpace(o.Model) == "" {
-		return nil, &OptionError{"Model", o.Model, "required"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "Model", Value: o.Model, Reason: "required"}
 	}
 	if o.APIKeyEnv == "" {
 		o.APIKeyEnv = "OPENAI_API_KEY"
@@ -121,16 +122,16 @@ func NewClient(o ClientOptions) (*Client, error) {
 	}
 	switch {
 	case o.MaxTokens < 1:
-		return nil, &OptionError{"MaxTokens", o.MaxTokens, "must be ≥ 1"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "MaxTokens", Value: o.MaxTokens, Reason: "must be ≥ 1"}
 	case o.Concurrency < 1:
-		return nil, &OptionError{"Concurrency", o.Concurrency, "must be ≥ 1"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "Concurrency", Value: o.Concurrency, Reason: "must be ≥ 1"}
 	case math.IsNaN(o.TopP) || o.TopP < 0 || o.TopP > 1:
-		return nil, &OptionError{"TopP", o.TopP, "must be in [0, 1]"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "TopP", Value: o.TopP, Reason: "must be in [0, 1]"}
 	case o.Timeout < 0 || o.Backoff < 0:
-		return nil, &OptionError{"Timeout/Backoff", fmt.Sprint(o.Timeout, o.Backoff), "must be ≥ 0"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "Timeout/Backoff", Value: fmt.Sprint(o.Timeout, o.Backoff), Reason: "must be ≥ 0"}
 	}
 	if err := o.Reward.Validate(); err != nil {
-		return nil, &OptionError{"Reward", o.Reward, err.Error()}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "Reward", Value: o.Reward, Reason: err.Error()}
 	}
 	c := &Client{o: o, key: cmp.Or(o.APIKey, os.Getenv(o.APIKeyEnv)), url: strings.TrimRight(o.BaseURL, "/") + "/chat/completions", client: o.HTTPClient}
 	if c.client == nil {
@@ -182,10 +183,10 @@ func (c *Client) PlayContext(ctx context.Context, ins []*env.Instance, groupSize
 // play is PlayContext with the model id of the requests.
 func (c *Client) play(ctx context.Context, model string, ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	if groupSize < 1 {
-		return nil, &OptionError{"groupSize", groupSize, "must be ≥ 1"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "groupSize", Value: groupSize, Reason: "must be ≥ 1"}
 	}
 	if math.IsNaN(temperature) || temperature < 0 || temperature > 2 {
-		return nil, &OptionError{"temperature", temperature, "must be in [0, 2]"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "temperature", Value: temperature, Reason: "must be in [0, 2]"}
 	}
 	c.mu.Lock()
 	sched := c.sched

@@ -45,7 +45,7 @@
 //
 // # Errors
 //
-// *OptionError (ErrOptions) for bad options, ErrTokenizer for a tokenizer that is missing or
+// *fielderr.Error (ErrOptions) for bad options, ErrTokenizer for a tokenizer that is missing or
 // does not fit the model, ErrNotTrainable, *LogProbsError (ErrNoLogProbs), *EndpointError
 // (ErrEndpoint) after the retries of a call; model errors pass through from learner/qwen3
 // (learner.ErrBadBatch, learner.ErrCompute, …).

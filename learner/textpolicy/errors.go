@@ -7,7 +7,8 @@ import (
 
 // Sentinel errors of the package; match them with errors.Is.
 var (
-	// ErrOptions: Options or ClientOptions failed validation (see *OptionError).
+	// ErrOptions: Options or ClientOptions failed validation: a *fielderr.Error naming the
+	// option wraps it.
 	ErrOptions = errors.New("textpolicy: invalid options")
 	// ErrTokenizer: a model directory's tokenizer is missing or does not fit the model.
 	ErrTokenizer = errors.New("textpolicy: tokenizer")
@@ -21,20 +22,6 @@ var (
 	// *EndpointError).
 	ErrEndpoint = errors.New("textpolicy: endpoint call failed")
 )
-
-// OptionError names the option that failed validation and why.
-type OptionError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-func (e *OptionError) Error() string {
-	return fmt.Sprintf("textpolicy: option %s = %v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Unwrap returns ErrOptions.
-func (e *OptionError) Unwrap() error { return ErrOptions }
 
 // LogProbsError reports a completion without the token ids and log-probs that training
 // needs: the server ignored "logprobs" or cannot return token ids (vLLM's

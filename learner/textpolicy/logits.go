@@ -1,5 +1,7 @@
 package textpolicy
 
+import "github.com/t2t-lab/t2t/internal/fielderr"
+
 // TextLogits are one text's token ids and, per position, its next-token
 // logits: what `t2t model logits` writes, one JSON line per text, for
 // parity checks against other runtimes.
@@ -10,13 +12,13 @@ type TextLogits struct {
 }
 
 // Encode tokenizes each text; a text that encodes to no token is an
-// *OptionError naming it (1-based).
+// *fielderr.Error naming it (1-based).
 func (lm *LM) Encode(texts []string) ([][]int32, error) {
 	seqs := make([][]int32, len(texts))
 	for i, t := range texts {
 		seqs[i] = lm.Tok.Encode(t)
 		if len(seqs[i]) == 0 {
-			return nil, &OptionError{Field: "text", Value: i + 1, Reason: "encodes to no token"}
+			return nil, &fielderr.Error{Kind: ErrOptions, Field: "text", Value: i + 1, Reason: "encodes to no token"}
 		}
 	}
 	return seqs, nil

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gridnet"
@@ -70,23 +71,23 @@ func (o *Options) defaults() {
 	}
 }
 
-// Validate checks the options (after defaults); errors are *OptionError.
+// Validate checks the options (after defaults); errors are *fielderr.Error.
 func (o *Options) Validate() error {
 	switch {
 	case o.MaxNewTokens < 1:
-		return &OptionError{"MaxNewTokens", o.MaxNewTokens, "must be ≥ 1"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "MaxNewTokens", Value: o.MaxNewTokens, Reason: "must be ≥ 1"}
 	case o.TopK < 0:
-		return &OptionError{"TopK", o.TopK, "must be ≥ 0"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "TopK", Value: o.TopK, Reason: "must be ≥ 0"}
 	case math.IsNaN(o.TopP) || o.TopP < 0 || o.TopP > 1:
-		return &OptionError{"TopP", o.TopP, "must be in [0, 1]"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "TopP", Value: o.TopP, Reason: "must be in [0, 1]"}
 	case o.GenBatch < 1:
-		return &OptionError{"GenBatch", o.GenBatch, "must be ≥ 1"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "GenBatch", Value: o.GenBatch, Reason: "must be ≥ 1"}
 	}
 	if err := o.Reward.Validate(); err != nil {
-		return &OptionError{"Reward", o.Reward, err.Error()}
+		return &fielderr.Error{Kind: ErrOptions, Field: "Reward", Value: o.Reward, Reason: err.Error()}
 	}
 	if err := o.GRPO.Validate(); err != nil {
-		return &OptionError{"GRPO", "", err.Error()}
+		return &fielderr.Error{Kind: ErrOptions, Field: "GRPO", Value: "", Reason: err.Error()}
 	}
 	return nil
 }
@@ -170,10 +171,10 @@ func (p *Policy) Prompt(in *env.Instance) []int32 {
 // into the schedule (greedy evaluation does not).
 func (p *Policy) Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error) {
 	if groupSize < 1 {
-		return nil, &OptionError{"groupSize", groupSize, "must be ≥ 1"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "groupSize", Value: groupSize, Reason: "must be ≥ 1"}
 	}
 	if math.IsNaN(temperature) || temperature < 0 {
-		return nil, &OptionError{"temperature", temperature, "must be ≥ 0"}
+		return nil, &fielderr.Error{Kind: ErrOptions, Field: "temperature", Value: temperature, Reason: "must be ≥ 0"}
 	}
 	p.mu.Lock()
 	sched := p.sched

@@ -13,6 +13,7 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
@@ -204,34 +205,34 @@ type SFTOptions struct {
 	Progress SFTProgress
 }
 
-// Validate checks the options; errors are *OptionError.
+// Validate checks the options; errors are *fielderr.Error.
 func (o *SFTOptions) Validate() error {
 	switch {
 	case o.Steps < 0:
-		return &OptionError{"Steps", o.Steps, "must be ≥ 0"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "Steps", Value: o.Steps, Reason: "must be ≥ 0"}
 	case o.Batch < 1:
-		return &OptionError{"Batch", o.Batch, "must be ≥ 1"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "Batch", Value: o.Batch, Reason: "must be ≥ 1"}
 	case o.EvalInstances < 1:
-		return &OptionError{"EvalInstances", o.EvalInstances, "must be ≥ 1"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "EvalInstances", Value: o.EvalInstances, Reason: "must be ≥ 1"}
 	case o.ReportEvery < 1:
-		return &OptionError{"ReportEvery", o.ReportEvery, "must be ≥ 1"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "ReportEvery", Value: o.ReportEvery, Reason: "must be ≥ 1"}
 	case o.EvalEvery < 0:
-		return &OptionError{"EvalEvery", o.EvalEvery, "must be ≥ 0"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "EvalEvery", Value: o.EvalEvery, Reason: "must be ≥ 0"}
 	case o.SaveEvery < 0:
-		return &OptionError{"SaveEvery", o.SaveEvery, "must be ≥ 0"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "SaveEvery", Value: o.SaveEvery, Reason: "must be ≥ 0"}
 	case o.Dir == "":
-		return &OptionError{"Dir", o.Dir, "must name the checkpoint directory"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "Dir", Value: o.Dir, Reason: "must name the checkpoint directory"}
 	case o.EngineerEvery < 0:
-		return &OptionError{"EngineerEvery", o.EngineerEvery, "must be ≥ 0"}
+		return &fielderr.Error{Kind: ErrOptions, Field: "EngineerEvery", Value: o.EngineerEvery, Reason: "must be ≥ 0"}
 	}
 	for _, a := range o.Agents {
 		if a < 1 || a > env.MaxAgents {
-			return &OptionError{"Agents", o.Agents, fmt.Sprintf("each must be in 1..%d", env.MaxAgents)}
+			return &fielderr.Error{Kind: ErrOptions, Field: "Agents", Value: o.Agents, Reason: fmt.Sprintf("each must be in 1..%d", env.MaxAgents)}
 		}
 	}
 	lo, hi := o.sizes()
 	if lo < env.MinSize || hi > env.MaxSize || lo > hi {
-		return &OptionError{"MinSize..MaxSize", fmt.Sprintf("%d..%d", lo, hi), fmt.Sprintf("must lie in %d..%d, min ≤ max", env.MinSize, env.MaxSize)}
+		return &fielderr.Error{Kind: ErrOptions, Field: "MinSize..MaxSize", Value: fmt.Sprintf("%d..%d", lo, hi), Reason: fmt.Sprintf("must lie in %d..%d, min ≤ max", env.MinSize, env.MaxSize)}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/report"
 )
 
@@ -274,7 +275,7 @@ func TestSFTAgentsAndSizes(t *testing.T) {
 // TestSFTOptionsEngineerEvery: a negative EngineerEvery is refused, naming the field.
 func TestSFTOptionsEngineerEvery(t *testing.T) {
 	o := SFTOptions{Steps: 1, Batch: 1, EvalInstances: 1, ReportEvery: 1, Dir: t.TempDir(), EngineerEvery: -1}
-	var oe *OptionError
+	var oe *fielderr.Error
 	if err := o.Validate(); !errors.As(err, &oe) || oe.Field != "EngineerEvery" {
 		t.Fatalf("EngineerEvery -1: %v", err)
 	}

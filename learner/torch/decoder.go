@@ -3,6 +3,7 @@ package torch
 import (
 	"fmt"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 )
@@ -21,7 +22,7 @@ type decoder struct {
 // opens the pool again (empty: rows running then fail).
 func (m *Model) OpenDecoder(slots, slotLen int) (engine.Decoder, error) {
 	if slots < 1 || slotLen < 2 || slotLen > m.cfg.MaxPositionEmbeddings {
-		return nil, &learner.ConfigError{Field: "decoder", Value: fmt.Sprintf("%d slots of %d", slots, slotLen), Reason: fmt.Sprintf("need ≥ 1 slot of 2..%d positions", m.cfg.MaxPositionEmbeddings)}
+		return nil, &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "decoder", Value: fmt.Sprintf("%d slots of %d", slots, slotLen), Reason: fmt.Sprintf("need ≥ 1 slot of 2..%d positions", m.cfg.MaxPositionEmbeddings)}
 	}
 	if err := m.wk.call("decoder_open", map[string]any{"slots": slots, "slot_len": slotLen}, nil, nil); err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
@@ -510,7 +511,7 @@ func (m *Model) Save(dir string, dtype safetensors.DType) error {
 	names := map[safetensors.DType]string{"": "float32", safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}
 	name, ok := names[dtype]
 	if !ok {
-		return &learner.ConfigError{Field: "dtype", Value: dtype, Reason: "want F32, BF16 or F16"}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "dtype", Value: dtype, Reason: "want F32, BF16 or F16"}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -558,7 +559,7 @@ func (m *Model) Reload(dir string) error {
 		return err
 	}
 	if !m.cfg.SameArchitecture(cfg) {
-		return &learner.ConfigError{Field: "config.json", Value: dir, Reason: "describes another architecture than the model's"}
+		return &fielderr.Error{Kind: learner.ErrInvalidConfig, Field: "config.json", Value: dir, Reason: "describes another architecture than the model's"}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
