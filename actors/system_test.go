@@ -21,9 +21,19 @@ type sysRunner struct {
 	calls    []WorkUnit
 	done     chan string // unit ids of finished calls (nil: not reported)
 	groupsPU int         // groups per unit (0: Hi-Lo)
+	// gate, when set, holds every unit until it is closed (a test that needs
+	// another rollout to take a unit first: this one would take them all).
+	gate chan struct{}
 }
 
 func (r *sysRunner) RunUnit(ctx context.Context, u WorkUnit) (UnitDone, error) {
+	if r.gate != nil {
+		select {
+		case <-ctx.Done():
+			return UnitDone{}, ctx.Err()
+		case <-r.gate:
+		}
+	}
 	r.mu.Lock()
 	r.calls = append(r.calls, u)
 	r.mu.Unlock()
@@ -199,7 +209,9 @@ func TestSystemRolloutDiesMidStage(t *testing.T) {
 	cfg := sysConfig(clk)
 	cfg.Rollouts, cfg.MaxInFlight, cfg.UnitsPerStage = 2, 1, 6
 	doomed := &sysBlockingRunner{started: make(chan WorkUnit, 8), release: make(chan struct{})}
-	healthy := &sysRunner{groupsPU: 1, done: make(chan string, 16)}
+	// The healthy rollout waits until the doomed one holds a unit: on a
+	// loaded machine it could otherwise finish all six first.
+	healthy := &sysRunner{groupsPU: 1, done: make(chan string, 16), gate: make(chan struct{})}
 	s := sysStart(t, cfg, func(i int) Runner {
 		if i == 0 {
 			return doomed
@@ -217,6 +229,7 @@ func TestSystemRolloutDiesMidStage(t *testing.T) {
 		res <- result{rep, err}
 	}()
 	lost := testWait(t, doomed.started, "doomed rollout to start a unit")
+	close(healthy.gate)
 	if err := s.node.System().Root.StopFuture(s.rollouts[0].PID).Wait(); err != nil {
 		t.Fatal(err)
 	}

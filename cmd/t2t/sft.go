@@ -49,7 +49,7 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	f.cpuProfile = fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	f.prompt = fs.String("prompt", env.PromptFull, env.PromptStyleHelp)
 	f.agents = fs.String("agents", "2", "agent counts to train and evaluate on, comma-separated (2,3,4,5: step s trains on the (s mod 4)-th; the evaluation set splits evenly)")
-	f.sizes = fs.String("sizes", "3-5", "map sizes MIN-MAX, in equal shares (3-10: the paper's range)")
+	f.sizes = fs.String("sizes", "3-5", "map sizes MIN-MAX, in equal shares (3-10: the paper's range); k agents train on the sizes ≥ k")
 	f.engTurns = fs.Int("engineer-turns", 0, "mix this many engineer turns (the engineer's prompt after a stage, answered by a teacher strategy)\n"+
 		"from --engineer-data into the run: the engineer skill in the same weights (0: none)")
 	f.engData = fs.String("engineer-data", "", "engineer turns, JSON Lines (t2t engineer turns --out); the held-out ones are never used")

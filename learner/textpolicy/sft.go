@@ -234,6 +234,9 @@ func (o *SFTOptions) Validate() error {
 	if lo < env.MinSize || hi > env.MaxSize || lo > hi {
 		return &fielderr.Error{Kind: ErrOptions, Field: "MinSize..MaxSize", Value: fmt.Sprintf("%d..%d", lo, hi), Reason: fmt.Sprintf("must lie in %d..%d, min ≤ max", env.MinSize, env.MaxSize)}
 	}
+	if k := slices.Max(o.agents()); k > hi {
+		return &fielderr.Error{Kind: ErrOptions, Field: "MinSize..MaxSize", Value: fmt.Sprintf("%d..%d", lo, hi), Reason: fmt.Sprintf("%d agents need a %dx%d map or larger: raise the largest size to %d", k, k, k, k)}
+	}
 	return nil
 }
 
@@ -257,10 +260,11 @@ func (o *SFTOptions) sizes() (lo, hi int) {
 	return lo, hi
 }
 
-// config is the distribution of agents agents on the run's sizes.
+// config is the distribution of agents agents on the run's sizes that fit them: k agents
+// need a k×k map, so a size range starting below k starts at k for them.
 func (o *SFTOptions) config(agents, instances int) env.Config {
 	lo, hi := o.sizes()
-	cfg := SFTConfigFor(agents, lo, hi)
+	cfg := SFTConfigFor(agents, max(lo, agents), hi)
 	cfg.Instances = instances
 	return cfg
 }

@@ -251,6 +251,19 @@ func TestSFTAgentsAndSizes(t *testing.T) {
 	if len(ins) != 5 || count[2] != 3 || count[3] != 2 {
 		t.Fatalf("evaluation set: %d instances, per agent count %v", len(ins), count)
 	}
+	// k agents need a k×k map: on sizes 3..6, 5 agents draw sizes 5 and 6 only.
+	wide := SFTOptions{EvalInstances: 24, Seed: seed, Agents: []int{2, 5}, MinSize: 3, MaxSize: 6}
+	ins, err = sftEvalSet(&wide)
+	if err != nil {
+		t.Fatalf("agents 2,5 on sizes 3..6: %v", err)
+	}
+	sizes := map[int]map[int]bool{2: {}, 5: {}}
+	for _, in := range ins {
+		sizes[len(in.Agents)][in.Width] = true
+	}
+	if len(sizes[5]) != 2 || !sizes[5][5] || !sizes[5][6] || len(sizes[2]) < 3 {
+		t.Fatalf("sizes drawn per agent count: %v, want 5 agents on 5 and 6 only, 2 agents on 3..6", sizes)
+	}
 	p, err := New(tpLM(t, seed), tpOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +276,7 @@ func TestSFTAgentsAndSizes(t *testing.T) {
 	if losses != 2 || p.Version() != 2 {
 		t.Fatalf("%d loss reports, version %d", losses, p.Version())
 	}
-	for _, bad := range []SFTOptions{{Agents: []int{0}}, {Agents: []int{env.MaxAgents + 1}}, {MinSize: 6, MaxSize: 4}, {MaxSize: env.MaxSize + 1}} {
+	for _, bad := range []SFTOptions{{Agents: []int{0}}, {Agents: []int{env.MaxAgents + 1}}, {MinSize: 6, MaxSize: 4}, {MaxSize: env.MaxSize + 1}, {Agents: []int{2, 5}, MinSize: 3, MaxSize: 4}} {
 		o := opt
 		o.Agents, o.MinSize, o.MaxSize = bad.Agents, bad.MinSize, bad.MaxSize
 		if err := p.RunSFT(context.Background(), o); !errors.Is(err, ErrOptions) {
