@@ -35,7 +35,7 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	fs.IntVar(&o.Steps, "steps", 200, "optimizer steps")
 	fs.IntVar(&o.Batch, "batch", 16, "instances per step")
 	f.lr = fs.Float64("lr", 1e-3, "learning rate (AdamW)")
-	fs.IntVar(&o.EvalInstances, "eval", 48, "evaluation instances (2 agents, sizes 3..5), greedy, before and after")
+	fs.IntVar(&o.EvalInstances, "eval", 48, "evaluation instances (split evenly over --agents, on --sizes), greedy, before and after")
 	fs.IntVar(&o.ReportEvery, "report-every", 50, "print the loss every this many steps")
 	fs.IntVar(&o.EvalEvery, "eval-every", 0, "also evaluate every this many steps (0: before and after only)")
 	fs.IntVar(&o.SaveEvery, "save-every", 0, "also write the checkpoint to --out every this many steps, so a stopped run keeps its progress (0: at the end only)")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,6 +136,33 @@ func SizeSummary(e *report.Eval) string {
 		parts[i] = fmt.Sprintf("%dx%d %d/%d", s, s, valid[s], episodes[s])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// AgentsSummary is "2 agents 5/12, 3 agents 1/12": valid answers out of instances per agent
+// count.
+func AgentsSummary(e *report.Eval) string {
+	parts := make([]string, len(e.ByAgents))
+	for i, c := range e.ByAgents {
+		parts[i] = fmt.Sprintf("%d agents %d/%d", c.Agents, c.Valid, c.Episodes)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// EvalShape is "2 agents, 3x3..5x5" (or "2,3,4,5 agents, 3x3..10x10"): the agent counts and map
+// sizes of an evaluation.
+func EvalShape(e *report.Eval) string {
+	sizes := "no sizes"
+	if n := len(e.Sizes); n > 0 {
+		sizes = fmt.Sprintf("%dx%d", e.Sizes[0], e.Sizes[0])
+		if n > 1 {
+			sizes += fmt.Sprintf("..%dx%d", e.Sizes[n-1], e.Sizes[n-1])
+		}
+	}
+	agents := make([]string, len(e.Agents))
+	for i, a := range e.Agents {
+		agents[i] = strconv.Itoa(a)
+	}
+	return strings.Join(agents, ",") + " agents, " + sizes
 }
 
 // SFTConfig is the distribution supervised fine-tuning trains and evaluates on by default: 2

@@ -154,6 +154,17 @@ func TestRatesFailureSummary(t *testing.T) {
 	if got := FailureSummary(report.Tally("p", "s", outs[:4])); got != "none" {
 		t.Errorf("all valid: %q", got)
 	}
+	if got, want := EvalShape(e), "2 agents, 3x3..5x5"; got != want {
+		t.Errorf("EvalShape() = %q, want %q", got, want)
+	}
+	outs = append(outs, report.Outcome{InstanceID: "five", Agents: 5, Size: 7, Valid: true, Optimal: true}, report.Outcome{InstanceID: "five-b", Agents: 5, Size: 6})
+	e = report.Tally("p", "s", outs)
+	if got, want := EvalShape(e), "2,5 agents, 3x3..7x7"; got != want {
+		t.Errorf("EvalShape() = %q, want %q", got, want)
+	}
+	if got, want := AgentsSummary(e), "2 agents 4/32, 5 agents 1/2"; got != want {
+		t.Errorf("AgentsSummary() = %q, want %q", got, want)
+	}
 }
 
 // TestFailureSummaryCountsChecks: the summary counts, per check, the answers that failed it,

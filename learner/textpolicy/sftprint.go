@@ -20,8 +20,12 @@ func PrintSFTProgress(w io.Writer, dir string) SFTProgress {
 		},
 		Evaluated: func(ev SFTEval) {
 			e := ev.Eval
-			fmt.Fprintf(w, "%s: %d instances (2 agents, 3x3..5x5), greedy: parsable %.1f%%, valid %.1f%%, optimal %.1f%%; valid by size: %s; failed checks: %s\n",
-				ev.When(), e.Total.Episodes, 100*ParsableRate(e), 100*e.Total.ValidRate(), 100*e.Total.OptimalRate(), SizeSummary(e), FailureSummary(e))
+			fmt.Fprintf(w, "%s: %d instances (%s), greedy: parsable %.1f%%, valid %.1f%%, optimal %.1f%%; ",
+				ev.When(), e.Total.Episodes, EvalShape(e), 100*ParsableRate(e), 100*e.Total.ValidRate(), 100*e.Total.OptimalRate())
+			if len(e.ByAgents) > 1 {
+				fmt.Fprintf(w, "valid by agents: %s; ", AgentsSummary(e))
+			}
+			fmt.Fprintf(w, "valid by size: %s; failed checks: %s\n", SizeSummary(e), FailureSummary(e))
 		},
 		Loss: func(l SFTLoss) {
 			fmt.Fprintf(w, "step %d: ", l.Step)
