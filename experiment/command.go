@@ -80,8 +80,8 @@ func (f *Flags) Options(fs *flag.FlagSet, args []string, stdout, stderr io.Write
 	if f.Seeds < 1 || f.Seeds > 100 {
 		return o, &fielderr.Error{Flag: "seeds", Value: f.Seeds, Reason: "out of range [1,100]"}
 	}
-	if o.Policy != train.PolicyGridNet && o.Policy != train.PolicyScripted && o.Policy != train.PolicyQwen3 {
-		return o, &fielderr.Error{Flag: "policy", Value: strconv.Quote(o.Policy), Reason: "want gridnet, qwen3 or scripted"}
+	if err := train.CheckPolicyKind(o.Policy); err != nil {
+		return o, err
 	}
 	cfg, err := train.ReadConfig(f.ConfigPath)
 	if err != nil {
@@ -154,7 +154,7 @@ func (f *Flags) llm(o *Options) error {
 	if !checkpoint {
 		o.LLM.EngineerMaxTokens, o.LLM.EngineerTemperature, o.LLM.EngineerRetries, o.LLM.EngineerPrompt = 0, 0, 0, ""
 	}
-	if o.Policy != train.PolicyQwen3 {
+	if !train.IsLLM(o.Policy) {
 		o.LLM.MaxNewTokens, o.LLM.Prompt, o.LLM.Thinking = 0, "", false
 		if !checkpoint {
 			o.LLM.Model = ""

@@ -18,7 +18,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.EvalPerSize, "eval-per-size", d.EvalPerSize, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents")
 	fs.IntVar(&o.ValPerSize, "val-per-size", d.ValPerSize, "validation set: instances per map size (2 agents)")
 	fs.Uint64Var((*uint64)(&o.SuiteSeed), "suite-seed", DefaultSuiteSeed, "seed of the validation set and the benchmark suite (another value gives a held-out pair for developing strategies)")
-	fs.StringVar(&o.Policy, "policy", train.PolicyGridNet, "policy: gridnet (CPU network), qwen3 (a causal LM, --model) or scripted (optimal plans with injected mistakes; learns nothing)")
+	fs.StringVar(&o.Policy, "policy", train.PolicyGridNet, train.PolicyHelp())
 	fs.Float64Var(&o.MistakeRate, "mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move")
 	fs.StringVar(&o.Hidden, "hidden", "128,128", "gridnet hidden layer widths")
 	fs.Float64Var(&o.LR, "lr", 0, "learning rate (AdamW; 0: the policy's default, gridnet 1e-3, qwen3 1e-6)")

@@ -51,6 +51,9 @@ type GRPOConfig struct {
 }
 
 // DefaultGRPOConfig returns the documented defaults.
+// DefaultLR is the learning rate of DefaultGRPOConfig: a network trained from scratch (gridnet).
+const DefaultLR = 1e-3
+
 func DefaultGRPOConfig() GRPOConfig {
 	return GRPOConfig{
 		GroupSize:     8,
@@ -58,7 +61,7 @@ func DefaultGRPOConfig() GRPOConfig {
 		ClipEps:       0.2,
 		ISCap:         3,
 		KLCoef:        0,
-		LR:            1e-3,
+		LR:            DefaultLR,
 		WeightDecay:   0,
 		MaxGradNorm:   1,
 		MicroBatch:    256,

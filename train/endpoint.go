@@ -34,6 +34,13 @@ type EndpointPolicy struct {
 // Name implements Policy.
 func (p *EndpointPolicy) Name() string { return EndpointPolicyName }
 
+// follow implements follower: the endpoint serves the learner's weights,
+// or version v is loaded at the rollout engine.
+func (p *EndpointPolicy) follow(v int64, _ func() ([]byte, error)) error {
+	p.version.Store(v)
+	return nil
+}
+
 // Version implements Policy: the newest learner version this node heard of.
 func (p *EndpointPolicy) Version() int64 { return p.version.Load() }
 
@@ -53,7 +60,7 @@ func (p *EndpointPolicy) Update([]gridnet.ReplayedGroup) (learner.UpdateStats, l
 
 // endpointSpec fills s for a text policy served at its rollout engine
 // (push) or else at c.Endpoint.
-func endpointSpec(s *RunSpec, c Cluster, push *rolloutengine.Pusher, p *textpolicy.Policy) error {
+func endpointSpec(s *RunSpec, c Cluster, push *rolloutengine.Pusher, p LMPolicy) error {
 	o := p.Options()
 	switch {
 	case push != nil:

@@ -100,7 +100,7 @@ func llmEngineer(ctx context.Context, spec EngineerSpec, pol Policy) (engineer.L
 		retries = -1 // LLMOptions: negative is none, 0 the default
 	}
 	lo := engineer.LLMOptions{Modules: mods, Prompt: style, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, MaxRetries: retries}
-	tp, isLM := pol.(*textpolicy.Policy)
+	tp, isLM := pol.(LMPolicy)
 	target := spec.Target
 	if target == "" {
 		if !isLM {

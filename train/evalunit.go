@@ -40,13 +40,12 @@ func evalSplits(val, eval *env.SuiteSpec) ([]actors.EvalSplit, error) {
 	return out, nil
 }
 
-// evalOptions is how a run's evaluation plays pol with seed: the scripted
-// policy per instance (its mistakes then do not depend on which unit
-// played an instance with which others), any other in one greedy batch per
-// agent count.
+// evalOptions is how a run's evaluation plays pol with seed: a
+// perInstancePlayer (the scripted policy) per instance, any other in one
+// greedy batch per agent count.
 func evalOptions(pol Policy, seed uint64) evaluate.PlayOptions {
-	_, per := pol.(*ScriptedPolicy)
-	return evaluate.PlayOptions{Seed: seed, PerInstance: per}
+	pp, ok := pol.(perInstancePlayer)
+	return evaluate.PlayOptions{Seed: seed, PerInstance: ok && pp.playsPerInstance()}
 }
 
 // evalResult plays ins with play (pol at version, or that version at a

@@ -70,7 +70,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.Seed, "seed", d.Seed, "run seed: instances, sampling and weight initialisation")
 	fs.StringVar(&f.ConfigPath, "config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)")
 	fs.IntVar(&f.Instances, "instances", 0, "training instances per stage (0: the config's)")
-	fs.StringVar(&f.Policy, "policy", PolicyGridNet, "policy to train: gridnet (CPU network), qwen3 (a causal LM, --model), or scripted (optimal plans with injected mistakes)")
+	fs.StringVar(&f.Policy, "policy", PolicyGridNet, PolicyHelp())
 	fs.Float64Var(&f.MistakeRate, "mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move")
 	fs.StringVar(&f.Strategy, "strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", "))
 	f.Redis.Register(fs, "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server")
@@ -225,8 +225,8 @@ func (f *Flags) rolloutEngine(logger *slog.Logger) (*rolloutengine.Pusher, error
 		}
 		return nil, nil
 	}
-	if f.Policy != PolicyQwen3 {
-		return nil, &fielderr.Error{Kind: ErrOptions, Flag: "rollout-engine", Value: r.Engine, Reason: "pushes an LLM policy: needs --policy qwen3"}
+	if !IsLLM(f.Policy) {
+		return nil, needsLLM("rollout-engine", r.Engine, "pushes an LLM policy")
 	}
 	kind := strings.ToLower(strings.TrimSpace(r.Engine))
 	cfg := rolloutengine.Config{Kind: kind, URL: r.URL, Dir: r.Dir, Model: r.Model, APIKey: cmp.Or(r.APIKey, os.Getenv(rolloutengine.APIKeyEnv)),
@@ -276,63 +276,77 @@ func ReadConfig(path string) (env.Config, error) {
 
 // policySpec is the policy the flags ask for.
 func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (PolicySpec, error) {
-	switch f.Policy {
-	case PolicyScripted, PolicyGridNet, PolicyQwen3:
-	default:
-		return PolicySpec{}, &fielderr.Error{Kind: ErrOptions, Flag: "policy", Value: strconv.Quote(f.Policy), Reason: "want gridnet, qwen3 or scripted"}
+	if err := CheckPolicyKind(f.Policy); err != nil {
+		return PolicySpec{}, err
 	}
 	if f.WarmStart != "none" && f.WarmStart != "bc" {
 		return PolicySpec{}, &fielderr.Error{Kind: ErrOptions, Flag: "warmstart", Value: strconv.Quote(f.WarmStart), Reason: "want none or bc"}
 	}
 	spec := PolicySpec{Kind: f.Policy, Device: f.Device, GroupSize: f.Opt.GroupSize, Seed: f.Opt.Seed, MistakeRate: f.MistakeRate, LR: f.LR, ModelDir: f.ModelDir}
-	switch f.Policy {
-	case PolicyGridNet:
-		widths, err := ParseWidths(f.Hidden)
-		if err != nil {
-			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "hidden", Reason: err.Error()}
-		}
-		spec.Hidden = widths
-		if f.WarmStart == "bc" && !f.Opt.Resume { // a resumed run loads its checkpoint
-			spec.WarmStart = &WarmStart{Steps: f.BCSteps, Config: cfg, Out: out}
-		}
-	case PolicyQwen3:
-		var err error
-		if spec.Engine, err = f.Engine.Spec(f.Device, func(line string) { logger.Info("torch worker", "line", line) }); err != nil {
-			return spec, causeError("", err)
-		}
-		spec.Text = textpolicy.DefaultOptions()
-		if spec.Text.Prompt, err = env.PromptStyle(f.Prompt); err != nil {
-			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "prompt", Value: strconv.Quote(f.Prompt), Reason: "want full or compact"}
-		}
-		spec.Text.MaxNewTokens, spec.Text.Thinking = f.MaxNewTokens, f.Thinking
-		if f.GenSlots < 0 {
-			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "gen-slots", Value: f.GenSlots, Reason: "must be ≥ 0"}
-		}
-		spec.GenSlots = f.GenSlots
-		if f.RewardL1 < 0 || f.RewardL2 <= f.RewardL1 {
-			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "reward-l2", Value: f.RewardL2, Reason: fmt.Sprintf("must exceed --reward-l1 (%d), which must be ≥ 0", f.RewardL1)}
-		}
-		spec.Text.Reward = env.DefaultRewardConfig()
-		spec.Text.Reward.L1, spec.Text.Reward.L2 = f.RewardL1, f.RewardL2
-		switch {
-		case f.LoRARank < 0:
-			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "lora-rank", Value: f.LoRARank, Reason: "must be ≥ 0"}
-		case f.LoRARank > 0 && f.Opt.Resume:
-			return spec, &fielderr.Error{Kind: ErrOptions, Flag: "lora-rank", Value: f.LoRARank, Reason: "cannot --resume: a checkpoint holds the merged weights, not the adapters"}
-		case f.LoRARank > 0:
-			spec.LoRA = &hfmodel.LoRAConfig{Rank: f.LoRARank, Alpha: float64(2 * f.LoRARank), Targets: slices.Clone(hfmodel.LoRATargets)}
+	if fill := policyKinds[f.Policy].fromFlags; fill != nil {
+		if err := fill(f, &spec, cfg, logger, out); err != nil {
+			return spec, err
 		}
 	}
-	if f.LoRARank != 0 && f.Policy != PolicyQwen3 {
-		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "lora-rank", Value: f.LoRARank, Reason: "trains an LLM policy's adapters: needs --policy qwen3"}
+	if IsLLM(f.Policy) {
+		return spec, nil
 	}
-	if f.Engine.Devices != "" && f.Policy != PolicyQwen3 {
-		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "devices", Value: f.Engine.Devices, Reason: "runs an LLM policy's torch ranks: needs --policy qwen3 --engine torch"}
-	}
-	if f.Engine.ActivationCheckpointing && f.Policy != PolicyQwen3 {
-		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "activation-checkpointing", Value: true, Reason: "checkpoints an LLM's decoder layers: needs --policy qwen3 --engine torch"}
+	switch {
+	case f.LoRARank != 0:
+		return spec, needsLLM("lora-rank", f.LoRARank, "trains an LLM policy's adapters")
+	case f.Engine.Devices != "":
+		return spec, needsLLM("devices", f.Engine.Devices, "runs an LLM policy's torch ranks (with --engine torch)")
+	case f.Engine.ActivationCheckpointing:
+		return spec, needsLLM("activation-checkpointing", true, "checkpoints an LLM's decoder layers (with --engine torch)")
 	}
 	return spec, nil
+}
+
+// gridSpecFromFlags fills a gridnet's part of spec: --hidden and the
+// warm start.
+func gridSpecFromFlags(f *Flags, spec *PolicySpec, cfg env.Config, _ *slog.Logger, out io.Writer) error {
+	widths, err := ParseWidths(f.Hidden)
+	if err != nil {
+		return &fielderr.Error{Kind: ErrOptions, Flag: "hidden", Reason: err.Error()}
+	}
+	spec.Hidden = widths
+	if f.WarmStart == "bc" && !f.Opt.Resume { // a resumed run loads its checkpoint
+		spec.WarmStart = &WarmStart{Steps: f.BCSteps, Config: cfg, Out: out}
+	}
+	return nil
+}
+
+// lmSpecFromFlags fills an LLM policy's part of spec: the engine, the
+// prompt, the answer length, the reward's length schedule, the scheduler
+// and LoRA.
+func lmSpecFromFlags(f *Flags, spec *PolicySpec, _ env.Config, logger *slog.Logger, _ io.Writer) error {
+	var err error
+	if spec.Engine, err = f.Engine.Spec(f.Device, func(line string) { logger.Info("torch worker", "line", line) }); err != nil {
+		return causeError("", err)
+	}
+	spec.Text = textpolicy.DefaultOptions()
+	if spec.Text.Prompt, err = env.PromptStyle(f.Prompt); err != nil {
+		return &fielderr.Error{Kind: ErrOptions, Flag: "prompt", Value: strconv.Quote(f.Prompt), Reason: "want full or compact"}
+	}
+	spec.Text.MaxNewTokens, spec.Text.Thinking = f.MaxNewTokens, f.Thinking
+	if f.GenSlots < 0 {
+		return &fielderr.Error{Kind: ErrOptions, Flag: "gen-slots", Value: f.GenSlots, Reason: "must be ≥ 0"}
+	}
+	spec.GenSlots = f.GenSlots
+	if f.RewardL1 < 0 || f.RewardL2 <= f.RewardL1 {
+		return &fielderr.Error{Kind: ErrOptions, Flag: "reward-l2", Value: f.RewardL2, Reason: fmt.Sprintf("must exceed --reward-l1 (%d), which must be ≥ 0", f.RewardL1)}
+	}
+	spec.Text.Reward = env.DefaultRewardConfig()
+	spec.Text.Reward.L1, spec.Text.Reward.L2 = f.RewardL1, f.RewardL2
+	switch {
+	case f.LoRARank < 0:
+		return &fielderr.Error{Kind: ErrOptions, Flag: "lora-rank", Value: f.LoRARank, Reason: "must be ≥ 0"}
+	case f.LoRARank > 0 && f.Opt.Resume:
+		return &fielderr.Error{Kind: ErrOptions, Flag: "lora-rank", Value: f.LoRARank, Reason: "cannot --resume: a checkpoint holds the merged weights, not the adapters"}
+	case f.LoRARank > 0:
+		spec.LoRA = &hfmodel.LoRAConfig{Rank: f.LoRARank, Alpha: float64(2 * f.LoRARank), Targets: slices.Clone(hfmodel.LoRATargets)}
+	}
+	return nil
 }
 
 // engineer builds the engineer strategy of the flags.

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,8 +57,8 @@ type PolicySpec struct {
 	Hidden  []int
 	ObsSize int
 	// LR is the learning rate (AdamW) of a gridnet or a qwen3 policy; 0
-	// takes the policy's default (learner.DefaultGRPOConfig's 1e-3 for a
-	// gridnet, textpolicy.DefaultOptions' 1e-6 for qwen3).
+	// takes the policy's default (DefaultLR: learner.DefaultLR for a
+	// gridnet, textpolicy.DefaultLR for qwen3).
 	LR float64
 	// Rollout is a gridnet's rollout config (nil:
 	// learner.DefaultRolloutConfig()).
@@ -74,7 +75,8 @@ type PolicySpec struct {
 	// (textpolicy.LM.EnableScheduler); 0 runs each generation alone on the model.
 	GenSlots int
 	// Text are a qwen3 policy's options (start from
-	// textpolicy.DefaultOptions()); GRPO.GroupSize is set to GroupSize.
+	// textpolicy.DefaultOptions()); GRPO.GroupSize is set to GroupSize, and
+	// GRPO.LR to LR when LR is set.
 	Text textpolicy.Options
 	// LoRA, when set, attaches LoRA adapters to a qwen3 policy's model
 	// (seeded by Seed) and freezes its base weights: updates train the
@@ -105,40 +107,28 @@ type WarmStart struct {
 // line. Opening a qwen3 model fails as EngineError says. A warm start's
 // errors are returned as they are.
 func NewPolicy(ctx context.Context, spec PolicySpec) (pol Policy, close func() error, err error) {
-	noop := func() error { return nil }
 	if !(spec.MistakeRate >= 0 && spec.MistakeRate <= 1) { // NaN too
 		return nil, nil, &fielderr.Error{Kind: ErrOptions, Flag: "mistake-rate", Value: spec.MistakeRate, Reason: "out of range [0,1]"}
 	}
-	switch spec.Kind {
-	case PolicyScripted:
-		return &ScriptedPolicy{MistakeRate: spec.MistakeRate}, noop, nil
-	case PolicyGridNet:
-		gp, err := newGridPolicy(spec)
-		if err != nil {
-			return nil, nil, err
-		}
-		return gp, noop, nil
-	case PolicyQwen3:
-		return newTextPolicy(ctx, spec)
-	case EndpointPolicyName:
-		c, err := textpolicy.NewClient(spec.Endpoint)
-		if err != nil {
-			return nil, nil, causeError("endpoint", err)
-		}
-		return &EndpointPolicy{Client: c}, noop, nil
+	k, ok := policyKinds[spec.Kind]
+	if !ok {
+		return nil, nil, &fielderr.Error{Kind: ErrOptions, Flag: "policy", Value: spec.Kind,
+			Reason: fmt.Sprintf("want %s or %s", strings.Join(policyOrder, ", "), EndpointPolicyName)}
 	}
-	return nil, nil, &fielderr.Error{Kind: ErrOptions, Flag: "policy", Value: spec.Kind,
-		Reason: fmt.Sprintf("want %s, %s, %s or %s", PolicyGridNet, PolicyQwen3, PolicyScripted, EndpointPolicyName)}
+	pol, close, err = k.build(ctx, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pol, close, nil
 }
 
-// DefaultLR is the learning rate a policy of kind trains at when none is
-// given: textpolicy's for qwen3 (1e-6, for pretrained LMs), the learner's
-// (1e-3) for the others.
-func DefaultLR(kind string) float64 {
-	if kind == PolicyQwen3 {
-		return textpolicy.DefaultOptions().GRPO.LR
+// newEndpointPolicy builds a rollout node's client of the learner's endpoint.
+func newEndpointPolicy(_ context.Context, spec PolicySpec) (Policy, func() error, error) {
+	c, err := textpolicy.NewClient(spec.Endpoint)
+	if err != nil {
+		return nil, nil, causeError("endpoint", err)
 	}
-	return learner.DefaultGRPOConfig().LR
+	return &EndpointPolicy{Client: c}, noClose, nil
 }
 
 // newGridPolicy builds a gridnet policy and warm-starts it.
@@ -152,9 +142,7 @@ func newGridPolicy(spec PolicySpec) (*GridPolicy, error) {
 		return nil, causeError("device", err)
 	}
 	gc := learner.DefaultGRPOConfig()
-	if spec.LR != 0 {
-		gc.LR = spec.LR
-	}
+	gc.LR = cmp.Or(spec.LR, gc.LR)
 	gc.GroupSize = spec.GroupSize
 	if err := gc.Validate(); err != nil {
 		return nil, causeError("", err)
@@ -232,13 +220,8 @@ func newTextPolicy(ctx context.Context, spec PolicySpec) (Policy, func() error, 
 			return nil, nil, causeError("gen-slots", err)
 		}
 	}
-	o := spec.Text
-	if o.GRPO.LR == 0 { // no GRPO settings yet: textpolicy's defaults, then the spec's
-		o.GRPO = textpolicy.DefaultOptions().GRPO
-	}
-	if spec.LR != 0 {
-		o.GRPO.LR = spec.LR
-	}
+	o := spec.Text // textpolicy.New sets its defaults: the GRPO settings with the spec's rate
+	o.GRPO.LR = cmp.Or(spec.LR, o.GRPO.LR)
 	o.GRPO.GroupSize = spec.GroupSize
 	tp, err := textpolicy.New(lm, o)
 	if err != nil {

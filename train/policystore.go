@@ -15,7 +15,6 @@ import (
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/safetensors"
-	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
 // Policy distribution between nodes is by pull. The learner's node
@@ -72,12 +71,9 @@ type RunSpec struct {
 func SpecOf(opt Options, pol Policy) (RunSpec, error) {
 	s := RunSpec{RunID: opt.RunID, Seed: opt.Seed, GroupSize: opt.GroupSize, Policy: pol.Name()}
 	switch p := pol.(type) {
-	case *ScriptedPolicy:
-		s.MistakeRate = p.MistakeRate
-	case *GridPolicy:
-		cfg, ro := p.Net.Config(), p.Rollout
-		s.GridNet, s.Rollout = &cfg, &ro
-	case *textpolicy.Policy:
+	case remoteDescriber:
+		p.describe(&s)
+	case LMPolicy:
 		if err := endpointSpec(&s, opt.Cluster, opt.RolloutEngine, p); err != nil {
 			return RunSpec{}, err
 		}
@@ -92,19 +88,18 @@ func SpecOf(opt Options, pol Policy) (RunSpec, error) {
 // an endpoint policy sends apiKey to the endpoint. None of a RunSpec's kinds
 // holds anything to release.
 func (s RunSpec) NewPolicy(device, apiKey string) (Policy, error) {
-	ps := PolicySpec{Kind: s.Policy, Device: device, GroupSize: s.GroupSize, MistakeRate: s.MistakeRate}
-	switch s.Policy {
-	case PolicyScripted:
-	case EndpointPolicyName:
+	ps := PolicySpec{Kind: s.Policy, Device: device, GroupSize: s.GroupSize, MistakeRate: s.MistakeRate, Rollout: s.Rollout}
+	if s.Endpoint != "" {
 		ps.Endpoint = s.clientOptions(apiKey)
-	case PolicyGridNet:
-		if s.GridNet == nil || s.Rollout == nil {
-			return nil, fmt.Errorf("%w: run %s: gridnet spec without its configs", ErrOptions, s.RunID)
-		}
+	}
+	if s.GridNet != nil {
 		ps.ObsSize, ps.Hidden, ps.Seed = s.GridNet.ObsSize, s.GridNet.Hidden, s.GridNet.Seed
-		ps.LR, ps.Rollout = learner.DefaultGRPOConfig().LR, s.Rollout
-	default:
-		return nil, fmt.Errorf("%w: run %s: unknown policy %q", ErrOptions, s.RunID, s.Policy)
+	}
+	switch k, ok := policyKinds[s.Policy]; {
+	case !ok || k.llm && s.Policy != EndpointPolicyName:
+		return nil, fmt.Errorf("%w: run %s: policy %q does not run on other nodes", ErrOptions, s.RunID, s.Policy)
+	case s.Policy == PolicyGridNet && (s.GridNet == nil || s.Rollout == nil):
+		return nil, fmt.Errorf("%w: run %s: gridnet spec without its configs", ErrOptions, s.RunID)
 	}
 	pol, _, err := NewPolicy(context.Background(), ps)
 	if err != nil {
@@ -216,9 +211,9 @@ func (p *PolicyStore) Weights(ctx context.Context, runID string, version int64) 
 // PublishPolicy publishes pol's current version (and weights, for gridnet).
 func (p *PolicyStore) PublishPolicy(ctx context.Context, runID string, pol Policy) error {
 	var w []byte
-	if gp, ok := pol.(*GridPolicy); ok {
+	if wp, ok := pol.(weightsPublisher); ok {
 		var err error
-		if w, err = EncodeWeights(gp); err != nil {
+		if w, err = wp.encodeWeights(); err != nil {
 			return err
 		}
 	}
@@ -238,28 +233,18 @@ func (p *PolicyStore) LoadLatest(ctx context.Context, runID string, pol Policy, 
 		if v <= have {
 			return have, nil
 		}
-		switch pt := pol.(type) {
-		case *ScriptedPolicy:
-			pt.version.Store(v)
-			return v, nil
-		case *EndpointPolicy:
-			pt.version.Store(v) // the endpoint serves the learner's weights, or v is loaded at the rollout engine
-			return v, nil
-		case *GridPolicy:
-			w, err := p.Weights(ctx, runID, v)
-			if errors.Is(err, ErrNoPolicy) {
-				continue // pruned meanwhile: a newer one is latest
-			}
-			if err != nil {
-				return have, err
-			}
-			if err := DecodeWeights(pt, v, w); err != nil {
-				return have, err
-			}
-			return v, nil
-		default:
+		f, ok := pol.(follower)
+		if !ok {
 			return have, fmt.Errorf("%w: policy %q cannot load published weights", ErrOptions, pol.Name())
 		}
+		err = f.follow(v, func() ([]byte, error) { return p.Weights(ctx, runID, v) })
+		switch {
+		case errors.Is(err, ErrNoPolicy):
+			continue // pruned meanwhile: a newer one is latest
+		case err != nil:
+			return have, err
+		}
+		return v, nil
 	}
 	return have, fmt.Errorf("train: run %s: policy versions move faster than they load", runID)
 }

@@ -31,7 +31,7 @@ import (
 // samples each version it serves.
 type pushRun struct {
 	push   *rolloutengine.Pusher
-	tp     *textpolicy.Policy
+	tp     LMPolicy
 	client *textpolicy.Client
 	opt    Options
 	cancel context.CancelFunc
@@ -42,7 +42,7 @@ type pushRun struct {
 // policy tp at an endpoint (base URL url, model model): prompts rendered as
 // the learner renders them (it recomputes the log-probs of the same
 // tokens), the policy's reward, token ids and log-probs required.
-func engineClientOptions(tp *textpolicy.Policy, url, model, apiKey string) textpolicy.ClientOptions {
+func engineClientOptions(tp LMPolicy, url, model, apiKey string) textpolicy.ClientOptions {
 	o := tp.Options()
 	thinking := o.Thinking
 	return textpolicy.ClientOptions{BaseURL: url, Model: model, APIKey: apiKey, Prompt: o.Prompt, Thinking: &thinking,
@@ -56,7 +56,7 @@ func engineClientOptions(tp *textpolicy.Policy, url, model, apiKey string) textp
 // learner writes in the background. stop ends that.
 func startPush(ctx context.Context, opt Options, pol Policy) (*pushRun, error) {
 	push := opt.RolloutEngine
-	tp, ok := pol.(*textpolicy.Policy)
+	tp, ok := pol.(LMPolicy)
 	if !ok {
 		return nil, &fielderr.Error{Kind: ErrOptions, Flag: "rollout-engine", Value: push.Kind(), Reason: fmt.Sprintf("pushes an LLM policy (--policy qwen3), not %s", pol.Name())}
 	}

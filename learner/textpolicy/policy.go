@@ -1,6 +1,7 @@
 package textpolicy
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -34,13 +35,17 @@ type Options struct {
 	// env.DefaultRewardConfig() (when L2 is 0).
 	Reward env.RewardConfig
 	// GRPO configures updates (the learner's GRPO loss, AdamW, clipping, micro-batches).
-	// Default (when LR is 0): learner.DefaultGRPOConfig() with LR 1e-6, MicroBatch 8 and
-	// LengthBuckets learner.PadLens(8192) (8, 16, 32, 64, 96, …, 512, 576, …: less than 12.5 %
-	// padding above 512).
+	// Default (when MicroBatch is 0): learner.DefaultGRPOConfig() with LR DefaultLR, MicroBatch
+	// 8 and LengthBuckets learner.PadLens(8192) (8, 16, 32, 64, 96, …, 512, 576, …: less than
+	// 12.5 % padding above 512), keeping an LR and a GroupSize set alone; LR 0 is DefaultLR.
 	GRPO learner.GRPOConfig
 	// GenBatch is the most completions sampled by one Generate call. Default 8.
 	GenBatch int
 }
+
+// DefaultLR is a text policy's default learning rate: small, for a pretrained LM (a model
+// trained from scratch here wants 1e-4 or more: `t2t train --lr`).
+const DefaultLR = 1e-6
 
 // DefaultOptions returns the defaults of every field.
 func DefaultOptions() Options {
@@ -59,12 +64,16 @@ func (o *Options) defaults() {
 	if o.Reward.L2 == 0 {
 		o.Reward = env.DefaultRewardConfig()
 	}
-	if o.GRPO.LR == 0 {
+	if o.GRPO.MicroBatch == 0 { // no GRPO settings: an LM's, keeping a rate and group size given alone
 		g := learner.DefaultGRPOConfig()
-		g.LR = 1e-6
+		g.LR = cmp.Or(o.GRPO.LR, DefaultLR)
+		g.GroupSize = cmp.Or(o.GRPO.GroupSize, g.GroupSize)
 		g.MicroBatch = 8
 		g.LengthBuckets = learner.PadLens(8192)
 		o.GRPO = g
+	}
+	if o.GRPO.LR == 0 {
+		o.GRPO.LR = DefaultLR
 	}
 	if o.GenBatch == 0 {
 		o.GenBatch = 8
