@@ -61,6 +61,23 @@ func TestWriteStatusNodes(t *testing.T) {
 			t.Errorf("no line %q in:\n%s", line, b.String())
 		}
 	}
+	// As `t2t status` reads them from the run's record in Redis.
+	rep.NodesUnixMs = now.Add(-2 * time.Second).UnixMilli()
+	b.Reset()
+	if err := WriteStatus(&b, rep, now); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nnodes (as the run recorded them 2s ago):\n  host (id p, pid 42) ") {
+		t.Errorf("recorded nodes without their age:\n%s", b.String())
+	}
+	rep.Nodes = nil
+	b.Reset()
+	if err := WriteStatus(&b, rep, now); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nnodes: not in Redis (the run wrote no nodes record; ") {
+		t.Errorf("no nodes known, but not said so:\n%s", b.String())
+	}
 }
 
 // fakeDevice reports n bytes, counting its readings; it fails with err.
