@@ -74,7 +74,7 @@ func unixMs(t time.Time) int64 {
 func (l *StatusLoad) String(now time.Time) string {
 	mean := "-"
 	if d := l.MeanUnitTime; d > 0 {
-		mean = d.Round(max(time.Microsecond, min(100*time.Millisecond, d/100))).String() // 2–3 figures
+		mean = figures3(d).String()
 	}
 	s := fmt.Sprintf("%d units done, %d in flight, mean unit %s, %d leases lost, last heartbeat %s",
 		l.UnitsDone, l.UnitsInFlight, mean, l.LostLeases, ago(now, l.LastHeartbeatMs))
@@ -82,6 +82,16 @@ func (l *StatusLoad) String(now time.Time) string {
 		s += ", left"
 	}
 	return s
+}
+
+// figures3 rounds d to 3 significant figures (1.3048712s → 1.3s,
+// 16.1561ms → 16.2ms), to the microsecond at least.
+func figures3(d time.Duration) time.Duration {
+	unit := time.Microsecond
+	for unit*1000 <= d {
+		unit *= 10
+	}
+	return d.Round(unit)
 }
 
 func ago(now time.Time, ms int64) string {

@@ -33,6 +33,22 @@ func TestLoadStatus(t *testing.T) {
 	}
 }
 
+// TestFigures3: a mean unit time is shown to 3 significant figures, to
+// the microsecond at least.
+func TestFigures3(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{1304871246, "1.3s"}, {16156100, "16.2ms"}, {999499, "999µs"}, {999500, "1ms"}, {1500 * time.Millisecond, "1.5s"},
+		{123456 * time.Second, "34h10m0s"}, {1234, "1µs"}, {400, "0s"},
+	} {
+		if got := figures3(tc.d).String(); got != tc.want {
+			t.Errorf("figures3(%d) = %s, want %s", tc.d, got, tc.want)
+		}
+	}
+}
+
 // TestWriteStatusNodes: `t2t status` text (and the page without scripts)
 // prints each node's load, the serving process's policy lag, and an LLM
 // policy's device memory.
