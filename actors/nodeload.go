@@ -146,6 +146,7 @@ func (c *coordinator) unitLoad(key string, u *unitState) {
 		c.metrics.loads.ended(h.node, false)
 		if u.holder == key {
 			now := c.clock.Now()
+			// The lease began at deadline - lease: a deadline is set only when a unit is leased (dispatch), never extended, and c.lease is fixed at construction.
 			took = max(now.Sub(u.deadline.Add(-c.lease)), 0)
 		}
 	}

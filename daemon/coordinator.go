@@ -117,6 +117,7 @@ func (p *process) clusterOptions(ctx context.Context, endpoint string, joined fu
 	}
 	return train.Cluster{Endpoint: endpoint, EndpointModel: LLMModelName,
 		Node: p.cfg.ID, Listen: listen, RemoteOnly: !p.cfg.Roles.Rollout, LeaseTimeout: p.cfg.Lease, Policies: p.ps, RemoteOptions: p.remoteOpts,
+		Members: p.memberNodes,
 		Started: func(sys *actors.System) error {
 			addr := ""
 			if listen != "" {

@@ -79,12 +79,7 @@ func Run(ctx context.Context, cfg Config, run *RunSetup) error {
 	if !cfg.Roles.Run {
 		return p.serveRollouts(ctx)
 	}
-	p.dash = NewDashboard(st, p.ps, run.RunID, func() []cluster.NodeMeta {
-		if m := p.members.Load(); m != nil {
-			return m.Members()
-		}
-		return nil
-	})
+	p.dash = NewDashboard(st, p.ps, run.RunID, p.memberList)
 	p.dash.register(mux)
 	return p.coordinate(ctx)
 }
@@ -167,3 +162,15 @@ func gossipWarning(c cluster.Config) string {
 	return fmt.Sprintf("t2t node: WARNING: gossip on %s is unencrypted and reachable from other hosts: anyone who can reach it can join the cluster (set --gossip-key, or bind --gossip to 127.0.0.1)",
 		net.JoinHostPort(c.BindAddr, strconv.Itoa(c.BindPort)))
 }
+
+// memberList is the cluster's members (none before the process joined).
+func (p *process) memberList() []cluster.NodeMeta {
+	if m := p.members.Load(); m != nil {
+		return m.Members()
+	}
+	return nil
+}
+
+// memberNodes is the cluster's members as nodes of the run
+// (train.Cluster.Members).
+func (p *process) memberNodes() []train.StatusNode { return memberNodes(p.memberList()) }

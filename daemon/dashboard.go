@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"html"
 	"net/http"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -45,12 +44,11 @@ type Dashboard struct {
 	device   atomic.Pointer[train.DeviceMeter]
 }
 
-// selfNode is the process of a one-process run: every role, and the
-// policy lag of the last unit its rollouts finished.
+// selfNode is the process of a one-process run (train.LocalNode): its
+// id, and the policy lag of the last unit its rollouts finished.
 type selfNode struct {
-	id, name string
-	pid      int
-	lag      atomic.Int64
+	id  string
+	lag atomic.Int64
 }
 
 // NewDashboard returns the live page of run in st; ps holds the run's
@@ -93,8 +91,7 @@ func (d *Dashboard) attach(sys *actors.System) {
 // local makes the page list this process (id node) as the run's one node,
 // fed by onUnit.
 func (d *Dashboard) local(node string) {
-	name, _ := os.Hostname()
-	d.self = &selfNode{id: node, name: name, pid: os.Getpid()}
+	d.self = &selfNode{id: node}
 }
 
 // onUnit records the policy lag of a unit this process's rollouts
@@ -156,7 +153,9 @@ func (d *Dashboard) read(ctx context.Context, now time.Time) (*pageStatus, error
 	if f := d.flow.Load(); f != nil {
 		rep.SetFlow(f)
 	}
-	rep.Nodes = d.nodeList()
+	if nodes := d.nodeList(); nodes != nil { // else the run's record in Redis, if any
+		rep.Nodes, rep.NodesUnixMs = nodes, 0
+	}
 	if m := d.sampling.Load(); m != nil {
 		rep.Sampling = m.Status(now)
 	}
@@ -178,37 +177,18 @@ func (d *Dashboard) nodeList() []train.StatusNode {
 	if f := d.loads.Load(); f != nil {
 		loads = (*f)()
 	}
-	out := []train.StatusNode{} // known, if none: not the "not in Redis" of t2t status
 	if s := d.self; s != nil {
-		out = append(out, train.StatusNode{ID: s.id, Name: s.name, PID: s.pid, Address: "this process",
-			Roles:     roleNames([]cluster.Role{cluster.RoleCoordinator, cluster.RoleLearner, cluster.RoleRollout, cluster.RoleEngineer}),
-			PolicyLag: s.lag.Load(), Load: train.LoadStatus(loads...)})
-		return out
+		return []train.StatusNode{train.LocalNode(s.id, "this process", s.lag.Load(), loads)}
 	}
-	byNode := map[string]actors.NodeLoad{}
-	for _, l := range loads {
-		byNode[l.Node] = l
-	}
-	for _, n := range d.nodes() {
-		sn := train.StatusNode{ID: n.ID, Name: n.Name, Roles: roleNames(n.Roles), Address: n.Address, Capacity: n.Capacity}
-		if l, ok := byNode[n.ID]; ok {
-			sn.Load = train.LoadStatus(l)
-			delete(byNode, n.ID)
-		}
-		out = append(out, sn)
-	}
-	for _, l := range loads {
-		if _, gone := byNode[l.Node]; gone {
-			out = append(out, train.StatusNode{ID: l.Node, Roles: []string{string(cluster.RoleRollout)}, Address: "not a member", Load: train.LoadStatus(l)})
-		}
-	}
-	return out
+	return train.ClusterNodes(memberNodes(d.nodes()), loads)
 }
 
-func roleNames(roles []cluster.Role) []string {
-	out := make([]string, len(roles))
-	for i, r := range roles {
-		out[i] = string(r)
+// memberNodes are the cluster's members as nodes of the run, without
+// their load.
+func memberNodes(ms []cluster.NodeMeta) []train.StatusNode {
+	out := make([]train.StatusNode, len(ms))
+	for i, m := range ms {
+		out[i] = train.MemberNode(m)
 	}
 	return out
 }

@@ -76,7 +76,10 @@
 // change (starting; training and evaluating per stage; done, interrupted
 // or failed) and after every policy update, through one writer goroutine
 // so that no actor waits for Redis (state.go); Options.OnState sees each
-// state. t2t status reads it.
+// state. With each state it writes the flow record and the nodes record
+// (statusnodes.go, P:run:{R}:nodes: each node's roles and load as the
+// coordinator accounts it; Cluster.Members lists a cluster's members).
+// t2t status reads them.
 //
 // Learner metrics: every update logs, at Info ("train: update"; t2t train
 // -v), its loss, the batch's mean reward and valid rate, the clip fraction,

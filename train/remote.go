@@ -45,6 +45,11 @@ type Cluster struct {
 	// RemoteOptions are extra options of the actor transport (mutual TLS:
 	// cluster.RemoteTLSOptions).
 	RemoteOptions []remote.ConfigOption
+	// Members lists the cluster's members without their load (t2t node:
+	// its membership, MemberNode); the run records them with their load
+	// in Redis (NodesRecord). Nil: a one-process run, whose one node is
+	// this process (LocalNode).
+	Members func() []StatusNode
 	// Endpoint and EndpointModel name the OpenAI-compatible endpoint that
 	// serves an LLM policy's current weights on this node (t2t serve over
 	// the trained model), for rollout nodes.

@@ -46,6 +46,8 @@ type run struct {
 	// flow tracks the groups the learner used, kept late and discarded,
 	// per stage (flow.go).
 	flow flowTracker
+	// nodes records the run's nodes with their load in Redis.
+	nodes nodesRecorder
 
 	// push is the rollout engine every rollout samples at (nil: none;
 	// push.go).
@@ -160,6 +162,8 @@ func Run(ctx context.Context, opt Options, pol Policy, st *store.Store) (*Result
 	r.flow.ps, r.flow.on = ps, opt.OnFlow
 	r.flow.rec = FlowRecord{RunID: opt.RunID, MaxLag: opt.MaxLag, StalenessK: opt.StalenessK, KeepLateK: opt.KeepLateK, KeepStale: opt.KeepStale}
 	r.flow.warn = func(err error) { opt.Logger.Warn("train: flow record not written", "error", err) }
+	r.nodes = nodesRecorder{st: st, run: opt.RunID, members: opt.Cluster.Members,
+		warn: func(err error) { opt.Logger.Warn("train: nodes record not written", "error", err) }}
 	if err := r.suites(); err != nil {
 		return nil, err
 	}
@@ -251,6 +255,7 @@ func (r *run) stages(ctx context.Context, first int) (*Result, error) {
 	}
 	defer sys.Close()
 	r.flow.attach(sys)
+	r.nodes.attach(sys, sc.Node, r.units.lag.Load)
 	if opt.Cluster.Started != nil {
 		if err := opt.Cluster.Started(sys); err != nil {
 			return nil, err

@@ -140,6 +140,7 @@ func (t *stateTracker) flush() {
 		t.r.opt.Logger.Warn("train: run state not recorded", "stage", s.Stage, "phase", s.Phase, "error", err)
 	}
 	t.r.flow.publish(ctx)
+	t.r.nodes.publish(ctx)
 }
 
 // stop records the final state (done, interrupted or failed) and waits

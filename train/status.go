@@ -110,8 +110,10 @@ type Status struct {
 	// policy last read it (DeviceMeter); nil where none reports it.
 	Device *DeviceStatus `json:"device,omitempty"`
 	// Nodes are the run's processes as the process serving the live page
-	// knows them; nil in `t2t status`, which reads Redis only.
-	Nodes []StatusNode `json:"nodes"`
+	// knows them, else as the run last recorded them in Redis
+	// (NodesRecord, at NodesUnixMs); nil where neither is known.
+	Nodes       []StatusNode `json:"nodes"`
+	NodesUnixMs int64        `json:"nodes_recorded_unix_ms,omitempty"`
 }
 
 // StatusNode is one process of a run: every role of a one-process run,
@@ -217,6 +219,13 @@ func CollectStatus(ctx context.Context, st *store.Store, ps *PolicyStore, run st
 	if rep.Checkpoints, err = st.Checkpoints(ctx, rep.Run); err != nil {
 		return nil, err
 	}
+	nodes, ok, err := ReadNodes(ctx, st, rep.Run)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		rep.Nodes, rep.NodesUnixMs = nodes.Nodes, nodes.UpdatedUnixMs
+	}
 	if ps != nil {
 		f, ok, err := ps.Flow(ctx, rep.Run)
 		if err != nil {
@@ -321,7 +330,7 @@ func WriteStatus(w io.Writer, rep *Status, now time.Time) error {
 			fmt.Fprintf(&b, "WARNING: %s\n", DiscardWarning(f.Total))
 		}
 	}
-	writeNodes(&b, rep.Nodes, now)
+	writeNodes(&b, rep.Nodes, rep.NodesUnixMs, now)
 	if len(rep.Checkpoints) == 0 {
 		b.WriteString("\ncheckpoints: none\n")
 	} else {

@@ -33,6 +33,22 @@ func TestLoadStatus(t *testing.T) {
 	}
 }
 
+// TestFigures3: a mean unit time is shown to 3 significant figures, to
+// the microsecond at least.
+func TestFigures3(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{1304871246, "1.3s"}, {16156100, "16.2ms"}, {999499, "999µs"}, {999500, "1ms"}, {1500 * time.Millisecond, "1.5s"},
+		{123456 * time.Second, "34h10m0s"}, {1234, "1µs"}, {400, "0s"},
+	} {
+		if got := figures3(tc.d).String(); got != tc.want {
+			t.Errorf("figures3(%d) = %s, want %s", tc.d, got, tc.want)
+		}
+	}
+}
+
 // TestWriteStatusNodes: `t2t status` text (and the page without scripts)
 // prints each node's load, the serving process's policy lag, and an LLM
 // policy's device memory.
@@ -60,6 +76,23 @@ func TestWriteStatusNodes(t *testing.T) {
 		if !strings.Contains(b.String(), line) {
 			t.Errorf("no line %q in:\n%s", line, b.String())
 		}
+	}
+	// As `t2t status` reads them from the run's record in Redis.
+	rep.NodesUnixMs = now.Add(-2 * time.Second).UnixMilli()
+	b.Reset()
+	if err := WriteStatus(&b, rep, now); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nnodes (as the run recorded them 2s ago):\n  host (id p, pid 42) ") {
+		t.Errorf("recorded nodes without their age:\n%s", b.String())
+	}
+	rep.Nodes = nil
+	b.Reset()
+	if err := WriteStatus(&b, rep, now); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nnodes: not in Redis (the run wrote no nodes record; ") {
+		t.Errorf("no nodes known, but not said so:\n%s", b.String())
 	}
 }
 

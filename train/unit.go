@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -56,13 +57,17 @@ type unitExecutor struct {
 	// they go to a learner on another node. Groups always carry the
 	// instance itself in Group.Local for a learner in this process.
 	wire bool
+	// lag, when set, holds the policy lag (learner version - version
+	// played) of the last unit recorded (a run's own rollouts).
+	lag *atomic.Int64
 }
 
 // localExecutor is the executor of an in-process run of opt (defaults
 // set) over pol: whole units, the policy as it is, groups that stay in
 // this process. Run adds the run's traces, gate and engine-loss handler.
 func localExecutor(opt Options, pol Policy, st *store.Store) *unitExecutor {
-	return &unitExecutor{runID: opt.RunID, seed: opt.Seed, groupSize: opt.GroupSize, pol: pol, st: st, onUnit: opt.OnUnit, metrics: opt.Metrics}
+	return &unitExecutor{runID: opt.RunID, seed: opt.Seed, groupSize: opt.GroupSize, pol: pol, st: st, onUnit: opt.OnUnit, metrics: opt.Metrics,
+		lag: new(atomic.Int64)}
 }
 
 // unitRun is what running one unit gave.
@@ -125,6 +130,9 @@ func (e *unitExecutor) run(ctx context.Context, u actors.WorkUnit) (unitRun, err
 	}
 	if _, err := e.st.RecordUnit(ctx, out.result); err != nil {
 		return unitRun{}, fmt.Errorf("unit %s: record: %w", u.UnitID, err)
+	}
+	if e.lag != nil {
+		e.lag.Store(max(e.pol.Version()-out.result.PolicyVersion, 0))
 	}
 	if e.onUnit != nil {
 		e.onUnit(out.result)

@@ -47,6 +47,8 @@
 //	| P:run:{R}:policy:<v>           | string | version v's weights (gridnet: model.safetensors bytes); the  | PublishPolicy (learner)            | PolicyWeights (rollout nodes)    |
 //	|                                |        | newest KeepPolicies are kept; LLM weights travel as files    |                                    |                                  |
 //	| P:run:{R}:flow                 | string | JSON train.FlowRecord: groups arrived, used, discarded, lag  | PutFlow (learner's run loop)       | Flow (status pages)              |
+//	| P:run:{R}:nodes                | string | JSON train.NodesRecord: each node's roles and load (units    | PutNodes (the run, with its state) | Nodes (t2t status)               |
+//	|                                |        | done, in flight, mean unit time, last heartbeat)             |                                    |                                  |
 //
 // Nothing expires: a run's keys stay until deleted by hand
 // (redis-cli --scan --pattern 'P:run:{R}:*' | xargs redis-cli del).

@@ -123,3 +123,24 @@ func (s *Store) Flow(ctx context.Context, runID string) ([]byte, error) {
 	}
 	return s.getBytes(ctx, "flow", s.runKey(runID, "flow"))
 }
+
+// PutNodes writes the run's nodes record, opaque bytes (train.NodesRecord's
+// JSON: each node's roles and load as the run's coordinator accounts it);
+// last writer wins.
+func (s *Store) PutNodes(ctx context.Context, runID string, rec []byte) error {
+	if err := checkRun(runID); err != nil {
+		return err
+	}
+	key := s.runKey(runID, "nodes")
+	return s.do(ctx, "put_nodes", func(ctx context.Context) error {
+		return s.rdb.Set(ctx, key, rec, 0).Err()
+	})
+}
+
+// Nodes reads the run's nodes record; an error wrapping ErrNotFound when none was written.
+func (s *Store) Nodes(ctx context.Context, runID string) ([]byte, error) {
+	if err := checkRun(runID); err != nil {
+		return nil, err
+	}
+	return s.getBytes(ctx, "nodes", s.runKey(runID, "nodes"))
+}

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// storeTestPolicies: a spec reads back as written (last writer wins); versions publish with
-// their weights; only the newest KeepPolicies weights stay; a version without weights moves
-// latest only; absent records and bad input are typed errors.
+// storeTestPolicies: a spec, a flow and a nodes record read back as written (last writer
+// wins); versions publish with their weights; only the newest KeepPolicies weights stay; a
+// version without weights moves latest only; absent records and bad input are typed errors.
 func storeTestPolicies(t *testing.T, open storeOpener) {
 	s := open(t, Options{})
 	ctx := context.Background()
@@ -65,6 +65,20 @@ func storeTestPolicies(t *testing.T, open storeOpener) {
 	}
 	if got, err := s.Flow(ctx, "r1"); err != nil || string(got) != `{"f":1}` {
 		t.Errorf("Flow = %q, %v", got, err)
+	}
+	if _, err := s.Nodes(ctx, "r1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Nodes before any: %v, want ErrNotFound", err)
+	}
+	for _, rec := range []string{`{"n":1}`, `{"n":2}`} { // last writer wins
+		if err := s.PutNodes(ctx, "r1", []byte(rec)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.Nodes(ctx, "r1"); err != nil || string(got) != `{"n":2}` {
+		t.Errorf("Nodes = %q, %v", got, err)
+	}
+	if err := s.PutNodes(ctx, "bad run id!", nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("PutNodes with a bad run id: %v, want ErrInvalid", err)
 	}
 	if err := s.PutSpec(ctx, "bad run id!", nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("PutSpec with a bad run id: %v, want ErrInvalid", err)

@@ -120,7 +120,7 @@ func livePageMidStage(s livePageState) bool {
 // aggregates (the running stage's too) and the Nodes table lists the
 // process. With scripts off the page shows the server's snapshot, the
 // running stage marked. After the run, t2t status --http serves the page
-// with every stage done.
+// with every stage done and the process as the run recorded it in Redis.
 func TestLivePageRealRun(t *testing.T) {
 	bin := livePageChromium(t)
 	seed := cmp.Or(*livePageSeed, 27)
@@ -192,7 +192,7 @@ func TestLivePageRealRun(t *testing.T) {
 	if strings.Contains(dom, `data-running="1"`) || !strings.Contains(dom, "phase done") {
 		t.Errorf("the finished run's page shows a running stage, or not the phase done:\n%.3000s", dom)
 	}
-	livePageCheck(t, dom, s, livePageFailures(t, st, s), 0)
+	livePageCheck(t, dom, s, livePageFailures(t, st, s), p.cmd.Process.Pid) // the nodes as the run recorded them
 	sp.cmd.Process.Signal(os.Interrupt)
 	if code := sp.wait(30 * time.Second); code != 0 {
 		t.Fatalf("t2t status --http exited with %d after an interrupt", code)
@@ -236,7 +236,9 @@ var (
 	livePageCell    = regexp.MustCompile(`class="cell" data-size="(\d+)" data-stage="(\d+)"`)
 	// livePageNode is the process's row of the Nodes table: pid, units
 	// done, units in flight, mean unit time.
-	livePageNode = regexp.MustCompile(`<td>(\d+)</td><td>coordinator,learner,rollout,engineer</td><td>this process</td><td>-</td>` +
+	// The serving process is "this process", the one the run recorded in
+	// Redis (t2t status --http) "the run's process".
+	livePageNode = regexp.MustCompile(`<td>(\d+)</td><td>coordinator,learner,rollout,engineer</td><td>(?:this process|the run's process)</td><td>-</td>` +
 		`<td data-col="units_done">(\d+)</td><td data-col="in_flight">(\d+)</td><td data-col="mean_unit">(\d+(?:\.\d)? m?s)</td>`)
 	livePageNodeText = regexp.MustCompile(`coordinator,learner,rollout,engineer at this process: (\d+) units done, (\d+) in flight, mean unit [0-9.]+[mµn]?s, 0 leases lost, last heartbeat `)
 )

@@ -23,8 +23,9 @@ config version; the config history and the latest config change; per stage
 the valid/optimal rates of the training episodes, the validation set and
 the 3/4/5-agent benchmark suite, the learner's updates and the groups it
 discarded (stale, late stage, duplicate); the run's flow (groups used,
-kept late, discarded, time dispatch waited for the learner); and the
-checkpoints. Without --run, the most recently updated run. With --http it
+kept late, discarded, time dispatch waited for the learner); its nodes
+with their load as the run last recorded them (roles, units done and in
+flight, mean unit time, last heartbeat); and the checkpoints. Without --run, the most recently updated run. With --http it
 serves the run's live page (/ui, /api/status) from Redis until interrupted:
 the page of a finished run, or of a run whose own --http you cannot reach.`
 

@@ -139,8 +139,12 @@ func TestStatusOfRun(t *testing.T) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "running:") || !strings.Contains(out, "nodes: not in Redis") {
-		t.Errorf("status of a finished run: a running stage, or nodes it cannot know:\n%s", out)
+	if strings.Contains(out, "running:") {
+		t.Errorf("status of a finished run: a running stage:\n%s", out)
+	}
+	if want := fmt.Sprintf(", pid %d) coordinator,learner,rollout,engineer at the run's process: %d units done, 0 in flight, ",
+		os.Getpid(), res.Actors.Coordinator.Completed); !strings.Contains(out, "\nnodes (as the run recorded them ") || !strings.Contains(out, want) {
+		t.Errorf("status lacks the run's recorded node with %q:\n%s", want, out)
 	}
 	// The config over stages: one row per size, one cell per stage.
 	for _, z := range res.Stages[0].Config.Sizes {
@@ -168,6 +172,55 @@ func TestStatusOfRun(t *testing.T) {
 		if !strings.Contains(out, fmt.Sprintf("%d  %s", i, res.Stages[i].ConfigVersion)) {
 			t.Errorf("status output lacks stage %d's row:\n%s", i, out)
 		}
+	}
+}
+
+// TestStatusNodesRecorded runs a scripted run on a real redis-server and
+// reads its nodes with plain `t2t status` (Redis only, no HTTP): the run's
+// one process is listed by pid with every role and as many units done as
+// its coordinator accepted, none in flight and a mean unit time, in the
+// wording of the live page's snapshot; --json carries the same record.
+func TestStatusNodesRecorded(t *testing.T) {
+	url := nodeRedis(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := env.DefaultLocalConfig()
+	cfg.Instances = 24
+	opt := train.Options{RunID: "nodes", Stages: 2, Seed: 3, Config: cfg, InstancesPerUnit: 6, GroupSize: 2,
+		LearnerBatch: 2, ValPerSize: 1, EvalPerSize: 1, Rollouts: 2}
+	res, err := train.Run(ctx, opt, &train.ScriptedPolicy{MistakeRate: 0.2}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := res.Actors.Coordinator.Completed
+	if training := uint64(2 * 4); done < training {
+		t.Fatalf("the run accepted %d units, fewer than its %d training units", done, training)
+	}
+	code, out, errOut := t2t(t, "status", "--redis", url, "--run", "nodes")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errOut)
+	}
+	t.Logf("t2t status:\n%s", out)
+	line := regexp.MustCompile(fmt.Sprintf(`(?m)^  \S+ \(id local, pid %d\) coordinator,learner,rollout,engineer at the run's process: `+
+		`(\d+) units done, 0 in flight, mean unit [0-9.]+[mµn]?s, 0 leases lost, last heartbeat [0-9.]+[mµn]?s ago, policy lag \d+$`, os.Getpid())).FindStringSubmatch(out)
+	if line == nil || line[1] != fmt.Sprint(done) || !strings.Contains(out, "\nnodes (as the run recorded them ") {
+		t.Fatalf("status lacks the run's node with %d units done:\n%s", done, out)
+	}
+	code, out, errOut = t2t(t, "status", "--redis", url, "--run", "nodes", "--json")
+	if code != 0 {
+		t.Fatalf("status --json: exit %d: %s", code, errOut)
+	}
+	var rep train.Status
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Nodes) != 1 || rep.Nodes[0].Load == nil || rep.Nodes[0].Load.UnitsDone != done || rep.Nodes[0].PID != os.Getpid() ||
+		rep.Nodes[0].Load.MeanUnitTime <= 0 || rep.NodesUnixMs == 0 {
+		t.Fatalf("status --json nodes %+v (recorded at %d), want this process with %d units done", rep.Nodes, rep.NodesUnixMs, done)
 	}
 }
 
