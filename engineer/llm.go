@@ -18,6 +18,18 @@ import (
 	"github.com/t2t-lab/t2t/env"
 )
 
+// Defaults of an engineer LLM that the commands offer (t2t train and node
+// --engineer-*, t2t experiment's self and base arms, t2t engineer propose):
+// the paper's best context modules, an answer of at most 1,024 tokens
+// sampled at 0.6 (Qwen3's recommendation when thinking), and 3 further
+// attempts after a rejected answer.
+const (
+	DefaultModules     = "F,G,H0,T"
+	DefaultMaxTokens   = 1024
+	DefaultTemperature = 0.6
+	DefaultRetries     = 3
+)
+
 // LLMOptions configures the llm strategy: a chat model behind an
 // OpenAI-compatible endpoint (vLLM, SGLang, Ollama, hosted APIs) writes the
 // proposal, as in the paper where the current policy checkpoint does.
@@ -45,7 +57,7 @@ type LLMOptions struct {
 	// ApproxTokens); BuildPrompt trims it to fit. 0: no bound.
 	TokenBudget int
 	// MaxRetries is the number of further calls after the first when an
-	// answer is unusable or a call fails. 0: 3; negative: none.
+	// answer is unusable or a call fails. 0: DefaultRetries; negative: none.
 	MaxRetries int
 	// Temperature is sent as is (0 is greedy decoding; Qwen3 recommends 0.6
 	// when thinking).
@@ -160,7 +172,7 @@ func NewLLM(opts Options) (*LLM, error) {
 	}
 	o.Prompt, _ = ParsePromptStyle(o.Prompt) // checked by Validate
 	if o.MaxRetries == 0 {
-		o.MaxRetries = 3
+		o.MaxRetries = DefaultRetries
 	}
 	if o.MaxRetries < 0 {
 		o.MaxRetries = 0

@@ -55,7 +55,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.Seed0, "seed0", 1, "first seed; seeds are seed0, seed0+1, ...")
 	fs.StringVar(&f.ConfigPath, "config", "", "stage-0 generator config JSON (default: the embedded local config)")
 	fs.IntVar(&f.Instances, "instances", 0, "training instances per stage (0: the config's)")
-	fs.StringVar(&f.Modules, "modules", "F,G,H0,T", "context-module variants of the llm, self and base arms, separated by ';' (each like F,G,H0,T): one arm per variant")
+	fs.StringVar(&f.Modules, "modules", engineer.DefaultModules, "context-module variants of the llm, self and base arms, separated by ';' (each like F,G,H0,T): one arm per variant")
 	fs.StringVar(&f.LLMKeyEnv, "llm-key-env", "OPENAI_API_KEY", "llm strategy: environment variable holding the API key (may be unset)")
 	fs.BoolVar(&f.Verbose, "v", false, "log the actor runtime to stderr")
 	f.Engine.Register(fs)

@@ -66,39 +66,28 @@ type RolloutFlags struct {
 func (f *Flags) Register(fs *flag.FlagSet) {
 	d := DefaultOptions()
 	o := &f.Opt
-	fs.IntVar(&o.Stages, "stages", d.Stages, "training stages")
+	e := &f.Engineer
+	RunFlags{Stages: &o.Stages, Epochs: &o.Epochs, GroupSize: &o.GroupSize, LearnerBatch: &o.LearnerBatch, InstancesPerUnit: &o.InstancesPerUnit,
+		ValPerSize: &o.ValPerSize, EvalPerSize: &o.EvalPerSize, Policy: &f.Policy, Hidden: &f.Hidden, Device: &f.Device, MistakeRate: &f.MistakeRate,
+		LR: &f.LR, Model: &f.ModelDir, Prompt: &f.Prompt, MaxNewTokens: &f.MaxNewTokens, Thinking: &f.Thinking, EngineerMaxTokens: &e.MaxTokens,
+		EngineerRetries: &e.Retries, EngineerTemperature: &e.Temperature, EngineerPrompt: &e.Prompt}.Register(fs)
 	fs.Uint64Var(&o.Seed, "seed", d.Seed, "run seed: instances, sampling and weight initialisation")
 	fs.StringVar(&f.ConfigPath, "config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)")
 	fs.IntVar(&f.Instances, "instances", 0, "training instances per stage (0: the config's)")
-	fs.StringVar(&f.Policy, "policy", PolicyGridNet, PolicyHelp())
-	fs.Float64Var(&f.MistakeRate, "mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move")
 	fs.StringVar(&f.Strategy, "strategy", engineer.NameLearnability, "engineer strategy: "+strings.Join(engineer.StrategyNames(), ", "))
 	f.Redis.Register(fs, "Redis URL (redis://host:port/db); empty embeds an in-process Redis-protocol server")
 	fs.StringVar(&f.WarmStart, "warmstart", "none", "gridnet warm start: none or bc (behaviour cloning from optimal plans)")
 	fs.IntVar(&f.BCSteps, "bc-steps", 60, "warm start: behaviour-cloning steps of 64 instances")
-	fs.StringVar(&f.Hidden, "hidden", "128,128", "gridnet hidden layer widths")
-	fs.Float64Var(&f.LR, "lr", 0, "learning rate (AdamW; 0: the policy's default, gridnet 1e-3, qwen3 1e-6)")
-	fs.IntVar(&o.GroupSize, "group", d.GroupSize, "GRPO group size: episodes per instance")
-	fs.IntVar(&o.LearnerBatch, "learner-batch", d.LearnerBatch, "groups per policy update")
-	fs.IntVar(&o.InstancesPerUnit, "instances-per-unit", d.InstancesPerUnit, "instances per work unit")
-	fs.IntVar(&o.Epochs, "epochs", d.Epochs, "passes over each stage's instances (the paper: 2), each with its own sampling seeds")
 	fs.StringVar(&o.RunID, "run-id", "", "run id in Redis (default run-<seed>)")
 	fs.StringVar(&o.CheckpointDir, "checkpoint-dir", "", "write a checkpoint (gridnet, or qwen3 as a Hugging Face directory) after every stage into this folder")
-	fs.IntVar(&o.ValPerSize, "val-per-size", d.ValPerSize, "validation set: instances per map size (2 agents, sizes 3..10)")
-	fs.IntVar(&o.EvalPerSize, "eval-per-size", d.EvalPerSize, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents")
-	fs.StringVar(&f.Device, "device", "cpu", DeviceHelp)
 	fs.BoolVar(&f.Verbose, "v", false, "log the actor runtime and every learner update (loss, reward, clip, KL, policy lag) to stderr")
 	fs.BoolVar(&o.Deterministic, "deterministic", false, "deterministic run: one rollout, units in order, each sampling the weights of all earlier full batches;\n"+
 		"the same flags give the same weights (--instances must be a multiple of --instances-per-unit and --learner-batch)")
 	fs.BoolVar(&o.Resume, "resume", false, "continue --run-id after its latest checkpoint indexed in Redis (needs --redis and --checkpoint-dir,\n"+
 		"and the interrupted run's other flags)")
 	f.Telemetry.Register(fs)
-	fs.StringVar(&f.ModelDir, "model", "", "--policy qwen3: Hugging Face checkpoint directory (e.g. from 't2t model init' or a real Qwen3)")
-	fs.IntVar(&f.MaxNewTokens, "max-new-tokens", 512, "--policy qwen3: most tokens per answer")
 	fs.IntVar(&f.GenSlots, "gen-slots", 0, "--policy qwen3: sequences sampled together by one continuous-batching scheduler that every rollout actor,\n"+
 		"evaluation and the self/base engineer share (a KV pool of that many slots of 2048 + --max-new-tokens positions); 0: each generation alone")
-	fs.BoolVar(&f.Thinking, "thinking", false, "--policy qwen3: let the model think (<think>…</think>) before answering")
-	fs.StringVar(&f.Prompt, "prompt", env.PromptFull, "--policy qwen3: "+env.PromptStyleHelp)
 	fs.IntVar(&f.LoRARank, "lora-rank", 0, "--policy qwen3: train LoRA adapters of this rank (α = 2·rank, all seven projections) with the base weights frozen; 0: all weights")
 	dr := env.DefaultRewardConfig()
 	fs.IntVar(&f.RewardL1, "reward-l1", dr.L1, "--policy qwen3: the length reward R_len is 0 up to this many completion tokens, then falls linearly")
@@ -126,13 +115,8 @@ func (f *Flags) registerEngineer(fs *flag.FlagSet) {
 		"base (a frozen copy of --model), or an OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1; API key from $T2T_ENGINEER_API_KEY)")
 	fs.StringVar(&f.EngineerURL, "engineer-url", "", "--strategy llm: alias of --engineer URL")
 	fs.StringVar(&e.Model, "engineer-model", "", "--strategy llm: model name at the --engineer URL")
-	fs.IntVar(&e.MaxTokens, "engineer-max-tokens", 1024, "--strategy llm: most tokens per engineer answer")
-	fs.Float64Var(&e.Temperature, "engineer-temperature", 0.6, "--strategy llm: engineer sampling temperature (0: greedy)")
-	fs.IntVar(&e.Retries, "engineer-retries", 3, "--strategy llm: further attempts after a rejected answer or a failed call, each told why the last was rejected")
 	fs.BoolVar(&e.Thinking, "engineer-thinking", false, "--strategy llm with self or base: let the engineer think (<think>…</think>) before its JSON")
-	fs.StringVar(&e.Prompt, "engineer-prompt", engineer.PromptFull, "--strategy llm: engineer prompt style: full (the paper's modules in prose and tables, ~2k tokens) or compact\n"+
-		"(the same modules in a few lines, for small models fine-tuned on engineer turns: t2t sft --engineer-turns)")
-	fs.StringVar(&e.Modules, "engineer-modules", "F,G,H0,T", "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)")
+	fs.StringVar(&e.Modules, "engineer-modules", engineer.DefaultModules, "--strategy llm: context modules (F failures, G guidelines, H history, H0 history without round 0, S own summaries, T bookkeeping)")
 }
 
 // Logger is the runtime logger the flags ask for (-v: text on stderr).

@@ -27,7 +27,7 @@ func engineerTurns(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "the turns file to write, JSON Lines (required)")
 	teacher := fs.String("teacher", engineer.NameLearnability, "the strategy whose proposals answer the turns: learnability or rules")
 	prompt := fs.String("prompt", engineer.PromptCompact, "engineer prompt style: full or compact (what the self engineer then gets with --engineer-prompt)")
-	modules := fs.String("modules", "F,G,H0,T", "context modules of the prompt (F, G, H, H0, S, T)")
+	modules := fs.String("modules", engineer.DefaultModules, "context modules of the prompt (F, G, H, H0, S, T)")
 	held := fs.Int("held-out", engineer.DefaultHeldOutPercent, "percent of the contexts held out (by a hash of the context): never trained on, scored by t2t engineer score")
 	if err := parseFlags(fs, args); err != nil {
 		return err

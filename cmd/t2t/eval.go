@@ -34,7 +34,7 @@ func addEvalFlags(fs *flag.FlagSet, o *evaluate.Options) *evalFlags {
 		policyModel: fs.String("policy-model", "", "--policy endpoint: model name"),
 		maxTokens:   fs.Int("max-tokens", 4096, "--policy endpoint: most tokens per answer"),
 		ckpt:        fs.String("checkpoint", "", "gridnet checkpoint folder (as written by t2t train --checkpoint-dir)"),
-		mistake:     fs.Float64("mistake-rate", 0.05, "scripted policy: chance per agent and step of a random move"),
+		mistake:     fs.Float64("mistake-rate", train.DefaultMistakeRate, "scripted policy: chance per agent and step of a random move"),
 		suite:       fs.String("suite", env.SuiteEval, "suite: eval, val, quick, or a JSONL file (its NAME.manifest.json, when present, gives the wait-ratio subsets)"),
 		perSize:     fs.Int("per-size", 0, "instances per size per subset of a named suite (0: the suite's default)"),
 		suiteSeed:   fs.Uint64("suite-seed", 2026, "seed of a named suite"),
