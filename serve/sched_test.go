@@ -127,7 +127,7 @@ func TestSchedulerFreesSlotOfLeavingClient(t *testing.T) {
 	lm := srvCheckpointOf(t, seed, func(c *hfmodel.Config) { c.MaxPositionEmbeddings = 4096 })
 	t.Cleanup(func() { _ = lm.Close() })
 	var logs testutil.SyncBuffer
-	_, hs, _ := srvStart(t, lm, serve.Options{GenSlots: 2, GenSlotLen: 4096, MaxTokens: 4000,
+	_, hs, _ := srvStart(t, lm, serve.Options{GenSlots: 2, GenSlotLen: 4096, MaxTokens: 4000, MaxMemory: 16 << 30, // not the free memory's share
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	const maxTokens = 4000
 	ctx, cancel := context.WithCancel(context.Background())

@@ -115,7 +115,9 @@ func TestTorchWorkerKilledMidBatch(t *testing.T) {
 	load := func(ctx context.Context, dir string) (*textpolicy.LM, error) {
 		return textpolicy.OpenLM(ctx, spec, dir)
 	}
-	srv, hs, c := srvStart(t, tlm, serve.Options{GenSlots: 4, GenSlotLen: 4096, MaxTokens: 4000, LoadWeights: load})
+	// A memory budget of its own: the default is a share of the memory free when the server
+	// starts, which a loaded machine may not have for this pool (a CI run at a513cfe failed so).
+	srv, hs, c := srvStart(t, tlm, serve.Options{GenSlots: 4, GenSlotLen: 4096, MaxTokens: 4000, MaxMemory: 16 << 30, LoadWeights: load})
 	t.Cleanup(func() { cur, _ := srv.Current(); _ = cur.Close() })
 	const n = 3
 	bodies := make([]*bufio.Reader, n)
