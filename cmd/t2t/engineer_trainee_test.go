@@ -85,12 +85,15 @@ func TestEngineerTurnsInSFTData(t *testing.T) {
 	}
 }
 
-// The run shape that TestTraineeAsEngineer records a context on and then trains with: the
-// LLM recipe's stage-0 config (2 agents, sizes 3..5), 4 instances, 2 stages, and the smallest
-// validation and benchmark sets. The recorded run and the self run share it, so that the
-// self engineer's stage-1 prompt is the taught one.
-var traineeRunShape = []string{"--stages", "2", "--config", "../../configs/two-agents-3to5.json", "--instances", "4",
-	"--instances-per-unit", "2", "--group", "2", "--learner-batch", "2", "--val-per-size", "1", "--eval-per-size", "1"}
+// traineeRun returns the t2t train arguments args followed by the run shape that
+// TestTraineeAsEngineer records a context on and then trains with: the LLM recipe's stage-0
+// config (2 agents, sizes 3..5), 4 instances, 2 stages, and the smallest validation and
+// benchmark sets. The recorded run and the self run share it, so that the self engineer's
+// stage-1 prompt is the taught one.
+func traineeRun(args ...string) []string {
+	return append(append([]string{"train"}, args...), "--stages", "2", "--config", "../../configs/two-agents-3to5.json", "--instances", "4",
+		"--instances-per-unit", "2", "--group", "2", "--learner-batch", "2", "--val-per-size", "1", "--eval-per-size", "1")
+}
 
 // The SFT budget of TestTraineeAsEngineer: traineeFirstSteps steps at traineeLR on the one
 // turn, then rounds of traineeMoreSteps until the score accepts the answer, at most
@@ -117,7 +120,7 @@ const (
 // because the context modules are T alone: the compact prompt with T shows the stage, the stage
 // count, the agents, the instances and the previous config's sizes and ratios, and no result of
 // the policy (F's failure table, H's valid rates, S's rationale are off). So the stage-1 prompt of
-// any run of the same shape (traineeRunShape) is the same bytes, whatever its policy did in stage
+// any run of the same shape (traineeRun) is the same bytes, whatever its policy did in stage
 // 0: a scripted-policy run of that shape is recorded, `t2t engineer propose --dump-history` reads
 // its history back as the self engineer would (2 planned stages), `t2t engineer turns` answers it
 // with the rules teacher, and the audit's prompt hash (SHA-256 of the system and user messages)
@@ -137,7 +140,7 @@ func TestTraineeAsEngineer(t *testing.T) {
 
 	// The context: stage 1 of a 2-stage run of this shape, with module T.
 	rec := "trainee-record"
-	code, out, e := t2t(t, append(append([]string{"train", "--policy", "scripted"}, traineeRunShape...), "--strategy", "fixed", "--redis", redisURL, "--run-id", rec)...)
+	code, out, e := t2t(t, traineeRun("--policy", "scripted", "--strategy", "fixed", "--redis", redisURL, "--run-id", rec)...)
 	if code != 0 {
 		t.Fatalf("scripted train: exit %d: %s\n%s", code, e, out)
 	}
@@ -192,10 +195,9 @@ func TestTraineeAsEngineer(t *testing.T) {
 	// answer, so every group's rewards are equal and carry no gradient anyway: on 2026-12-06 the
 	// audit named self@v0. A run whose rewards differ would need the same small rate.)
 	run := "trainee-self"
-	code, out, e = t2t(t, append(append([]string{"train", "--engine", "torch", "--threads", "2", "--policy", "qwen3", "--model", ck,
-		"--max-new-tokens", "8", "--lr", "1e-6", "--prompt", "compact"}, traineeRunShape...),
-		"--strategy", "llm", "--engineer", "self", "--engineer-prompt", "compact", "--engineer-modules", "T", "--engineer-temperature", "0",
-		"--engineer-retries", "0", "--engineer-max-tokens", traineeAnswerTokens, "--redis", redisURL, "--run-id", run)...)
+	code, out, e = t2t(t, traineeRun("--engine", "torch", "--threads", "2", "--policy", "qwen3", "--model", ck, "--max-new-tokens", "8",
+		"--lr", "1e-6", "--prompt", "compact", "--strategy", "llm", "--engineer", "self", "--engineer-prompt", "compact", "--engineer-modules", "T",
+		"--engineer-temperature", "0", "--engineer-retries", "0", "--engineer-max-tokens", traineeAnswerTokens, "--redis", redisURL, "--run-id", run)...)
 	if code != 0 || !strings.Contains(out, "done in") {
 		t.Fatalf("train --engineer self: exit %d: %s\n%s", code, e, out)
 	}
