@@ -24,6 +24,7 @@ type sftFlags struct {
 	engTurns, engEvery, engHeld     *int
 	lr                              *float64
 	maxTokens                       *int
+	evalBefore                      *bool
 	thinking                        *bool
 	engine                          *engine.Flags
 }
@@ -38,6 +39,7 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	fs.IntVar(&o.EvalInstances, "eval", 48, "evaluation instances (split evenly over --agents, on --sizes), greedy, before and after")
 	fs.IntVar(&o.ReportEvery, "report-every", 50, "print the loss every this many steps")
 	fs.IntVar(&o.EvalEvery, "eval-every", 0, "also evaluate every this many steps (0: before and after only)")
+	f.evalBefore = fs.Bool("eval-before", true, "evaluate before the first step (false: a run continuing a checkpoint already evaluated on this set)")
 	fs.IntVar(&o.SaveEvery, "save-every", 0, "also write the checkpoint to --out every this many steps, so a stopped run keeps its progress (0: at the end only)")
 	f.maxTokens = fs.Int("max-tokens", 64, "completion cap during evaluation")
 	f.thinking = fs.Bool("thinking", false, "render the chat template with thinking (the target then starts with an empty think block)")
@@ -68,6 +70,7 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	if err := f.setShape(&o); err != nil {
 		return err
 	}
+	o.SkipEvalBefore = !*f.evalBefore
 	popt, err := env.PromptStyle(*f.prompt)
 	if err != nil {
 		return badInput("--prompt %q: want full or compact", *f.prompt)

@@ -207,6 +207,9 @@ type SFTOptions struct {
 	ReportEvery int
 	// EvalEvery also evaluates every this many steps (0: before and after only).
 	EvalEvery int
+	// SkipEvalBefore leaves out the evaluation before the first step: a run that continues a
+	// checkpoint whose evaluation on the same set is known (scripts/llm-recipe/trainee.sh).
+	SkipEvalBefore bool
 	// SaveEvery also saves the checkpoint every this many steps, so that a stopped run keeps
 	// its progress (0: at the end only).
 	SaveEvery int
@@ -378,8 +381,10 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 		}
 		return err
 	}
-	if err := evaluated(0, false); err != nil {
-		return err
+	if !opt.SkipEvalBefore || opt.Steps == 0 {
+		if err := evaluated(0, false); err != nil {
+			return err
+		}
 	}
 	run := &sftRun{p: p, opt: &opt, agents: opt.agents(), every: cmp.Or(opt.EngineerEvery, 4), start: time.Now()}
 	for step := 1; step <= opt.Steps; step++ {

@@ -231,6 +231,16 @@ func TestRunSFTProgress(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
 		t.Fatalf("checkpoint: %v", err)
 	}
+	// A continued run leaves out the evaluation before its first step.
+	events = nil
+	cont := opt
+	cont.Steps, cont.EvalEvery, cont.SaveEvery, cont.SkipEvalBefore = 1, 0, 0, true
+	if err := p.RunSFT(context.Background(), cont); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(events, "; "), "set 3 seed 9 id 12; loss 1/1; eval 1 true 3"; got != want {
+		t.Fatalf("SkipEvalBefore: events %q, want %q", got, want)
+	}
 	opt.Batch = 0
 	if err := p.RunSFT(context.Background(), opt); !errors.Is(err, ErrOptions) {
 		t.Fatalf("batch 0: %v", err)

@@ -1,0 +1,47 @@
+#!/bin/sh
+# The trainee as trainer, step 1 (issue #28): supervised fine-tuning of a 5 M-parameter model on
+# 2..5-agent MAPF answers over sizes 3..10 with the engineer turns mixed in (every 4th step), torch
+# engine on one CPU thread, in chunks that each write a checkpoint, so that the run survives being
+# stopped and spreads over several sessions: rerun the same command and it goes on after the last
+# finished chunk. Each chunk trains on fresh instances (seed 1000 + chunk) and evaluates greedily on
+# the same 64 held-out instances (--eval-seed 99), its lines kept in OUT/chunk-N.log.
+#   OUT=DIR      the run's folder: M (the initial model), turns.jsonl, chunk-1, chunk-2, ...
+#   START=DIR    start from this checkpoint instead of a fresh `t2t model init` (optional)
+#   CHUNK=N      steps per chunk (default 250); CHUNKS=N chunks in all (default 24: 6,000 steps)
+#   EVAL=N       held-out instances evaluated after each chunk (default 64)
+#   INIT="..."   t2t model init's shape flags (default the 5.04 M model: 6 layers, hidden 256)
+# A chunk stopped midway runs again from the previous chunk's checkpoint.
+set -eu
+: "${OUT:?set OUT to the run folder}"
+T2T=${T2T:-t2t}
+CHUNK=${CHUNK:-250}
+CHUNKS=${CHUNKS:-24}
+EVAL=${EVAL:-64}
+INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 --rope-theta 10000}
+ROOT=$(dirname "$0")/../..
+mkdir -p "$OUT"
+if [ ! -f "$OUT/turns.jsonl" ]; then
+	$T2T engineer turns --histories "$ROOT/configs/engineer-histories.jsonl" --out "$OUT/turns.jsonl" \
+		--teacher learnability --prompt compact --modules F,G,H0,T
+fi
+prev=${START:-$OUT/M}
+if [ -z "${START:-}" ] && [ ! -f "$OUT/M/config.json" ]; then
+	# shellcheck disable=SC2086 # INIT is a list of flags
+	$T2T model init $INIT --out "$OUT/M"
+fi
+i=1
+before=true # evaluate before the first chunk only: each later one starts where the last one's evaluation was
+while [ "$i" -le "$CHUNKS" ]; do
+	ck="$OUT/chunk-$i"
+	if [ ! -f "$ck.done" ]; then
+		$T2T sft --engine torch --threads 1 --autocast bf16 --model "$prev" --out "$ck" --prompt compact \
+			--agents 2,3,4,5 --sizes 3-10 --steps "$CHUNK" --batch 16 --lr 1e-3 --seed $((1000 + i)) \
+			--engineer-turns 62 --engineer-data "$OUT/turns.jsonl" --engineer-every 4 \
+			--eval "$EVAL" --eval-seed 99 --eval-before="$before" --max-tokens 256 --report-every 25 --save-every 50 >"$ck.log" 2>&1
+		touch "$ck.done"
+	fi
+	echo "chunk $i ($((i * CHUNK)) steps): $(grep '^after:' "$ck.log" || echo 'no evaluation line')"
+	prev=$ck
+	before=false
+	i=$((i + 1))
+done
