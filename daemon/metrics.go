@@ -295,6 +295,7 @@ func RunHandler(telemetryName string, opt *train.Options, dash *Dashboard) (http
 		}
 	}
 	opt.OnUnit = nm.localUnit
+	opt.NodeName = telemetryName // the record's node is the page's and the metrics'
 	if dash != nil {
 		dash.local(telemetryName)
 		opt.OnUnit = func(r store.UnitResult) {

@@ -152,6 +152,9 @@ func TestRunHandler(t *testing.T) {
 	if opt.OnState == nil || opt.OnUnit == nil || opt.OnFlow == nil || opt.Cluster.Started == nil {
 		t.Fatalf("hooks not set: %+v", opt)
 	}
+	if opt.NodeName != "n1" {
+		t.Fatalf("NodeName %q: the run's nodes record would not name the node as its page and metrics do", opt.NodeName)
+	}
 	get := func(path string) (int, string) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))

@@ -127,6 +127,11 @@ type Options struct {
 	// must be a multiple of InstancesPerUnit and of LearnerBatch, and the
 	// engineer's proposals keep Config.Instances. See determinism.go.
 	Deterministic bool
+	// NodeName is the id this process goes by in the run's nodes record
+	// (t2t status) when the run is in one process: the name its live page
+	// and metrics use (daemon.RunHandler sets it). Default: the actor
+	// node's name.
+	NodeName string
 	// Resume continues the run RunID after its latest checkpoint in Redis
 	// (stage s): the policy (a GridPolicy or a text policy) loads that
 	// checkpoint (weights, optimizer state, version; a text-policy

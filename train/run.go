@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -255,7 +256,7 @@ func (r *run) stages(ctx context.Context, first int) (*Result, error) {
 	}
 	defer sys.Close()
 	r.flow.attach(sys)
-	r.nodes.attach(sys, sc.Node, r.units.lag.Load)
+	r.nodes.attach(sys, cmp.Or(r.opt.NodeName, sc.Node), r.units.lag.Load)
 	if opt.Cluster.Started != nil {
 		if err := opt.Cluster.Started(sys); err != nil {
 			return nil, err

@@ -65,6 +65,9 @@ func redisCommand(t *testing.T, redisURL string, args ...string) {
 type livePageState struct {
 	State  *store.RunState `json:"state"`
 	Stages []livePageStage `json:"stages"`
+	Nodes  []struct {
+		ID string `json:"id"`
+	} `json:"nodes"`
 }
 
 type livePageStage struct {
@@ -131,6 +134,7 @@ func TestLivePageRealRun(t *testing.T) {
 		"--seed", fmt.Sprint(seed), "--stages", "3", "--instances", "2048", "--instances-per-unit", "8", "--group", "4",
 		"--val-per-size", "2", "--eval-per-size", "1", "--run-id", "live")
 	base := "http://" + nodeField(t, p.line("t2t train: http=", 30*time.Second), "http")
+	var liveID string // the process's node id on its live page
 	st, err := store.Open(context.Background(), store.Options{URL: redisURL})
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +169,9 @@ func TestLivePageRealRun(t *testing.T) {
 		}
 		t.Logf("read the page with stage %d training (%d units applied)", s.State.Stage, livePageRunning(s).Units)
 		livePageCheck(t, dom, s, want, p.cmd.Process.Pid)
+		if len(s.Nodes) == 1 {
+			liveID = s.Nodes[0].ID
+		}
 		if !strings.Contains(nojs, `<pre id="snap">run live`) || !strings.Contains(nojs, fmt.Sprintf("%d (running)", s.State.Stage)) ||
 			!strings.Contains(nojs, fmt.Sprintf("running: stage %d (training): ", s.State.Stage)) || !strings.Contains(nojs, "config over stages") ||
 			!strings.Contains(nojs, fmt.Sprintf(", pid %d) coordinator,learner,rollout,engineer at this process", p.cmd.Process.Pid)) {
@@ -193,6 +200,9 @@ func TestLivePageRealRun(t *testing.T) {
 		t.Errorf("the finished run's page shows a running stage, or not the phase done:\n%.3000s", dom)
 	}
 	livePageCheck(t, dom, s, livePageFailures(t, st, s), p.cmd.Process.Pid) // the nodes as the run recorded them
+	if len(s.Nodes) != 1 || s.Nodes[0].ID != liveID || liveID == "" {
+		t.Errorf("the run recorded its node as %+v, its live page named it %q: want one node, the same id", s.Nodes, liveID)
+	}
 	sp.cmd.Process.Signal(os.Interrupt)
 	if code := sp.wait(30 * time.Second); code != 0 {
 		t.Fatalf("t2t status --http exited with %d after an interrupt", code)
