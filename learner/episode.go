@@ -29,3 +29,13 @@ type Rollout struct {
 
 // Decisions is the number of decisions taken.
 func (r *Rollout) Decisions() int { return len(r.Actions) }
+
+// ReplayedGroup is one instance's group of episodes as the learner
+// receives it (every policy's Update takes them): the instance, and per episode its actions, behaviour
+// log-probs and reward.
+type ReplayedGroup struct {
+	Instance *env.Instance
+	Actions  [][]int32
+	LogProbs [][]float32
+	Rewards  []float32
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
 	"github.com/t2t-lab/t2t/train"
@@ -52,7 +51,7 @@ func TestClientRolloutsThroughServeTrainInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups := make([]gridnet.ReplayedGroup, len(ins))
+	groups := make([]learner.ReplayedGroup, len(ins))
 	for e, ep := range ro.Episodes {
 		if ep.Hi-ep.Lo < 1 || ep.Report.Valid {
 			t.Fatalf("episode %d: %d tokens, valid %v", e, ep.Hi-ep.Lo, ep.Report.Valid)

@@ -16,7 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/t2t-lab/t2t/env"
-	"github.com/t2t-lab/t2t/learner/gridnet"
+	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 	"github.com/t2t-lab/t2t/serve"
@@ -499,7 +499,7 @@ func TestConcurrentRequestsSwapsAndUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	group := gridnet.ReplayedGroup{Instance: in, Rewards: []float32{1, 0}}
+	group := learner.ReplayedGroup{Instance: in, Rewards: []float32{1, 0}}
 	for _, ep := range ro.Episodes {
 		group.Actions = append(group.Actions, ro.Actions[ep.Lo:ep.Hi])
 		group.LogProbs = append(group.LogProbs, ro.LogProbs[ep.Lo:ep.Hi])
@@ -520,7 +520,7 @@ func TestConcurrentRequestsSwapsAndUpdates(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if _, _, err := pol.Update([]gridnet.ReplayedGroup{group}); err != nil {
+		if _, _, err := pol.Update([]learner.ReplayedGroup{group}); err != nil {
 			errs <- err
 		}
 	}()

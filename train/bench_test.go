@@ -9,7 +9,6 @@ import (
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 )
 
 // waitPolicy is a policy that costs nothing: every agent waits where it
@@ -18,7 +17,7 @@ type waitPolicy struct{}
 
 func (waitPolicy) Name() string   { return "wait" }
 func (waitPolicy) Version() int64 { return 0 }
-func (waitPolicy) Update([]gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+func (waitPolicy) Update([]learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	return learner.UpdateStats{}, learner.SignalStats{}, nil
 }
 func (waitPolicy) Play(ins []*env.Instance, g int, _ float64, _ uint64) (*learner.Rollout, error) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/rolloutengine"
 )
@@ -54,7 +53,7 @@ func (p *EndpointPolicy) Play(ins []*env.Instance, groupSize int, temperature fl
 }
 
 // Update implements Policy: the learner node trains, not a rollout node.
-func (p *EndpointPolicy) Update([]gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+func (p *EndpointPolicy) Update([]learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	return learner.UpdateStats{}, learner.SignalStats{}, textpolicy.ErrNotTrainable
 }
 

@@ -19,7 +19,7 @@ type Policy interface {
 	// The same seed, weights and instances give the same rollout.
 	Play(ins []*env.Instance, groupSize int, temperature float64, seed uint64) (*learner.Rollout, error)
 	// Update learns from groups and returns the statistics of the update.
-	Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error)
+	Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error)
 	// Version is the policy version (updates applied).
 	Version() int64
 }
@@ -108,7 +108,7 @@ func (p *GridPolicy) follow(v int64, weights func() ([]byte, error)) error {
 func (p *GridPolicy) encodeWeights() ([]byte, error) { return EncodeWeights(p) }
 
 // Update implements Policy.
-func (p *GridPolicy) Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+func (p *GridPolicy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	b, sig, err := gridnet.BatchFromGroups(groups, p.Rollout, true)
 	if err != nil {
 		return learner.UpdateStats{}, sig, err
@@ -147,7 +147,7 @@ func (p *ScriptedPolicy) follow(v int64, _ func() ([]byte, error)) error {
 func (p *ScriptedPolicy) playsPerInstance() bool { return true }
 
 // Update implements Policy: it learns nothing and bumps the version.
-func (p *ScriptedPolicy) Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+func (p *ScriptedPolicy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	var sig learner.SignalStats
 	for _, g := range groups {
 		s := learner.ZeroSignal(g.Rewards, len(g.Rewards))

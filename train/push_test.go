@@ -20,8 +20,8 @@ import (
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/fielderr"
+	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/rolloutengine"
@@ -228,9 +228,9 @@ func TestPushToEngine(t *testing.T) {
 	}
 
 	// An update with signal makes version 1: written, loaded, published.
-	var groups []gridnet.ReplayedGroup
+	var groups []learner.ReplayedGroup
 	for i, in := range ins {
-		g := gridnet.ReplayedGroup{Instance: in}
+		g := learner.ReplayedGroup{Instance: in}
 		for e := 2 * i; e < 2*i+2; e++ {
 			ep := ro.Episodes[e]
 			g.Actions = append(g.Actions, ro.Actions[ep.Lo:ep.Hi])

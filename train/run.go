@@ -20,7 +20,6 @@ import (
 	"github.com/t2t-lab/t2t/internal/genmetrics"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 )
 
 // run holds a run's state shared by the runner, updater and proposer: its
@@ -78,14 +77,14 @@ func (r *run) lost(err error) {
 // Update implements actors.Updater.
 func (r *run) Update(ctx context.Context, groups []actors.Group) (int64, error) {
 	t0, before := time.Now(), r.pol.Version()
-	rgs := make([]gridnet.ReplayedGroup, 0, len(groups))
+	rgs := make([]learner.ReplayedGroup, 0, len(groups))
 	for i := range groups {
 		g := &groups[i]
 		in, err := groupInstance(g)
 		if err != nil {
 			return r.pol.Version(), err
 		}
-		rg := gridnet.ReplayedGroup{Instance: in}
+		rg := learner.ReplayedGroup{Instance: in}
 		for _, s := range g.Samples {
 			rg.Actions = append(rg.Actions, s.Tokens)
 			rg.LogProbs = append(rg.LogProbs, s.LogProbs)

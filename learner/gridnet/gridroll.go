@@ -341,19 +341,9 @@ func ReplayEpisode(in *env.Instance, cfg RolloutConfig, actions []int32, obs []f
 	return obs, legal, nil
 }
 
-// ReplayedGroup is one instance's group of episodes as the learner
-// receives it: the instance, and per episode its actions, behaviour
-// log-probs and reward.
-type ReplayedGroup struct {
-	Instance *env.Instance
-	Actions  [][]int32
-	LogProbs [][]float32
-	Rewards  []float32
-}
-
 // BatchFromGroups rebuilds a GRPO batch from groups by replaying each
 // episode. Groups may differ in size; advantages are computed within each.
-func BatchFromGroups(groups []ReplayedGroup, cfg RolloutConfig, scaleByStd bool) (*Batch, learner.SignalStats, error) {
+func BatchFromGroups(groups []learner.ReplayedGroup, cfg RolloutConfig, scaleByStd bool) (*Batch, learner.SignalStats, error) {
 	b := &Batch{}
 	var sig learner.SignalStats
 	for _, g := range groups {

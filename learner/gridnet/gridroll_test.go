@@ -54,9 +54,9 @@ func TestPlayGridNetReplayMatches(t *testing.T) {
 		t.Fatalf("%d episodes, want %d", len(ro.Episodes), len(ins)*cfg.GroupSize)
 	}
 	direct, _ := BatchFromRollouts([]*learner.Rollout{ro}, cfg.GroupSize, true)
-	var groups []ReplayedGroup
+	var groups []learner.ReplayedGroup
 	for i := range ins {
-		rg := ReplayedGroup{Instance: ins[i]}
+		rg := learner.ReplayedGroup{Instance: ins[i]}
 		for e := i * cfg.GroupSize; e < (i+1)*cfg.GroupSize; e++ {
 			ep := ro.Episodes[e]
 			rg.Actions = append(rg.Actions, ro.Actions[ep.Lo:ep.Hi])

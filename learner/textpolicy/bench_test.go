@@ -3,7 +3,7 @@ package textpolicy
 import (
 	"testing"
 
-	"github.com/t2t-lab/t2t/learner/gridnet"
+	"github.com/t2t-lab/t2t/learner"
 )
 
 // BenchmarkPlay: 4 instances × 2 completions of ≤ 16 tokens on the tiny model (CPU).
@@ -34,7 +34,7 @@ func BenchmarkUpdate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	groups := make([]gridnet.ReplayedGroup, len(ins))
+	groups := make([]learner.ReplayedGroup, len(ins))
 	for e, ep := range ro.Episodes {
 		g := &groups[e/2]
 		g.Instance = ep.Instance

@@ -19,7 +19,6 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 )
 
 // ClientOptions configure a Client. Zero values take the documented defaults.
@@ -147,7 +146,7 @@ func (c *Client) Name() string { return c.o.Name }
 func (c *Client) Version() int64 { return 0 }
 
 // Update implements train.Policy: the weights live behind the endpoint.
-func (c *Client) Update([]gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+func (c *Client) Update([]learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	return learner.UpdateStats{}, learner.SignalStats{}, fmt.Errorf("%w: %s serves its own weights", ErrNotTrainable, c.o.Name)
 }
 

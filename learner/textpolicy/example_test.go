@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -33,7 +33,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	groups := make([]gridnet.ReplayedGroup, len(ins))
+	groups := make([]learner.ReplayedGroup, len(ins))
 	for e, ep := range ro.Episodes {
 		g := &groups[e/group]
 		g.Instance = ep.Instance

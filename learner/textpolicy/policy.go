@@ -12,7 +12,6 @@ import (
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
@@ -250,7 +249,7 @@ func Judge(in *env.Instance, answer string, rep *env.Report) env.Plan {
 // Update implements train.Policy: one GRPO step on the groups (see Policy). Groups whose
 // rewards are all equal carry no signal and are left out; when no group is left no step runs
 // and the version stays.
-func (p *Policy) Update(groups []gridnet.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
+func (p *Policy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, learner.SignalStats, error) {
 	var sig learner.SignalStats
 	var samples []engine.Sample
 	for gi, g := range groups {

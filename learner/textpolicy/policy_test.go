@@ -13,7 +13,6 @@ import (
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
@@ -186,7 +185,7 @@ func TestUpdateGRPOStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups := make([]gridnet.ReplayedGroup, len(ins))
+	groups := make([]learner.ReplayedGroup, len(ins))
 	for i, in := range ins {
 		groups[i].Instance = in
 		for e := i * g; e < (i+1)*g; e++ {

@@ -14,7 +14,6 @@ import (
 	"github.com/t2t-lab/t2t/internal/fsutil"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 	"github.com/t2t-lab/t2t/learner/torch"
@@ -60,10 +59,10 @@ func rsPolicy(t *testing.T, spec engine.Spec, dir string) *Policy {
 }
 
 // rsGroups builds GRPO groups of random completions with unequal rewards (every group trains).
-func rsGroups(t *testing.T, seed uint64, vocab int) []gridnet.ReplayedGroup {
+func rsGroups(t *testing.T, seed uint64, vocab int) []learner.ReplayedGroup {
 	rng := rand.New(rand.NewPCG(seed, 5))
 	ins := tpInstances(t, seed, 2)
-	groups := make([]gridnet.ReplayedGroup, len(ins))
+	groups := make([]learner.ReplayedGroup, len(ins))
 	for i, in := range ins {
 		groups[i].Instance = in
 		for e := range 3 {
@@ -80,7 +79,7 @@ func rsGroups(t *testing.T, seed uint64, vocab int) []gridnet.ReplayedGroup {
 	return groups
 }
 
-func rsUpdates(t *testing.T, p *Policy, groups []gridnet.ReplayedGroup, n int) {
+func rsUpdates(t *testing.T, p *Policy, groups []learner.ReplayedGroup, n int) {
 	t.Helper()
 	for range n {
 		if _, _, err := p.Update(groups); err != nil {
