@@ -100,6 +100,18 @@ func TestPolicyCapabilities(t *testing.T) {
 		t.Fatalf("scripted follow: version %d, %v", scripted.Version(), err)
 	}
 
+	// A node's endpoint policy samples each version under the spec's model prefix.
+	es := RunSpec{RunID: "r", Policy: EndpointPolicyName, GroupSize: 2, Endpoint: "http://127.0.0.1:1/v1", Model: "t2t", ModelPrefix: "t2t-v"}
+	ep, err := es.NewPolicy("cpu", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := ep.(*EndpointPolicy); !ok || e.ModelPrefix != "t2t-v" {
+		t.Fatalf("endpoint spec built %#v, want an EndpointPolicy with the model prefix", ep)
+	}
+	if err := ep.(follower).follow(4, nil); err != nil || ep.Version() != 4 {
+		t.Fatalf("endpoint follow: version %d, %v", ep.Version(), err)
+	}
 	for _, s := range []RunSpec{{RunID: "r", Policy: PolicyQwen3}, {RunID: "r", Policy: "gpt"}, {RunID: "r", Policy: PolicyGridNet}} {
 		if _, err := s.NewPolicy("cpu", ""); !errors.Is(err, ErrOptions) {
 			t.Errorf("spec %+v on a node: %v, want ErrOptions", s, err)

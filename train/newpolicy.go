@@ -84,8 +84,9 @@ type PolicySpec struct {
 	LoRA *hfmodel.LoRAConfig
 
 	// Endpoint is an EndpointPolicy's client of the learner node's
-	// OpenAI-compatible endpoint.
-	Endpoint textpolicy.ClientOptions
+	// OpenAI-compatible endpoint, ModelPrefix its EndpointPolicy.ModelPrefix.
+	Endpoint    textpolicy.ClientOptions
+	ModelPrefix string
 }
 
 // WarmStart is a gridnet's behaviour-cloning warm start: Steps steps, each
@@ -128,7 +129,7 @@ func newEndpointPolicy(_ context.Context, spec PolicySpec) (Policy, func() error
 	if err != nil {
 		return nil, nil, causeError("endpoint", err)
 	}
-	return &EndpointPolicy{Client: c}, noClose, nil
+	return &EndpointPolicy{Client: c, ModelPrefix: spec.ModelPrefix}, noClose, nil
 }
 
 // newGridPolicy builds a gridnet policy and warm-starts it.

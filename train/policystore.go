@@ -88,7 +88,7 @@ func SpecOf(opt Options, pol Policy) (RunSpec, error) {
 // an endpoint policy sends apiKey to the endpoint. None of a RunSpec's kinds
 // holds anything to release.
 func (s RunSpec) NewPolicy(device, apiKey string) (Policy, error) {
-	ps := PolicySpec{Kind: s.Policy, Device: device, GroupSize: s.GroupSize, MistakeRate: s.MistakeRate, Rollout: s.Rollout}
+	ps := PolicySpec{Kind: s.Policy, Device: device, GroupSize: s.GroupSize, MistakeRate: s.MistakeRate, Rollout: s.Rollout, ModelPrefix: s.ModelPrefix}
 	if s.Endpoint != "" {
 		ps.Endpoint = s.clientOptions(apiKey)
 	}
@@ -104,9 +104,6 @@ func (s RunSpec) NewPolicy(device, apiKey string) (Policy, error) {
 	pol, _, err := NewPolicy(context.Background(), ps)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", s.RunID, err)
-	}
-	if ep, ok := pol.(*EndpointPolicy); ok {
-		ep.ModelPrefix = s.ModelPrefix
 	}
 	return pol, nil
 }
