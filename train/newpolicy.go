@@ -116,11 +116,7 @@ func NewPolicy(ctx context.Context, spec PolicySpec) (pol Policy, close func() e
 		return nil, nil, &fielderr.Error{Kind: ErrOptions, Flag: "policy", Value: spec.Kind,
 			Reason: fmt.Sprintf("want %s or %s", strings.Join(policyOrder, ", "), EndpointPolicyName)}
 	}
-	pol, close, err = k.build(ctx, spec)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pol, close, nil
+	return k.build(ctx, spec)
 }
 
 // newEndpointPolicy builds a rollout node's client of the learner's endpoint.

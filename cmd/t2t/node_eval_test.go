@@ -26,11 +26,7 @@ import (
 // the sum of the units the rollout nodes logged, and the stage's report
 // shows what Redis holds.
 func TestNodeClusterKillDuringEval(t *testing.T) {
-	seed := *nodeSeed
-	if seed == 0 {
-		seed = 12
-	}
-	t.Logf("seed %d (replay with -nodeseed %d)", seed, seed)
+	seed := nodeTestSeed(t, 12)
 	redisURL := nodeRedis(t)
 	dir := t.TempDir()
 	valPerSize := 300

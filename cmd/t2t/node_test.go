@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,15 @@ import (
 // processes print, write or serve; nothing sleeps.
 
 var nodeSeed = flag.Uint64("nodeseed", 0, "run seed of the node cluster test (0: a fixed default)")
+
+// nodeTestSeed is -nodeseed, or def when it is unset, and logs it with how
+// to replay the test.
+func nodeTestSeed(t *testing.T, def uint64) uint64 {
+	t.Helper()
+	seed := cmp.Or(*nodeSeed, def)
+	t.Logf("seed %d (replay with -nodeseed %d)", seed, seed)
+	return seed
+}
 
 var (
 	nodeBinOnce sync.Once
@@ -376,11 +386,7 @@ func startRolloutNode(t *testing.T, dir, name, join string, common []string) (*n
 // units were re-issued, that the fresh node got work within 5s of joining,
 // and that the Redis aggregates equal the sum of the units' results.
 func TestNodeClusterKillAndJoin(t *testing.T) {
-	seed := *nodeSeed
-	if seed == 0 {
-		seed = 11
-	}
-	t.Logf("seed %d (replay with -nodeseed %d)", seed, seed)
+	seed := nodeTestSeed(t, 11)
 	redisURL := nodeRedis(t)
 	dir := t.TempDir()
 	const stages, perUnit = 3, 16
@@ -646,11 +652,7 @@ func TestNodeBadInput(t *testing.T) {
 // run's spec, loads each newer version's weights from Redis, and plays
 // stage 1 with weights the learner trained.
 func TestNodeGridnetPolicyTravels(t *testing.T) {
-	seed := *nodeSeed
-	if seed == 0 {
-		seed = 12
-	}
-	t.Logf("seed %d (replay with -nodeseed %d)", seed, seed)
+	seed := nodeTestSeed(t, 12)
 	redisURL := nodeRedis(t)
 	dir := t.TempDir()
 	runID := fmt.Sprintf("gridtest-%d", seed)
@@ -757,11 +759,7 @@ func TestNodeOneNodeWithoutRedis(t *testing.T) {
 // not the bin. The full-size measurement (the default stage shape) is run
 // by hand: README, "Scaling out".
 func TestNodeScalingPaced(t *testing.T) {
-	seed := *nodeSeed
-	if seed == 0 {
-		seed = 13
-	}
-	t.Logf("seed %d (replay with -nodeseed %d)", seed, seed)
+	seed := nodeTestSeed(t, 13)
 	redisURL := nodeRedis(t)
 	const stages, instances, perUnit, batch = 2, 96, 8, 8
 	for _, n := range []int{1, 2, 3} {

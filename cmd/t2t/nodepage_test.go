@@ -24,11 +24,7 @@ import (
 // After the run, plain `t2t status` (Redis only) lists both as the run
 // recorded them, the rollout node with as many units done as it ran.
 func TestNodeLivePageNodes(t *testing.T) {
-	seed := *nodeSeed
-	if seed == 0 {
-		seed = 13
-	}
-	t.Logf("seed %d (replay with -nodeseed %d)", seed, seed)
+	seed := nodeTestSeed(t, 13)
 	redisURL := nodeRedis(t)
 	dir := t.TempDir()
 	runID := fmt.Sprintf("pagetest-%d", seed)

@@ -26,11 +26,7 @@ import (
 // outcomes for both, every unit counted once. Real processes and a real
 // redis-server (skipped without one unless T2T_REQUIRE_REDIS=1).
 func TestTrainResumeAfterKill(t *testing.T) {
-	seed := *nodeSeed
-	if seed == 0 {
-		seed = 5
-	}
-	t.Logf("seed %d (replay with -nodeseed %d)", seed, seed)
+	seed := nodeTestSeed(t, 5)
 	redisURL := nodeRedis(t)
 	dir := t.TempDir()
 	const stages, instances, perUnit, batch, group = 3, 48, 8, 8, 4

@@ -65,7 +65,7 @@ func (o *Options) defaults() {
 	}
 	if o.GRPO.MicroBatch == 0 { // no GRPO settings: an LM's, keeping a rate and group size given alone
 		g := learner.DefaultGRPOConfig()
-		g.LR = cmp.Or(o.GRPO.LR, DefaultLR)
+		g.LR = o.GRPO.LR // DefaultLR below when unset
 		g.GroupSize = cmp.Or(o.GRPO.GroupSize, g.GroupSize)
 		g.MicroBatch = 8
 		g.LengthBuckets = learner.PadLens(8192)
