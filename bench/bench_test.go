@@ -63,7 +63,7 @@ func TestGRPOFLOPsAndPaddedShape(t *testing.T) {
 // Decode warms up on the same padded shapes and generates every token of every row.
 func TestDecodeWarmupAndTokens(t *testing.T) {
 	ctx := context.Background()
-	m, err := textpolicy.NewRandomModel(ctx, engine.Spec{Device: gomlxtrain.DeviceCPU}, mustPreset(t), 2)
+	m, err := engine.NewRandom(ctx, engine.Spec{Device: gomlxtrain.DeviceCPU}, mustPreset(t), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,9 +99,9 @@ func (s Setup) open(ctx context.Context, cfg hfmodel.Config, need int64) (engine
 		err error
 	)
 	if s.Source.Dir != "" {
-		m, err = textpolicy.OpenModel(ctx, s.Engine, s.Source.Dir)
+		m, err = engine.Open(ctx, s.Engine, s.Source.Dir)
 	} else {
-		m, err = textpolicy.NewRandomModel(ctx, s.Engine, cfg, s.Source.Seed)
+		m, err = engine.NewRandom(ctx, s.Engine, cfg, s.Source.Seed)
 	}
 	if err != nil {
 		return nil, 0, &OpenError{Dir: s.Source.Dir, Err: err}

@@ -47,7 +47,7 @@
 // # Hot swap
 //
 // Swap(lm) serves a new policy version from the next request on; requests already running
-// finish on the model they started with. Reload(backend, dir) loads a checkpoint directory
+// finish on the model they started with. Reload(ctx, spec, dir) loads a checkpoint directory
 // and swaps it in (on error the current model stays). POST /update_weights_from_disk
 // {"model_path": DIR} does the same over HTTP with SGLang's request and answer
 // ({"success", "message"}, 400 keeping the model when DIR does not load or holds another

@@ -1,20 +1,18 @@
 package serve_test
 
 import (
+	"context"
 	"net/http"
 
-	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
 )
 
 // Serve a checkpoint directory and swap in a newer one later.
 func Example() {
-	backend, err := gomlxtrain.NewBackend("cpu")
-	if err != nil {
-		panic(err)
-	}
-	lm, err := textpolicy.LoadLM(backend, "/tmp/tiny")
+	ctx := context.Background()
+	lm, err := textpolicy.OpenLM(ctx, engine.Spec{Device: "cpu"}, "/tmp/tiny")
 	if err != nil {
 		panic(err)
 	}
@@ -24,7 +22,7 @@ func Example() {
 	}
 	go func() { _ = http.ListenAndServe("127.0.0.1:8000", srv) }()
 	// … after the learner saved a new checkpoint:
-	if _, err := srv.Reload(backend, "/tmp/tiny-stage-1"); err != nil {
+	if _, err := srv.Reload(ctx, engine.Spec{Device: "cpu"}, "/tmp/tiny-stage-1"); err != nil {
 		panic(err)
 	}
 	// (Not run as a test: it needs checkpoint directories.)

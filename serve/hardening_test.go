@@ -76,7 +76,7 @@ func TestAdapterFilesThatAreNotRegularAreRefused(t *testing.T) {
 	seed := srvTestSeed(t)
 	lm := srvCheckpoint(t, seed)
 	good := srvAdapter(t, lm.Dir, seed+1)
-	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return textpolicy.LoadLM(srvBackend, dir) }
+	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return loadTestLM(dir) }
 	_, hs, c := srvStart(t, lm, serve.Options{LoadWeights: load})
 	for i, f := range []string{hfmodel.AdapterConfigFile, hfmodel.AdapterWeightsFile} {
 		dir := copyAdapter(t, good)
@@ -281,7 +281,7 @@ func TestAdapterBadContentRefused(t *testing.T) {
 // secret, say) answers 400 naming the file and the offset, not its first character.
 func TestWeightsUpdateErrorsHoldNoFileBytes(t *testing.T) {
 	lm := srvCheckpoint(t, srvTestSeed(t))
-	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return textpolicy.LoadLM(srvBackend, dir) }
+	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return loadTestLM(dir) }
 	_, hs, _ := srvStart(t, lm, serve.Options{LoadWeights: load})
 	dir := filepath.Join(t.TempDir(), "ckpt")
 	if err := os.CopyFS(dir, os.DirFS(lm.Dir)); err != nil {
@@ -326,7 +326,7 @@ func TestCrossSiteRequestsRefused(t *testing.T) {
 	seed := srvTestSeed(t)
 	lm := srvCheckpoint(t, seed)
 	good := srvAdapter(t, lm.Dir, seed+1)
-	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return textpolicy.LoadLM(srvBackend, dir) }
+	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return loadTestLM(dir) }
 	_, hs, _ := srvStart(t, lm, serve.Options{LoadWeights: load})
 	weights, _ := json.Marshal(map[string]string{"model_path": lm.Dir})
 	host := strings.TrimPrefix(hs.URL, "http://")

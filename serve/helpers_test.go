@@ -11,8 +11,10 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
+	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
 )
@@ -73,7 +75,7 @@ func srvCheckpointOf(t testing.TB, seed uint64, edit func(*hfmodel.Config)) *tex
 	if _, err := hfmodel.WriteRandomCheckpoint(dir, cfg, seed, srvTokPath); err != nil {
 		t.Fatal(err)
 	}
-	lm, err := textpolicy.LoadLM(srvBackend, dir)
+	lm, err := loadTestLM(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,4 +94,9 @@ func srvStart(t testing.TB, lm *textpolicy.LM, opt serve.Options) (*serve.Server
 	t.Cleanup(hs.Close)
 	c := openai.NewClient(option.WithBaseURL(hs.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	return s, hs, c
+}
+
+// loadTestLM loads the checkpoint directory dir on the tests' shared GoMLX backend.
+func loadTestLM(dir string) (*textpolicy.LM, error) {
+	return textpolicy.LoadLM(dir, func() (engine.Model, error) { return qwen3.LoadEngine(srvBackend, dir) })
 }

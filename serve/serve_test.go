@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 	"github.com/t2t-lab/t2t/serve"
@@ -464,7 +465,7 @@ func TestSwap(t *testing.T) {
 		t.Fatal("other weights, same seed, same completions: the swap did not take")
 	}
 	// Reload from the first model's directory brings its completions back.
-	if rev, err := s.Reload(srvBackend, lm.Dir); err != nil || rev != 2 {
+	if rev, err := s.Reload(context.Background(), engine.Spec{}, lm.Dir); err != nil || rev != 2 {
 		t.Fatalf("reload: revision %d, %v", rev, err)
 	}
 	back, err := c.Chat.Completions.New(ctx, p)
@@ -474,7 +475,7 @@ func TestSwap(t *testing.T) {
 	if back.Choices[0].Message.Content != before.Choices[0].Message.Content {
 		t.Fatal("reloading the first checkpoint did not restore its completions")
 	}
-	if _, err := s.Reload(srvBackend, t.TempDir()); !errors.Is(err, textpolicy.ErrTokenizer) {
+	if _, err := s.Reload(context.Background(), engine.Spec{}, t.TempDir()); !errors.Is(err, textpolicy.ErrTokenizer) {
 		t.Fatalf("reload of an empty directory: %v", err)
 	}
 	if cur, rev := s.Current(); rev != 2 || cur.Dir != lm.Dir {

@@ -18,9 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gomlx/gomlx/backends"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/sysmem"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -331,10 +331,10 @@ func (s *Server) swap(lm *textpolicy.LM, name string) int64 {
 	return next.revision
 }
 
-// Reload loads the checkpoint directory dir (textpolicy.LoadLM) on backend and swaps it in; on
-// error the current model stays.
-func (s *Server) Reload(backend backends.Backend, dir string) (int64, error) {
-	lm, err := textpolicy.LoadLM(backend, dir)
+// Reload loads the checkpoint directory dir on the engine spec names (textpolicy.OpenLM) and
+// swaps it in; on error the current model stays.
+func (s *Server) Reload(ctx context.Context, spec engine.Spec, dir string) (int64, error) {
+	lm, err := textpolicy.OpenLM(ctx, spec, dir)
 	if err != nil {
 		return 0, fmt.Errorf("serve: reload %s: %w", dir, err)
 	}

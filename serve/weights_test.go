@@ -22,7 +22,7 @@ func TestUpdateWeightsFromDisk(t *testing.T) {
 	seed := srvTestSeed(t)
 	lm, other := srvCheckpoint(t, seed), srvCheckpoint(t, seed+1)
 	wide := srvCheckpointOf(t, seed, func(c *hfmodel.Config) { c.IntermediateSize *= 2 })
-	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return textpolicy.LoadLM(srvBackend, dir) }
+	load := func(_ context.Context, dir string) (*textpolicy.LM, error) { return loadTestLM(dir) }
 	_, hs, c := srvStart(t, lm, serve.Options{ModelName: "base", LoadWeights: load})
 	_, _, rc := srvStart(t, other, serve.Options{ModelName: "base"})
 	ctx := context.Background()

@@ -14,7 +14,6 @@ import (
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
@@ -128,16 +127,17 @@ func newEndpointPolicy(_ context.Context, spec PolicySpec) (Policy, func() error
 	return &EndpointPolicy{Client: c, ModelPrefix: spec.ModelPrefix}, noClose, nil
 }
 
+// gridNetError is gridnet.New's error as a *fielderr.Error: about "device" when the backend
+// refused the device.
+func gridNetError(err error) error {
+	if errors.Is(err, learner.ErrBadDevice) {
+		return causeError("device", err)
+	}
+	return causeError("", err)
+}
+
 // newGridPolicy builds a gridnet policy and warm-starts it.
 func newGridPolicy(spec PolicySpec) (*GridPolicy, error) {
-	device := spec.Device
-	if device == "" {
-		device = "cpu"
-	}
-	be, err := gomlxtrain.NewBackend(device)
-	if err != nil {
-		return nil, causeError("device", err)
-	}
 	gc := learner.DefaultGRPOConfig()
 	gc.LR = cmp.Or(spec.LR, gc.LR)
 	gc.GroupSize = spec.GroupSize
@@ -148,9 +148,9 @@ func newGridPolicy(spec PolicySpec) (*GridPolicy, error) {
 	if obs == 0 {
 		obs = env.ObsSize(env.ObsRadius)
 	}
-	net, err := gridnet.New(be, gridnet.Config{ObsSize: obs, Hidden: spec.Hidden, Seed: spec.Seed}, gc)
+	net, err := gridnet.New(cmp.Or(spec.Device, "cpu"), gridnet.Config{ObsSize: obs, Hidden: spec.Hidden, Seed: spec.Seed}, gc)
 	if err != nil {
-		return nil, causeError("", err)
+		return nil, gridNetError(err)
 	}
 	gp := &GridPolicy{Net: net, Rollout: gridnet.DefaultRolloutConfig()}
 	if spec.Rollout != nil {
@@ -263,13 +263,9 @@ func LoadGridPolicy(dir, device string) (*GridPolicy, string, error) {
 	if err := json.Unmarshal(ck.Manifest.ModelConfig, &gc); err != nil {
 		return nil, "", &fielderr.Error{Kind: ErrOptions, Flag: "checkpoint", Value: dir, Reason: "model_config: " + err.Error(), Err: err}
 	}
-	be, err := gomlxtrain.NewBackend(device)
+	net, err := gridnet.New(device, gc, learner.DefaultGRPOConfig())
 	if err != nil {
-		return nil, "", causeError("device", err)
-	}
-	net, err := gridnet.New(be, gc, learner.DefaultGRPOConfig())
-	if err != nil {
-		return nil, "", err
+		return nil, "", gridNetError(err)
 	}
 	if err := net.Load(dir); err != nil {
 		return nil, "", fmt.Errorf("--checkpoint %s: %w", dir, err)

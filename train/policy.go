@@ -71,7 +71,7 @@ type perInstancePlayer interface {
 
 // GridPolicy is the gridnet policy.
 type GridPolicy struct {
-	Net     *gridnet.Net
+	Net     gridnet.Model
 	Rollout gridnet.RolloutConfig
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/gridnet"
 )
 
@@ -69,13 +68,9 @@ func TestPolicyStoreSpecVersionsAndPruning(t *testing.T) {
 // gridTestPolicy is a small gridnet policy.
 func gridTestPolicy(t *testing.T, seed uint64) *GridPolicy {
 	t.Helper()
-	be, err := gomlxtrain.NewBackend("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
 	gc := learner.DefaultGRPOConfig()
 	gc.GroupSize = 4
-	net, err := gridnet.New(be, gridnet.Config{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{8}, Seed: seed}, gc)
+	net, err := gridnet.New("cpu", gridnet.Config{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{8}, Seed: seed}, gc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,12 +302,8 @@ func BenchmarkPolicyPublishLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ps.Close()
-	be, err := gomlxtrain.NewBackend("cpu")
-	if err != nil {
-		b.Fatal(err)
-	}
 	newPol := func() *GridPolicy {
-		net, err := gridnet.New(be, gridnet.DefaultConfig(env.ObsSize(env.ObsRadius)), learner.DefaultGRPOConfig())
+		net, err := gridnet.New("cpu", gridnet.DefaultConfig(env.ObsSize(env.ObsRadius)), learner.DefaultGRPOConfig())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/gomlxtrain"
 	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/report"
 )
@@ -172,11 +171,7 @@ func TestEvalTablesMatchHandCount(t *testing.T) {
 // TestEvalGridnetCheckpoint evaluates a saved gridnet and resumes from its
 // cache with the same weights.
 func TestEvalGridnetCheckpoint(t *testing.T) {
-	be, err := gomlxtrain.NewBackend("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	net, err := gridnet.New(be, gridnet.Config{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{16}, Seed: 3}, learner.DefaultGRPOConfig())
+	net, err := gridnet.New("cpu", gridnet.Config{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{16}, Seed: 3}, learner.DefaultGRPOConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,3 +61,36 @@ func TestCorePackagesImportOnlyLeaves(t *testing.T) {
 		}
 	}
 }
+
+// engineFree lists the packages that reach models only through engine.Open and gridnet.New,
+// so they build without a tensor library: no GoMLX package, and neither GoMLX engine package
+// of t2t, is among their dependencies (the program links the engines: learner/engines).
+var engineFree = []string{"rolloutengine", "evaluate", "experiment", "train", "daemon", "serve", "learner/textpolicy"}
+
+// TestRunPackagesImportNoGoMLX: go list -deps of the packages in engineFree names no
+// github.com/gomlx package, no learner/qwen3, learner/gomlxtrain or learner/gridnet/gomlxnet;
+// and learner/torch does not depend on learner/qwen3 (the seam speaks its own types).
+func TestRunPackagesImportNoGoMLX(t *testing.T) {
+	const mod = "github.com/t2t-lab/t2t/"
+	banned := func(d string) bool {
+		return strings.HasPrefix(d, "github.com/gomlx/") || d == mod+"learner/qwen3" ||
+			d == mod+"learner/gomlxtrain" || d == mod+"learner/gridnet/gomlxnet"
+	}
+	args := []string{"list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}"}
+	for _, p := range engineFree {
+		args = append(args, "../../"+p)
+	}
+	out, err := exec.Command("go", append(args, "../../learner/torch")...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		for _, d := range f[1:] {
+			if banned(d) {
+				t.Errorf("%s depends on %s: it must reach models through engine.Open and gridnet.New only", f[0], d)
+				break
+			}
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/t2t-lab/t2t/env"
+	_ "github.com/t2t-lab/t2t/learner/engines" // every compute engine: gomlx and torch
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's

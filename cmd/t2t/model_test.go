@@ -1,13 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
@@ -172,11 +173,7 @@ func TestModelLogits(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d lines, want 2", len(lines))
 	}
-	be, err := gomlxtrain.NewBackend("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lm, err := textpolicy.LoadLM(be, dir)
+	lm, err := textpolicy.OpenLM(context.Background(), engine.Spec{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

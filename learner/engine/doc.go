@@ -12,7 +12,7 @@
 // Both give the same logits, log-probs, losses, gradients and updated weights within 1e-4 in
 // float32, and each loads the other's checkpoints (learner/torch's parity tests). The text
 // policy, SFT, `t2t serve`, `t2t bench` and `t2t model logits` use only this interface;
-// textpolicy.OpenModel is the one place that picks an engine from a Spec.
+// engine.Open is the one place that picks an engine from a Spec.
 //
 // Concurrency: a Model serialises its own calls; textpolicy.LM adds the read/write lock that
 // keeps steps out of running generations.

@@ -1,10 +1,11 @@
-// Package gridnet is the step-wise CPU policy: an MLP shared by all agents, from one agent's
-// egocentric observation vector to the 5 moves WAIT/UP/DOWN/LEFT/RIGHT (ids 0..4), with a
-// legal-move mask, trained on GoMLX through learner/gomlxtrain.
+// Package gridnet is the step-wise CPU policy's model-independent half: an MLP shared by all
+// agents maps one agent's egocentric observation vector to the 5 moves WAIT/UP/DOWN/LEFT/RIGHT
+// (ids 0..4) under a legal-move mask. This package holds what needs no tensor library: the
+// configuration, the GRPO batch, Play (instances into a Rollout through any StepPolicy),
+// BatchFromRollouts and BatchFromGroups (which replays episodes from their action ids alone),
+// and behaviour cloning from optimal plans.
 //
-// Net.Act samples a batch of decisions in Go from the logits (executables are cached per
-// power-of-two batch size); Net.Update runs a GRPO step where every decision is one position
-// (T=1); Net.BCUpdate clones moves of optimal plans. Play plays instances into a Rollout;
-// BatchFromRollouts and BatchFromGroups (which replays episodes from their action ids alone)
-// build the GRPO batch. Net's methods serialise on a mutex.
+// The network itself is a Model built by New on the compute backend the binary links:
+// learner/gridnet/gomlxnet (GoMLX) registers itself when imported, as cmd/t2t does. So the run
+// loop (train) and the experiment runner use gridnet without importing GoMLX.
 package gridnet

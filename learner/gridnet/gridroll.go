@@ -10,7 +10,7 @@ import (
 	"github.com/t2t-lab/t2t/learner"
 )
 
-// RolloutConfig says how Net plays episodes.
+// RolloutConfig says how a StepPolicy plays episodes.
 type RolloutConfig struct {
 	// GroupSize is the number of episodes per instance (the GRPO group);
 	// evaluation uses 1. Default 8.
@@ -61,7 +61,7 @@ func (c RolloutConfig) Validate() error {
 // Play plays cfg.GroupSize episodes of g on each instance, all in
 // lockstep so every step is one batched Act call. rng drives sampling; the
 // same rng state, weights and instances give the same rollout.
-func Play(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*learner.Rollout, error) {
+func Play(g StepPolicy, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*learner.Rollout, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func Play(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*lear
 
 // player is the state of one Play call.
 type player struct {
-	g       *Net
+	g       StepPolicy
 	cfg     RolloutConfig
 	rng     *rand.Rand
 	obsSize int
@@ -134,7 +134,7 @@ type agentSlot struct {
 }
 
 // newPlayer starts GroupSize episodes per instance.
-func newPlayer(g *Net, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*player, error) {
+func newPlayer(g StepPolicy, ins []*env.Instance, cfg RolloutConfig, rng *rand.Rand) (*player, error) {
 	p := &player{g: g, cfg: cfg, rng: rng, obsSize: g.ObsSize(), ro: &learner.Rollout{ObsSize: g.ObsSize()}}
 	for _, in := range ins {
 		if err := in.Validate(); err != nil {
@@ -413,7 +413,7 @@ func OptimalActions(in *env.Instance) ([]int32, error) {
 
 // BCFromOptimal runs one behaviour-cloning step of g on the optimal plans of
 // ins (instances whose plan does not fit cfg's step bound are skipped).
-func BCFromOptimal(g *Net, ins []*env.Instance, cfg RolloutConfig) (learner.UpdateStats, error) {
+func BCFromOptimal(g StepPolicy, ins []*env.Instance, cfg RolloutConfig) (learner.UpdateStats, error) {
 	var (
 		obs   []float32
 		legal []bool

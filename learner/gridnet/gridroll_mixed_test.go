@@ -1,8 +1,10 @@
-package gridnet
+package gridnet_test
 
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/t2t-lab/t2t/learner/gridnet"
 
 	"github.com/t2t-lab/t2t/env"
 )
@@ -25,12 +27,12 @@ func TestPlayGridNetMixedAgentCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := DefaultRolloutConfig()
+	cfg := gridnet.DefaultRolloutConfig()
 	cfg.GroupSize, cfg.Temperature = 1, 0
 	if !cfg.Sequential {
 		t.Skip("the default rollout is not sequential")
 	}
-	ro, err := Play(gridrollNet(t, 5), []*env.Instance{two, three}, cfg, rand.New(rand.NewPCG(5, 1)))
+	ro, err := gridnet.Play(gridrollNet(t, 5), []*env.Instance{two, three}, cfg, rand.New(rand.NewPCG(5, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}

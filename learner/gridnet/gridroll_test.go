@@ -1,8 +1,11 @@
-package gridnet
+package gridnet_test
 
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/t2t-lab/t2t/learner/gridnet"
+	"github.com/t2t-lab/t2t/learner/gridnet/gomlxnet"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/testseed"
@@ -23,13 +26,13 @@ func gridrollInstances(t *testing.T, seed uint64, n, agents int, sizes ...int) [
 	return ins
 }
 
-func gridrollNet(t *testing.T, seed uint64) *Net {
+func gridrollNet(t *testing.T, seed uint64) *gomlxnet.Net {
 	t.Helper()
 	be, err := gomlxtrain.NewBackend("cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(be, Config{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{64, 64}, Seed: seed}, learner.DefaultGRPOConfig())
+	g, err := gomlxnet.New(be, gridnet.Config{ObsSize: env.ObsSize(env.ObsRadius), Hidden: []int{64, 64}, Seed: seed}, learner.DefaultGRPOConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,16 +47,16 @@ func TestPlayGridNetReplayMatches(t *testing.T) {
 	seed := testseed.Get(t, 3)
 	ins := gridrollInstances(t, seed, 6, 2, 3, 4, 5)
 	g := gridrollNet(t, seed)
-	cfg := DefaultRolloutConfig()
+	cfg := gridnet.DefaultRolloutConfig()
 	cfg.GroupSize = 4
-	ro, err := Play(g, ins, cfg, rand.New(rand.NewPCG(seed, 1)))
+	ro, err := gridnet.Play(g, ins, cfg, rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ro.Episodes) != len(ins)*cfg.GroupSize {
 		t.Fatalf("%d episodes, want %d", len(ro.Episodes), len(ins)*cfg.GroupSize)
 	}
-	direct, _ := BatchFromRollouts([]*learner.Rollout{ro}, cfg.GroupSize, true)
+	direct, _ := gridnet.BatchFromRollouts([]*learner.Rollout{ro}, cfg.GroupSize, true)
 	var groups []learner.ReplayedGroup
 	for i := range ins {
 		rg := learner.ReplayedGroup{Instance: ins[i]}
@@ -73,7 +76,7 @@ func TestPlayGridNetReplayMatches(t *testing.T) {
 		}
 		groups = append(groups, rg)
 	}
-	replayed, _, err := BatchFromGroups(groups, cfg, true)
+	replayed, _, err := gridnet.BatchFromGroups(groups, cfg, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +105,11 @@ func TestPlayGridNetReplayMatches(t *testing.T) {
 
 func TestReplayRejectsBadActions(t *testing.T) {
 	ins := gridrollInstances(t, 1, 1, 2, 4)
-	cfg := DefaultRolloutConfig()
-	if _, _, err := ReplayEpisode(ins[0], cfg, []int32{0}, nil, nil); err == nil {
+	cfg := gridnet.DefaultRolloutConfig()
+	if _, _, err := gridnet.ReplayEpisode(ins[0], cfg, []int32{0}, nil, nil); err == nil {
 		t.Fatal("odd action count for 2 agents accepted")
 	}
-	if _, _, err := ReplayEpisode(ins[0], cfg, []int32{0, 9}, nil, nil); err == nil {
+	if _, _, err := gridnet.ReplayEpisode(ins[0], cfg, []int32{0, 9}, nil, nil); err == nil {
 		t.Fatal("action id 9 accepted")
 	}
 }

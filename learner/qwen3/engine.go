@@ -1,6 +1,7 @@
 package qwen3
 
 import (
+	"context"
 	"math/rand/v2"
 	"sync"
 
@@ -21,6 +22,34 @@ type EngineModel struct {
 	cfg     learner.GRPOConfig
 	trainer *gomlxtrain.Trainer
 	steps   int64 // steps of a trainer that SetTrainConfig replaced
+}
+
+// init registers the gomlx engine: engine.Open and engine.NewRandom open gomlx models in
+// every binary that links this package.
+func init() {
+	engine.Register(engine.GoMLX, engine.Opener{Open: openEngine, Random: randomEngine})
+}
+
+// openEngine loads dir on a GoMLX backend for s.Device.
+func openEngine(_ context.Context, s engine.Spec, dir string) (engine.Model, error) {
+	be, err := gomlxtrain.NewBackend(s.Device)
+	if err != nil {
+		return nil, err
+	}
+	return LoadEngine(be, dir)
+}
+
+// randomEngine builds a model of cfg with NewRandom's weights on a GoMLX backend for s.Device.
+func randomEngine(_ context.Context, s engine.Spec, cfg hfmodel.Config, seed uint64) (engine.Model, error) {
+	be, err := gomlxtrain.NewBackend(s.Device)
+	if err != nil {
+		return nil, err
+	}
+	m, err := NewRandom(be, cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	return NewEngine(m), nil
 }
 
 // NewEngine wraps m as an engine Model. Steps use learner.DefaultGRPOConfig until

@@ -1,22 +1,19 @@
 package textpolicy_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
-	"github.com/t2t-lab/t2t/learner/gomlxtrain"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 )
 
 // Train a checkpoint directory (for example one written by `t2t model init`) with GRPO on
 // two instances: play a group per instance, then learn from it.
 func Example() {
-	backend, err := gomlxtrain.NewBackend("cpu")
-	if err != nil {
-		panic(err)
-	}
-	lm, err := textpolicy.LoadLM(backend, "/tmp/tiny")
+	lm, err := textpolicy.OpenLM(context.Background(), engine.Spec{Device: "cpu"}, "/tmp/tiny")
 	if err != nil {
 		panic(err)
 	}

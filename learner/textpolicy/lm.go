@@ -8,13 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/gomlx/gomlx/backends"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/gomlxtrain"
-	"github.com/t2t-lab/t2t/learner/hfmodel"
-	"github.com/t2t-lab/t2t/learner/qwen3"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
-	"github.com/t2t-lab/t2t/learner/torch"
 )
 
 // LM is a Qwen3 model on a compute engine (engine.Model: gomlx in process, or a torch worker)
@@ -53,56 +48,18 @@ func NewLM(m engine.Model, tok *tokenizer.Tokenizer) (*LM, error) {
 	return lm, nil
 }
 
-// LoadLM loads a Hugging Face Qwen3 directory (qwen3.Load) on a GoMLX backend, and its
-// tokenizer.json.
-func LoadLM(backend backends.Backend, dir string) (*LM, error) {
-	return loadLM(dir, func() (engine.Model, error) { return qwen3.LoadEngine(backend, dir) })
-}
-
-// OpenModel loads a Hugging Face Qwen3 directory on the engine spec names: gomlx on
-// learner.NewBackend(spec.Device), or torch (torch.Open: one worker, or a rank group with
-// spec.Devices). This is the one place that chooses an engine.
-func OpenModel(ctx context.Context, spec engine.Spec, dir string) (engine.Model, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	if spec.Kind == engine.Torch {
-		return torch.Open(ctx, spec, dir)
-	}
-	be, err := gomlxtrain.NewBackend(spec.Device)
-	if err != nil {
-		return nil, err
-	}
-	return qwen3.LoadEngine(be, dir)
-}
-
-// NewRandomModel builds a model of cfg with random weights on the engine spec names (gomlx:
-// qwen3.NewRandom; torch: the worker's own draw), for benchmarks.
-func NewRandomModel(ctx context.Context, spec engine.Spec, cfg hfmodel.Config, seed uint64) (engine.Model, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	if spec.Kind == engine.Torch {
-		return torch.OpenRandom(ctx, spec, cfg, seed)
-	}
-	be, err := gomlxtrain.NewBackend(spec.Device)
-	if err != nil {
-		return nil, err
-	}
-	m, err := qwen3.NewRandom(be, cfg, seed)
-	if err != nil {
-		return nil, err
-	}
-	return qwen3.NewEngine(m), nil
-}
-
-// OpenLM is OpenModel plus the directory's tokenizer.json. The tokenizer is read first, so a
-// directory without one starts no worker.
+// OpenLM loads a Hugging Face Qwen3 directory on the engine spec names (engine.Open) with
+// its tokenizer.json. The tokenizer is read first, so a directory without one starts no
+// worker.
 func OpenLM(ctx context.Context, spec engine.Spec, dir string) (*LM, error) {
-	return loadLM(dir, func() (engine.Model, error) { return OpenModel(ctx, spec, dir) })
+	return LoadLM(dir, func() (engine.Model, error) { return engine.Open(ctx, spec, dir) })
 }
 
-func loadLM(dir string, open func() (engine.Model, error)) (*LM, error) {
+// LoadLM reads dir's tokenizer.json, then calls open for the model (a caller that holds an
+// engine's own handle, such as a GoMLX backend, loads through it) and pairs the two (NewLM).
+// On error the model is closed.
+
+func LoadLM(dir string, open func() (engine.Model, error)) (*LM, error) {
 	path := filepath.Join(dir, "tokenizer.json")
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrTokenizer, dir, err)

@@ -44,6 +44,12 @@ type Group struct {
 	close   sync.Once
 }
 
+// init registers the torch engine: engine.Open and engine.NewRandom open torch models in
+// every binary that links this package.
+func init() {
+	engine.Register(engine.Torch, engine.Opener{Open: Open, Random: OpenRandom})
+}
+
 // Open loads the Hugging Face directory dir on the torch engine: one worker (Load), or a Group
 // when spec has several Devices.
 func Open(ctx context.Context, spec engine.Spec, dir string) (engine.Model, error) {

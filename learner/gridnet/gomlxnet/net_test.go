@@ -1,4 +1,4 @@
-package gridnet
+package gomlxnet
 
 import (
 	"errors"
@@ -9,24 +9,26 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/t2t-lab/t2t/learner/gridnet"
+
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/t2t-lab/t2t/internal/testseed"
 	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/safetensors"
 )
 
-// Synthetic step task: an observation is a one-hot "target move" in its first NumMoves slots
+// Synthetic step task: an observation is a one-hot "target move" in its first gridnet.NumMoves slots
 // plus gridObsNoise noise features; some non-target moves are illegal. Reward of an episode is
 // the share of its decisions that took the target move.
 const (
 	gridObsNoise = 7
-	gridObs      = NumMoves + gridObsNoise
+	gridObs      = gridnet.NumMoves + gridObsNoise
 	gridEpLen    = 4
 )
 
 func newGridTestNet(t testing.TB, seed uint64, train learner.GRPOConfig) *Net {
 	t.Helper()
-	cfg := Config{ObsSize: gridObs, Hidden: []int{32, 32}, Seed: seed}
+	cfg := gridnet.Config{ObsSize: gridObs, Hidden: []int{32, 32}, Seed: seed}
 	g, err := New(testBackend(t), cfg, train)
 	if err != nil {
 		t.Fatal(err)
@@ -37,17 +39,17 @@ func newGridTestNet(t testing.TB, seed uint64, train learner.GRPOConfig) *Net {
 // gridTask draws n decisions: observations, legal masks and target moves.
 func gridTask(rng *rand.Rand, n int) (obs []float32, legal []bool, target []int32) {
 	obs = make([]float32, n*gridObs)
-	legal = make([]bool, n*NumMoves)
+	legal = make([]bool, n*gridnet.NumMoves)
 	target = make([]int32, n)
 	for i := range n {
-		tg := rng.IntN(NumMoves)
+		tg := rng.IntN(gridnet.NumMoves)
 		target[i] = int32(tg)
 		obs[i*gridObs+tg] = 1
 		for k := range gridObsNoise {
-			obs[i*gridObs+NumMoves+k] = float32(rng.NormFloat64())
+			obs[i*gridObs+gridnet.NumMoves+k] = float32(rng.NormFloat64())
 		}
-		for a := range NumMoves {
-			legal[i*NumMoves+a] = a == tg || rng.Float64() > 0.3
+		for a := range gridnet.NumMoves {
+			legal[i*gridnet.NumMoves+a] = a == tg || rng.Float64() > 0.3
 		}
 	}
 	return
@@ -55,10 +57,10 @@ func gridTask(rng *rand.Rand, n int) (obs []float32, legal []bool, target []int3
 
 // gridRollout plays groups×GroupSize episodes of gridEpLen decisions (the episodes of a group
 // share their observations) and returns the GRPO batch and the mean reward.
-func gridRollout(t testing.TB, g *Net, rng *rand.Rand, groups, groupSize int) (*Batch, float64) {
+func gridRollout(t testing.TB, g *Net, rng *rand.Rand, groups, groupSize int) (*gridnet.Batch, float64) {
 	t.Helper()
 	perGroup := gridEpLen
-	var b Batch
+	var b gridnet.Batch
 	rewards := make([]float32, 0, groups*groupSize)
 	for range groups {
 		obs, legal, target := gridTask(rng, perGroup)
@@ -109,7 +111,7 @@ func TestGridNetActRespectsLegalAndGreedy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range n {
-		if !legal[i*NumMoves+int(acts[i])] {
+		if !legal[i*gridnet.NumMoves+int(acts[i])] {
 			t.Fatalf("row %d: illegal move %d sampled", i, acts[i])
 		}
 		if math.Abs(float64(lps[i]-lp1[i])) > 1e-5 || lps[i] > 0 {
@@ -122,10 +124,10 @@ func TestGridNetActRespectsLegalAndGreedy(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := make([]float32, n)
-	for a := range int32(NumMoves) {
+	for a := range int32(gridnet.NumMoves) {
 		cand := slices.Repeat([]int32{a}, n)
 		for i := range n {
-			if !legal[i*NumMoves+int(a)] {
+			if !legal[i*gridnet.NumMoves+int(a)] {
 				cand[i] = greedy[i]
 			}
 		}
@@ -139,7 +141,7 @@ func TestGridNetActRespectsLegalAndGreedy(t *testing.T) {
 		}
 	}
 	// A row without legal moves and a short dst are errors.
-	for i := range NumMoves {
+	for i := range gridnet.NumMoves {
 		legal[i] = false
 	}
 	if err := g.Act(obs, n, legal, 1, rng, acts, lps); !errors.Is(err, learner.ErrBadBatch) {
@@ -164,9 +166,9 @@ func TestGridNetSamplingFrequencies(t *testing.T) {
 	}
 	const n = 4000
 	rep := slices.Repeat(obs, n)
-	probs := make([]float64, NumMoves)
+	probs := make([]float64, gridnet.NumMoves)
 	lp := make([]float32, 1)
-	for a := range int32(NumMoves) {
+	for a := range int32(gridnet.NumMoves) {
 		if err := g.LogProbs(obs, 1, nil, []int32{a}, lp); err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +179,7 @@ func TestGridNetSamplingFrequencies(t *testing.T) {
 		if err := g.Act(rep, n, nil, temp, rng, acts, lps); err != nil {
 			t.Fatal(err)
 		}
-		want := make([]float64, NumMoves)
+		want := make([]float64, gridnet.NumMoves)
 		var z float64
 		for a := range want {
 			want[a] = math.Pow(probs[a], 1/temp)
@@ -290,7 +292,7 @@ func TestGridNetCheckpointResumeIsExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.SetTrainState(TrainState{ConfigVersion: 4, DataPosition: 123, RNGState: state})
+	b.SetTrainState(gridnet.TrainState{ConfigVersion: 4, DataPosition: 123, RNGState: state})
 	dir := filepath.Join(t.TempDir(), "ck")
 	if err := b.Save(dir); err != nil {
 		t.Fatal(err)
@@ -369,7 +371,7 @@ func TestGridNetLoadRejectsCorruptAndMismatch(t *testing.T) {
 	}
 
 	// Architecture mismatch: a different hidden size.
-	other, err := New(testBackend(t), Config{ObsSize: gridObs, Hidden: []int{16}, Seed: 1}, train)
+	other, err := New(testBackend(t), gridnet.Config{ObsSize: gridObs, Hidden: []int{16}, Seed: 1}, train)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +471,7 @@ func BenchmarkGridNetUpdate(b *testing.B) {
 
 // newGridBenchNet is the default-size gridnet (2×128 hidden) on a larger observation.
 func newGridBenchNet(b *testing.B) *Net {
-	g, err := New(testBackend(b), Config{ObsSize: gridObs, Hidden: []int{128, 128}, Seed: 1}, learner.DefaultGRPOConfig())
+	g, err := New(testBackend(b), gridnet.Config{ObsSize: gridObs, Hidden: []int{128, 128}, Seed: 1}, learner.DefaultGRPOConfig())
 	if err != nil {
 		b.Fatal(err)
 	}

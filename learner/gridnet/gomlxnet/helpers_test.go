@@ -1,4 +1,4 @@
-package gridnet
+package gomlxnet
 
 import (
 	"sync"
