@@ -13,7 +13,6 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
 )
 
@@ -125,10 +124,11 @@ func (f *Flags) Options(fs *flag.FlagSet, args []string, stdout, stderr io.Write
 func (o *Options) policyFactory(widths []int) func(Arm, uint64) (train.Policy, func() error, error) {
 	o = new(*o)
 	return func(_ Arm, seed uint64) (train.Policy, func() error, error) {
-		spec := train.PolicySpec{Kind: o.Policy, Device: o.Device, MistakeRate: o.MistakeRate, Hidden: widths, LR: o.LR,
-			GroupSize: o.GroupSize, Seed: seed, ModelDir: o.LLM.Model, Engine: o.LLM.Spec, Text: textpolicy.DefaultOptions()}
-		spec.Text.Prompt, _ = env.PromptStyle(o.LLM.Prompt) // checked by llm
-		spec.Text.MaxNewTokens, spec.Text.Thinking = o.LLM.MaxNewTokens, o.LLM.Thinking
+		spec, err := o.RunSettings.PolicySpec(seed) // its prompt style was checked by llm
+		if err != nil {
+			return nil, nil, err
+		}
+		spec.Hidden, spec.Engine = widths, o.EngineSpec
 		return train.NewPolicy(context.Background(), spec)
 	}
 }
@@ -140,33 +140,33 @@ func (f *Flags) llm(o *Options) error {
 	if endpoint && (o.LLMURL == "" || o.LLMModel == "") {
 		return &fielderr.Error{Flag: "llm-url", Reason: "the llm strategy needs --llm-url and --llm-model"}
 	}
-	if checkpoint && o.LLM.Model == "" {
+	if checkpoint && o.Model == "" {
 		return &fielderr.Error{Flag: "model", Reason: "the self and base arms need --model DIR (with --policy qwen3 for self)"}
 	}
-	style, err := engineer.ParsePromptStyle(o.LLM.EngineerPrompt)
+	style, err := engineer.ParsePromptStyle(o.EngineerPrompt)
 	if err != nil {
-		return &fielderr.Error{Flag: "engineer-prompt", Value: strconv.Quote(o.LLM.EngineerPrompt), Reason: "want full or compact"}
+		return &fielderr.Error{Flag: "engineer-prompt", Value: strconv.Quote(o.EngineerPrompt), Reason: "want full or compact"}
 	}
-	o.LLM.EngineerPrompt = style
+	o.EngineerPrompt = style
 	if style == engineer.PromptFull {
-		o.LLM.EngineerPrompt = "" // the fingerprints of runs made before the flag
+		o.EngineerPrompt = "" // the fingerprints of runs made before the flag
 	}
 	if !checkpoint {
-		o.LLM.EngineerMaxTokens, o.LLM.EngineerTemperature, o.LLM.EngineerRetries, o.LLM.EngineerPrompt = 0, 0, 0, ""
+		o.EngineerMaxTokens, o.EngineerTemperature, o.EngineerRetries, o.EngineerPrompt = 0, 0, 0, ""
 	}
 	if !train.IsLLM(o.Policy) {
-		o.LLM.MaxNewTokens, o.LLM.Prompt, o.LLM.Thinking = 0, "", false
+		o.MaxNewTokens, o.Prompt, o.Thinking = 0, "", false
 		if !checkpoint {
-			o.LLM.Model = ""
+			o.Model = ""
 			return nil
 		}
-	} else if _, err := env.PromptStyle(o.LLM.Prompt); err != nil {
-		return &fielderr.Error{Flag: "prompt", Value: strconv.Quote(o.LLM.Prompt), Reason: "want full or compact"}
+	} else if _, err := env.PromptStyle(o.Prompt); err != nil {
+		return &fielderr.Error{Flag: "prompt", Value: strconv.Quote(o.Prompt), Reason: "want full or compact"}
 	}
 	spec, err := f.Engine.Spec(o.Device, nil)
 	if err != nil {
 		return &fielderr.Error{Flag: "engine", Reason: err.Error()}
 	}
-	o.LLM.Spec, o.LLM.Engine = spec, spec.Kind
+	o.EngineSpec, o.Engine = spec, spec.Kind
 	return nil
 }

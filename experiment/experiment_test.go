@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/fielderr"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/report"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -74,9 +76,9 @@ func TestExperimentArmsAndIDs(t *testing.T) {
 // testOptions are t2t experiment's defaults.
 func testOptions() Options {
 	return Options{
-		Config: BaseConfig(env.DefaultLocalConfig()), Stages: 8, Epochs: 1, EvalPerSize: 10, ValPerSize: 20, GroupSize: 8, LearnerBatch: 32,
-		Rollouts: 2, InstancesPerUnit: 16, Policy: "gridnet", Hidden: "128,128", Device: "cpu", MistakeRate: 0.05, LR: 1e-3,
-		SuiteSeed: DefaultSuiteSeed,
+		RunSettings: train.RunSettings{Stages: 8, Epochs: 1, EvalPerSize: 10, ValPerSize: 20, GroupSize: 8, LearnerBatch: 32, InstancesPerUnit: 16,
+			Policy: "gridnet", Hidden: "128,128", Device: "cpu", MistakeRate: 0.05, LR: 1e-3},
+		Config: BaseConfig(env.DefaultLocalConfig()), Rollouts: 2, SuiteSeed: DefaultSuiteSeed,
 	}
 }
 
@@ -130,49 +132,60 @@ func TestFingerprintMatchesLegacy(t *testing.T) {
 	}
 }
 
+// TestFingerprintGolden: fingerprints computed before train.RunSettings
+// became the one tree of run settings (at 78e1967) stay as they were, for a
+// gridnet run and for an LLM run with every LLM setting set.
+func TestFingerprintGolden(t *testing.T) {
+	arms, err := ParseArms("fixed,self", "F,G,H0,T")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions()
+	if got, want := o.Fingerprint(arms[0], 1), "668ac740287b6614bce82808"; got != want {
+		t.Errorf("gridnet, fixed, seed 1: %s, want %s", got, want)
+	}
+	o.Epochs, o.Policy, o.LR = 2, "qwen3", 1e-6
+	o.Model, o.Engine, o.MaxNewTokens, o.Prompt, o.Thinking = "/m", "torch", 256, "compact", true
+	o.EngineerMaxTokens, o.EngineerTemperature, o.EngineerRetries, o.EngineerPrompt = 300, 0.5, 2, "compact"
+	o.EngineSpec = engine.Spec{Kind: "torch"}
+	if got, want := o.Fingerprint(arms[1], 3), "65baaeb66d794a2283463df2"; got != want {
+		t.Errorf("qwen3, self, seed 3: %s, want %s", got, want)
+	}
+}
+
 // notFingerprinted are the Options fields left out of the fingerprint;
 // each says why in its doc comment. Adding one is a decision this list
 // records.
-var notFingerprinted = []string{"Arms", "Seeds", "LLMAPIKey", "Title", "Command", "Baseline", "Dir", "Resume", "Out", "Logger", "NewPolicy"}
+var notFingerprinted = []string{"EngineSpec", "Arms", "Seeds", "LLMAPIKey", "Title", "Command", "Baseline", "Dir", "Resume", "Out", "Logger", "NewPolicy"}
 
-// TestFingerprintCoversEveryField changes each Options field in turn:
-// every field not tagged `json:"-"` must change the fingerprint, and the
-// tagged ones are exactly notFingerprinted. The arm and the seed change it
-// too.
+// TestFingerprintCoversEveryField changes each Options field in turn, and
+// each field of its train.RunSettings: every one must change the
+// fingerprint but those in notFingerprinted, which must not. The arm and
+// the seed change it too.
 func TestFingerprintCoversEveryField(t *testing.T) {
 	base := testOptions()
 	arm := Arm{Label: "fixed", Strategy: "fixed"}
 	fp := base.Fingerprint(arm, 1)
-	var skipped []string
 	typ := reflect.TypeFor[Options]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
-		if f.Tag.Get("json") == "-" {
-			skipped = append(skipped, f.Name)
-			continue
-		}
-		if f.Type == reflect.TypeFor[LLMOptions]() { // each of its settings on its own
-			lt := f.Type
-			for j := range lt.NumField() {
-				if lt.Field(j).Tag.Get("json") == "-" {
-					continue
-				}
+		if f.Type == reflect.TypeFor[train.RunSettings]() { // each of its settings on its own
+			for j := range f.Type.NumField() {
 				o := testOptions()
-				changeField(t, f.Name+"."+lt.Field(j).Name, reflect.ValueOf(&o.LLM).Elem().Field(j), &o)
+				changeField(t, f.Type.Field(j).Name, reflect.ValueOf(&o.RunSettings).Elem().Field(j), &o)
 				if o.Fingerprint(arm, 1) == fp {
-					t.Errorf("field %s.%s does not change the fingerprint", f.Name, lt.Field(j).Name)
+					t.Errorf("field RunSettings.%s does not change the fingerprint", f.Type.Field(j).Name)
 				}
 			}
 			continue
 		}
 		o := testOptions()
-		changeField(t, f.Name, reflect.ValueOf(&o).Elem().Field(i), &o)
-		if o.Fingerprint(arm, 1) == fp {
-			t.Errorf("field %s does not change the fingerprint", f.Name)
+		if !changeField(t, f.Name, reflect.ValueOf(&o).Elem().Field(i), &o) {
+			continue // a func, interface or pointer field: none is fingerprinted
 		}
-	}
-	if !reflect.DeepEqual(skipped, notFingerprinted) {
-		t.Errorf("fields left out of the fingerprint: %v, want %v", skipped, notFingerprinted)
+		if changed := o.Fingerprint(arm, 1) != fp; changed == slices.Contains(notFingerprinted, f.Name) {
+			t.Errorf("field %s: changes the fingerprint %v, want %v", f.Name, changed, !changed)
+		}
 	}
 	for _, other := range []struct {
 		arm  Arm
@@ -224,8 +237,9 @@ func TestRunReusesSavedRuns(t *testing.T) {
 	built := 0
 	var out bytes.Buffer
 	o := Options{
-		Config: BaseConfig(cfg), Stages: 1, EvalPerSize: 1, ValPerSize: 1, GroupSize: 2, LearnerBatch: 8, Rollouts: 1, InstancesPerUnit: 16,
-		Policy: "scripted", MistakeRate: 0.2, SuiteSeed: DefaultSuiteSeed,
+		RunSettings: train.RunSettings{Stages: 1, EvalPerSize: 1, ValPerSize: 1, GroupSize: 2, LearnerBatch: 8, InstancesPerUnit: 16,
+			Policy: "scripted", MistakeRate: 0.2},
+		Config: BaseConfig(cfg), Rollouts: 1, SuiteSeed: DefaultSuiteSeed,
 		Arms: []Arm{{Label: "fixed", Strategy: "fixed"}}, Seeds: []uint64{1}, Title: "t", Baseline: "nosuch",
 		Dir: t.TempDir(), Resume: true, Out: &out,
 	}
@@ -270,8 +284,9 @@ func TestRunReusesSavedRuns(t *testing.T) {
 	}
 }
 
-// changeField changes the value v of field name of o.
-func changeField(t *testing.T, name string, v reflect.Value, o *Options) {
+// changeField changes the value v of field name of o; false for the
+// kinds it does not change (funcs, interfaces, pointers).
+func changeField(t *testing.T, name string, v reflect.Value, o *Options) bool {
 	t.Helper()
 	switch v.Kind() {
 	case reflect.Int:
@@ -284,12 +299,21 @@ func changeField(t *testing.T, name string, v reflect.Value, o *Options) {
 		v.SetString(v.String() + "x")
 	case reflect.Bool:
 		v.SetBool(!v.Bool())
+	case reflect.Slice:
+		v.Set(reflect.Append(v, reflect.Zero(v.Type().Elem())))
 	case reflect.Struct:
-		if v.Type() != reflect.TypeFor[BaseConfig]() {
+		switch v.Type() {
+		case reflect.TypeFor[BaseConfig]():
+			o.Config.Instances++
+		case reflect.TypeFor[engine.Spec]():
+			o.EngineSpec.Threads++
+		default:
 			t.Fatalf("field %s: no change known for %s", name, v.Type())
 		}
-		o.Config.Instances++
+	case reflect.Func, reflect.Interface, reflect.Pointer:
+		return false
 	default:
 		t.Fatalf("field %s: no change known for kind %s: teach this test", name, v.Kind())
 	}
+	return true
 }

@@ -11,11 +11,7 @@ import (
 // with train's defaults (the arms, seeds, config and the engine's Spec are
 // the command's).
 func (o *Options) Register(fs *flag.FlagSet) {
-	l := &o.LLM
-	train.RunFlags{Stages: &o.Stages, Epochs: (*int)(&o.Epochs), GroupSize: &o.GroupSize, LearnerBatch: &o.LearnerBatch, InstancesPerUnit: &o.InstancesPerUnit,
-		ValPerSize: &o.ValPerSize, EvalPerSize: &o.EvalPerSize, Policy: &o.Policy, Hidden: &o.Hidden, Device: &o.Device, MistakeRate: &o.MistakeRate,
-		LR: &o.LR, Model: &l.Model, Prompt: &l.Prompt, MaxNewTokens: &l.MaxNewTokens, Thinking: &l.Thinking, EngineerMaxTokens: &l.EngineerMaxTokens,
-		EngineerRetries: &l.EngineerRetries, EngineerTemperature: &l.EngineerTemperature, EngineerPrompt: &l.EngineerPrompt}.Register(fs)
+	o.RunSettings.Register(fs)
 	fs.IntVar(&o.Rollouts, "rollouts", train.DefaultOptions().Rollouts, "rollout actors per run")
 	fs.Uint64Var((*uint64)(&o.SuiteSeed), "suite-seed", DefaultSuiteSeed, "seed of the validation set and the benchmark suite (another value gives a held-out pair for developing strategies)")
 	fs.StringVar(&o.LLMURL, "llm-url", "", "llm strategy: OpenAI-compatible API root, e.g. http://localhost:8000/v1")

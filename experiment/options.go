@@ -12,107 +12,65 @@ import (
 	"github.com/t2t-lab/t2t/train"
 )
 
-// Options configure an experiment. Every field without a `json:"-"` tag
-// is a setting that changes what a run does, and is part of the run's
-// fingerprint (Fingerprint): a new field is fingerprinted unless it is
-// tagged, with a comment that says why it does not matter. The JSON names
-// are those of the fingerprints written before Options existed, so those
-// runs are reused.
+// Options configure an experiment. The run settings it shares with t2t
+// train are train.RunSettings, held as they are (the flags fill them with
+// train's defaults). Every setting that changes what a run does is part of
+// the run's fingerprint (Fingerprint, legacySettings); the fields left out
+// (notFingerprinted in the tests) say in their comments why they do not
+// matter.
 type Options struct {
+	// RunSettings: the stages, epochs, counts, policy and engineer-LLM
+	// settings of each run. Run reads Policy (for the report); NewPolicy
+	// builds the policy from them.
+	train.RunSettings
 	// Config is the stage-0 generator config, with Instances the training
 	// instances per stage.
-	Config BaseConfig `json:"Config"`
-	// Stages is the number of training stages per run, Epochs the passes
-	// over each stage's instances (train.Options.Epochs).
-	Stages int    `json:"Stages"`
-	Epochs Epochs `json:"Epochs,omitzero"`
-	// EvalPerSize and ValPerSize size the benchmark suite and the
-	// validation set (train.Options).
-	EvalPerSize int `json:"EvalPer"`
-	ValPerSize  int `json:"ValPer"`
-	// GroupSize is the GRPO group size, LearnerBatch the groups per
-	// update, Rollouts the rollout actors per run and InstancesPerUnit the
-	// instances per work unit.
-	GroupSize        int `json:"Group"`
-	LearnerBatch     int `json:"Batch"`
-	Rollouts         int `json:"Rollouts"`
-	InstancesPerUnit int `json:"PerUnit"`
-	// Policy (kind: "gridnet", "scripted" or "qwen3"), Hidden (gridnet layer widths as
-	// t2t experiment's --hidden takes them), Device, MistakeRate (scripted)
-	// and LR describe the policy NewPolicy builds. Run reads only Policy
-	// (for the report); they are here so that NewPolicy can take them from
-	// here and a run's fingerprint covers them.
-	Policy string `json:"Policy"`
-	Hidden string `json:"Hidden"`
-	Device string `json:"Device"`
+	Config BaseConfig
+	// Rollouts is the rollout actors per run.
+	Rollouts int
 	// LLMURL and LLMModel are the llm strategy's endpoint and model.
-	LLMURL   string `json:"LLMURL"`
-	LLMModel string `json:"LLMModel"`
-	// MistakeRate and LR: see Policy.
-	MistakeRate float64 `json:"Mistake"`
-	LR          float64 `json:"LR"`
+	LLMURL   string
+	LLMModel string
 	// SuiteSeed seeds the validation set and the benchmark suite.
-	SuiteSeed SuiteSeed `json:"SuiteSeed,omitzero"`
-	// LLM describes an LLM policy (Policy "qwen3") and a checkpoint
-	// engineer (arms self and base); zero for the other policies, so the
-	// fingerprints of runs saved before it existed hold.
-	LLM LLMOptions `json:"LLM,omitzero"`
+	SuiteSeed SuiteSeed
+	// Engine is the compute engine's kind of an LLM policy and a
+	// checkpoint engineer (arms self and base): gomlx or torch, which agree
+	// to 1e-4, not bit for bit. Empty for the other policies.
+	Engine string
+	// EngineSpec is how the engine runs (interpreter, threads, device):
+	// where a run computes, not what. llm sets it with Engine.
+	EngineSpec engine.Spec
 
 	// Arms and Seeds span the runs: one per (seed, arm), seeds outermost.
 	// Each run's fingerprint holds its own arm and seed.
-	Arms  []Arm    `json:"-"`
-	Seeds []uint64 `json:"-"`
+	Arms  []Arm
+	Seeds []uint64
 	// LLMAPIKey is the llm strategy's API key: a secret, and another key
 	// for the same endpoint and model gives the same answers.
-	LLMAPIKey string `json:"-"`
+	LLMAPIKey string
 	// Title, Command and Baseline only label the report: Baseline is the
 	// arm the others are compared with, paired by seed ("" or an unknown
 	// label for none).
-	Title    string `json:"-"`
-	Command  string `json:"-"`
-	Baseline string `json:"-"`
+	Title    string
+	Command  string
+	Baseline string
 	// Dir is the output folder: the report files and runs/RUNID.json per
 	// finished run. Where the files go does not change them.
-	Dir string `json:"-"`
+	Dir string
 	// Resume reuses a finished run saved under Dir/runs when its
 	// fingerprint matches; it decides whether to run, not what a run does.
-	Resume bool `json:"-"`
+	Resume bool
 	// Out receives the progress lines and each run's training table, its
 	// lines prefixed "  [LABEL sSEED] ". Default io.Discard.
-	Out io.Writer `json:"-"`
+	Out io.Writer
 	// Logger logs the actor runtime. Default: discard.
-	Logger *slog.Logger `json:"-"`
+	Logger *slog.Logger
 	// NewPolicy builds a fresh policy for a run, and a function that
 	// releases it (nil when nothing needs releasing). It must build it from
 	// the fields above (Policy, Hidden, Device, MistakeRate, LR, GroupSize)
 	// and the seed, so that the fingerprint covers what it builds. Its
 	// errors are returned as they are.
-	NewPolicy func(arm Arm, seed uint64) (train.Policy, func() error, error) `json:"-"`
-}
-
-// LLMOptions are the settings of an LLM policy and of a checkpoint
-// engineer (self, base) that change what a run does.
-type LLMOptions struct {
-	// Model is the starting Hugging Face checkpoint; Engine the compute
-	// engine's kind (gomlx or torch: they agree to 1e-4, not bit for bit).
-	Model  string `json:",omitempty"`
-	Engine string `json:",omitempty"`
-	// MaxNewTokens bounds an answer; Prompt is the prompt style
-	// (env.PromptStyle); Thinking lets the policy think first.
-	MaxNewTokens int    `json:",omitempty"`
-	Prompt       string `json:",omitempty"`
-	Thinking     bool   `json:",omitempty"`
-	// EngineerMaxTokens, EngineerTemperature and EngineerRetries are a
-	// self or base engineer's (train.EngineerSpec).
-	EngineerMaxTokens   int     `json:",omitempty"`
-	EngineerTemperature float64 `json:",omitempty"`
-	EngineerRetries     int     `json:",omitempty"`
-	// EngineerPrompt is a self or base engineer's prompt style:
-	// engineer.PromptCompact, or "" for the full prompt.
-	EngineerPrompt string `json:",omitempty"`
-	// Spec is how the engine runs (interpreter, threads, device): where a
-	// run computes, not what.
-	Spec engine.Spec `json:"-"`
+	NewPolicy func(arm Arm, seed uint64) (train.Policy, func() error, error)
 }
 
 // BaseConfig is the stage-0 generator config. A fingerprint holds its
@@ -149,14 +107,67 @@ type fingerprinted struct {
 	Arm, Strategy, Modules string
 	Engineer               string `json:",omitempty"`
 	Seed                   uint64
-	Settings               *Options
+	Settings               legacySettings
+}
+
+// legacySettings are the fingerprinted settings under the JSON names and
+// in the order of the fingerprints written before train.RunSettings was
+// one tree, so that those runs are reused. The order of the fields is part
+// of the format: append only.
+type legacySettings struct {
+	Config           BaseConfig `json:"Config"`
+	Stages           int        `json:"Stages"`
+	Epochs           Epochs     `json:"Epochs,omitzero"`
+	EvalPerSize      int        `json:"EvalPer"`
+	ValPerSize       int        `json:"ValPer"`
+	GroupSize        int        `json:"Group"`
+	LearnerBatch     int        `json:"Batch"`
+	Rollouts         int        `json:"Rollouts"`
+	InstancesPerUnit int        `json:"PerUnit"`
+	Policy           string     `json:"Policy"`
+	Hidden           string     `json:"Hidden"`
+	Device           string     `json:"Device"`
+	LLMURL           string     `json:"LLMURL"`
+	LLMModel         string     `json:"LLMModel"`
+	MistakeRate      float64    `json:"Mistake"`
+	LR               float64    `json:"LR"`
+	SuiteSeed        SuiteSeed  `json:"SuiteSeed,omitzero"`
+	LLM              legacyLLM  `json:"LLM,omitzero"`
+}
+
+// legacyLLM are the LLM settings, nested as the fingerprints of runs saved
+// before train.RunSettings wrote them.
+type legacyLLM struct {
+	Model               string  `json:",omitempty"`
+	Engine              string  `json:",omitempty"`
+	MaxNewTokens        int     `json:",omitempty"`
+	Prompt              string  `json:",omitempty"`
+	Thinking            bool    `json:",omitempty"`
+	EngineerMaxTokens   int     `json:",omitempty"`
+	EngineerTemperature float64 `json:",omitempty"`
+	EngineerRetries     int     `json:",omitempty"`
+	EngineerPrompt      string  `json:",omitempty"`
+}
+
+// legacy is o's fingerprinted settings.
+func (o *Options) legacy() legacySettings {
+	s := o.RunSettings
+	return legacySettings{
+		Config: o.Config, Stages: s.Stages, Epochs: Epochs(s.Epochs), EvalPerSize: s.EvalPerSize, ValPerSize: s.ValPerSize,
+		GroupSize: s.GroupSize, LearnerBatch: s.LearnerBatch, Rollouts: o.Rollouts, InstancesPerUnit: s.InstancesPerUnit,
+		Policy: s.Policy, Hidden: s.Hidden, Device: s.Device, LLMURL: o.LLMURL, LLMModel: o.LLMModel, MistakeRate: s.MistakeRate,
+		LR: s.LR, SuiteSeed: o.SuiteSeed,
+		LLM: legacyLLM{Model: s.Model, Engine: o.Engine, MaxNewTokens: s.MaxNewTokens, Prompt: s.Prompt, Thinking: s.Thinking,
+			EngineerMaxTokens: s.EngineerMaxTokens, EngineerTemperature: s.EngineerTemperature, EngineerRetries: s.EngineerRetries,
+			EngineerPrompt: s.EngineerPrompt},
+	}
 }
 
 // Fingerprint identifies a run of arm with seed under these options: a
-// hash of the arm, the seed and every fingerprinted field of o (see
+// hash of the arm, the seed and every fingerprinted setting of o (see
 // Options). A saved run is reused only under the same fingerprint.
 func (o *Options) Fingerprint(arm Arm, seed uint64) string {
-	b, err := json.Marshal(fingerprinted{arm.Label, arm.Strategy, arm.Modules.String(), arm.Engineer, seed, o})
+	b, err := json.Marshal(fingerprinted{arm.Label, arm.Strategy, arm.Modules.String(), arm.Engineer, seed, o.legacy()})
 	if err != nil { // only a NaN or infinite rate could fail; such a run is never reused
 		return ""
 	}

@@ -185,13 +185,13 @@ func (r *Recipe) Scale(o *Options, w io.Writer) {
 	set("instances", &o.Config.Instances, scaled(o.Config.Instances, 1))
 	set("val-per-size", &o.ValPerSize, scaled(o.ValPerSize, 1))
 	set("eval-per-size", &o.EvalPerSize, scaled(o.EvalPerSize, 1))
-	set("max-new-tokens", &o.LLM.MaxNewTokens, scaled(o.LLM.MaxNewTokens, minScaledTokens))
-	set("engineer-max-tokens", &o.LLM.EngineerMaxTokens, scaled(o.LLM.EngineerMaxTokens, minScaledTokens))
+	set("max-new-tokens", &o.MaxNewTokens, scaled(o.MaxNewTokens, minScaledTokens))
+	set("engineer-max-tokens", &o.EngineerMaxTokens, scaled(o.EngineerMaxTokens, minScaledTokens))
 	set("learner-batch", &o.LearnerBatch, min(o.LearnerBatch, o.Config.Instances))
 	set("instances-per-unit", &o.InstancesPerUnit, min(o.InstancesPerUnit, o.Config.Instances))
 	if len(changed) == 0 {
 		changed = []string{"no count changed"}
 	}
 	fmt.Fprintf(w, "scale %g: %s; stages %d, epochs %d, group %d unchanged\n",
-		r.Factor, strings.Join(changed, ", "), o.Stages, max(int(o.Epochs), 1), o.GroupSize)
+		r.Factor, strings.Join(changed, ", "), o.Stages, max(o.Epochs, 1), o.GroupSize)
 }

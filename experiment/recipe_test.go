@@ -101,7 +101,7 @@ func TestScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Config.Instances != 40 || o.ValPerSize != 1 || o.EvalPerSize != 1 || o.LLM.MaxNewTokens != 41 || o.LLM.EngineerMaxTokens != 20 ||
+	if o.Config.Instances != 40 || o.ValPerSize != 1 || o.EvalPerSize != 1 || o.MaxNewTokens != 41 || o.EngineerMaxTokens != 20 ||
 		o.LearnerBatch != 32 || o.InstancesPerUnit != 16 || o.Stages != 3 || o.Epochs != 2 || o.GroupSize != 8 || len(o.Seeds) != 1 {
 		t.Fatalf("scaled options %+v", o)
 	}
@@ -113,7 +113,7 @@ func TestScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Config.Instances != 2 || o.LearnerBatch != 2 || o.InstancesPerUnit != 2 || o.LLM.MaxNewTokens != 8 || o.LLM.EngineerMaxTokens != minScaledTokens {
+	if o.Config.Instances != 2 || o.LearnerBatch != 2 || o.InstancesPerUnit != 2 || o.MaxNewTokens != 8 || o.EngineerMaxTokens != minScaledTokens {
 		t.Fatalf("scale 0.0005: %+v", o)
 	}
 	if !strings.Contains(out, "learner-batch 32 → 2, instances-per-unit 16 → 2") || strings.Contains(out, "max-new-tokens") {

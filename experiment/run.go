@@ -47,7 +47,7 @@ func Run(ctx context.Context, opt Options) (*report.Experiment, error) {
 	exp := &report.Experiment{
 		Title: opt.Title, Command: opt.Command, Seeds: opt.Seeds,
 		Budget: report.Budget{Policy: opt.Policy, Stages: opt.Stages, Instances: opt.Config.Instances, GroupSize: opt.GroupSize,
-			ValPerSize: opt.ValPerSize, EvalPerSize: opt.EvalPerSize, Epochs: int(opt.Epochs), SuiteSeed: uint64(opt.SuiteSeed)},
+			ValPerSize: opt.ValPerSize, EvalPerSize: opt.EvalPerSize, Epochs: opt.Epochs, SuiteSeed: uint64(opt.SuiteSeed)},
 	}
 	for _, a := range opt.Arms {
 		exp.Strategies = append(exp.Strategies, a.Label)
@@ -121,7 +121,7 @@ func (o *Options) runArm(ctx context.Context, arm Arm, seed uint64, counter stri
 // the strategy and the output are the caller's.
 func (o *Options) trainOptions(seed uint64) train.Options {
 	return train.Options{
-		Stages: o.Stages, Epochs: int(o.Epochs), Seed: seed, Config: env.Config(o.Config), InstancesPerUnit: o.InstancesPerUnit,
+		Stages: o.Stages, Epochs: o.Epochs, Seed: seed, Config: env.Config(o.Config), InstancesPerUnit: o.InstancesPerUnit,
 		Rollouts: o.Rollouts, GroupSize: o.GroupSize, LearnerBatch: o.LearnerBatch,
 		ValPerSize: o.ValPerSize, EvalPerSize: o.EvalPerSize, SuiteSeed: uint64(o.SuiteSeed), Logger: o.Logger,
 	}
@@ -144,8 +144,8 @@ func (o *Options) strategy(ctx context.Context, arm Arm, seed uint64, base *env.
 	if arm.Engineer != "" {
 		strat, closeEng, err := train.NewEngineer(ctx, train.EngineerSpec{
 			Strategy: arm.Strategy, Seed: seed, Target: arm.Engineer, Modules: arm.Modules.String(),
-			MaxTokens: o.LLM.EngineerMaxTokens, Temperature: o.LLM.EngineerTemperature, Retries: o.LLM.EngineerRetries,
-			Prompt: o.LLM.EngineerPrompt, BaseModel: o.LLM.Model, Engine: o.LLM.Spec, Logger: o.Logger,
+			MaxTokens: o.EngineerMaxTokens, Temperature: o.EngineerTemperature, Retries: o.EngineerRetries,
+			Prompt: o.EngineerPrompt, BaseModel: o.Model, Engine: o.EngineSpec, Logger: o.Logger,
 		}, base, pol)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", arm.Label, err)

@@ -28,24 +28,114 @@ import (
 // DeviceHelp describes the --device flag of the commands with a model.
 const DeviceHelp = "compute device: gomlx engine: cpu, or xla:/abs/path/pjrt_plugin.so (cgo builds); torch engine: cpu, cuda or cuda:N"
 
+// Defaults of the run settings that are flags only (the others are
+// DefaultOptions', the policy kinds' and engineer's): each is set here
+// once, for every command that takes it.
+const (
+	// DefaultMistakeRate is a scripted policy's chance per agent and step
+	// of a random move.
+	DefaultMistakeRate = 0.05
+	// DefaultHidden are a gridnet's hidden layer widths.
+	DefaultHidden = "128,128"
+	// DefaultMaxNewTokens bounds an LLM policy's answer.
+	DefaultMaxNewTokens = 512
+)
+
+// RunSettings are the settings of a run that every command starting runs
+// takes: t2t train and t2t node hold them in Flags, t2t experiment in
+// experiment.Options (which fingerprints them). Register binds their
+// flags, so that each one's name, default and help is written once, here.
+type RunSettings struct {
+	// Stages, Epochs, GroupSize, LearnerBatch, InstancesPerUnit,
+	// ValPerSize and EvalPerSize are the Options fields of the same names.
+	Stages, Epochs, GroupSize, LearnerBatch, InstancesPerUnit, ValPerSize, EvalPerSize int
+	// Policy (the kind), Hidden (gridnet layer widths as --hidden takes
+	// them), Device, MistakeRate (scripted) and LR (0: the kind's
+	// DefaultLR) describe the policy (PolicySpec).
+	Policy, Hidden, Device string
+	MistakeRate, LR        float64
+	// Model (the starting checkpoint, also a base engineer's), Prompt (the
+	// prompt style), MaxNewTokens and Thinking describe an LLM policy.
+	Model, Prompt string
+	MaxNewTokens  int
+	Thinking      bool
+	// EngineerMaxTokens, EngineerRetries, EngineerTemperature and
+	// EngineerPrompt are the engineer LLM's (--strategy llm, and
+	// experiment's self and base arms): EngineerSpec's MaxTokens, Retries,
+	// Temperature and Prompt.
+	EngineerMaxTokens, EngineerRetries int
+	EngineerTemperature                float64
+	EngineerPrompt                     string
+}
+
+// Register binds s's flags to fs with their defaults.
+func (s *RunSettings) Register(fs *flag.FlagSet) {
+	d := DefaultOptions()
+	fs.IntVar(&s.Stages, "stages", d.Stages, "training stages (per run)")
+	fs.IntVar(&s.Epochs, "epochs", d.Epochs, "passes over each stage's instances (the paper: 2), each with its own sampling seeds")
+	fs.IntVar(&s.GroupSize, "group", d.GroupSize, "GRPO group size: episodes per instance")
+	fs.IntVar(&s.LearnerBatch, "learner-batch", d.LearnerBatch, "groups per policy update")
+	fs.IntVar(&s.InstancesPerUnit, "instances-per-unit", d.InstancesPerUnit, "instances per work unit")
+	fs.IntVar(&s.ValPerSize, "val-per-size", d.ValPerSize, "validation set: instances per map size (2 agents, sizes 3..10)")
+	fs.IntVar(&s.EvalPerSize, "eval-per-size", d.EvalPerSize, "benchmark suite: instances per (agents, size, wait subset) for 3/4/5 agents")
+	fs.StringVar(&s.Policy, "policy", PolicyGridNet, PolicyHelp())
+	fs.Float64Var(&s.MistakeRate, "mistake-rate", DefaultMistakeRate, "scripted policy: chance per agent and step of a random move")
+	fs.StringVar(&s.Hidden, "hidden", DefaultHidden, "gridnet hidden layer widths")
+	fs.Float64Var(&s.LR, "lr", 0, "learning rate (AdamW; 0: the policy's default, gridnet 1e-3, qwen3 1e-6)")
+	fs.StringVar(&s.Device, "device", "cpu", DeviceHelp)
+	fs.StringVar(&s.Model, "model", "", "--policy qwen3: the starting Hugging Face checkpoint directory (from 't2t model init' or a real Qwen3; also a base engineer's)")
+	fs.IntVar(&s.MaxNewTokens, "max-new-tokens", DefaultMaxNewTokens, "--policy qwen3: most tokens per answer")
+	fs.StringVar(&s.Prompt, "prompt", env.PromptFull, "--policy qwen3: "+env.PromptStyleHelp)
+	fs.BoolVar(&s.Thinking, "thinking", false, "--policy qwen3: let the model think (<think>…</think>) before answering")
+	fs.IntVar(&s.EngineerMaxTokens, "engineer-max-tokens", engineer.DefaultMaxTokens, "engineer LLM (--strategy llm, arms self and base): most tokens per answer")
+	fs.Float64Var(&s.EngineerTemperature, "engineer-temperature", engineer.DefaultTemperature, "engineer LLM: sampling temperature (0: greedy)")
+	fs.IntVar(&s.EngineerRetries, "engineer-retries", engineer.DefaultRetries, "engineer LLM: further attempts after a rejected answer or a failed call, each told why the last was rejected")
+	fs.StringVar(&s.EngineerPrompt, "engineer-prompt", engineer.PromptFull, "engineer LLM: prompt style, full (the paper's modules in prose and tables, ~2k tokens) or compact\n"+
+		"(the same modules in a few lines, for small models fine-tuned on engineer turns: t2t sft --engineer-turns)")
+}
+
+// applyTo sets o's fields of the same names (the run counts).
+func (s RunSettings) applyTo(o *Options) {
+	o.Stages, o.Epochs, o.GroupSize, o.LearnerBatch = s.Stages, s.Epochs, s.GroupSize, s.LearnerBatch
+	o.InstancesPerUnit, o.ValPerSize, o.EvalPerSize = s.InstancesPerUnit, s.ValPerSize, s.EvalPerSize
+}
+
+// PolicySpec is the part of a PolicySpec that s describes for a run seeded
+// with seed: the kind, device, group size, mistake rate, rate, checkpoint
+// and, for an LLM, the prompt style, answer length and thinking. A bad
+// prompt style is a *fielderr.Error about --prompt.
+func (s RunSettings) PolicySpec(seed uint64) (PolicySpec, error) {
+	spec := PolicySpec{Kind: s.Policy, Device: s.Device, GroupSize: s.GroupSize, Seed: seed, MistakeRate: s.MistakeRate, LR: s.LR, ModelDir: s.Model}
+	if !IsLLM(s.Policy) {
+		return spec, nil
+	}
+	spec.Text = textpolicy.DefaultOptions()
+	var err error
+	if spec.Text.Prompt, err = env.PromptStyle(s.Prompt); err != nil {
+		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "prompt", Value: strconv.Quote(s.Prompt), Reason: "want full or compact"}
+	}
+	spec.Text.MaxNewTokens, spec.Text.Thinking = s.MaxNewTokens, s.Thinking
+	return spec, nil
+}
+
 // Flags are the run settings that `t2t train` and `t2t node` share on their
 // command lines (Register, with DefaultOptions' defaults), and what they
 // build (Build): the stage-0 config, the policy and the engineer.
 type Flags struct {
-	// Opt holds the options the flags set directly.
-	Opt                                 Options
-	ConfigPath, Policy, Strategy        string
-	WarmStart, Hidden, Device, ModelDir string
-	Prompt                              string
-	Instances, BCSteps, MaxNewTokens    int
-	GenSlots                            int
-	LoRARank, RewardL1, RewardL2        int
-	MistakeRate, LR                     float64
-	Verbose, Thinking                   bool
-	Engineer                            EngineerSpec
-	EngineerURL                         string
-	Engine                              engine.Flags
-	Telemetry                           telemetry.Flags
+	// RunSettings are the settings t2t experiment shares.
+	RunSettings
+	// Opt holds the other options the flags set directly.
+	Opt                          Options
+	ConfigPath, Strategy         string
+	WarmStart                    string
+	Instances, BCSteps           int
+	GenSlots                     int
+	LoRARank, RewardL1, RewardL2 int
+	Verbose                      bool
+	Engineer                     EngineerSpec
+	EngineerURL                  string
+	Engine                       engine.Flags
+	Telemetry                    telemetry.Flags
 	// Redis is --redis and its password (Redis.URL() has it).
 	Redis store.Flags
 	// Rollout is the rollout engine of an LLM policy (--rollout-*).
@@ -66,11 +156,7 @@ type RolloutFlags struct {
 func (f *Flags) Register(fs *flag.FlagSet) {
 	d := DefaultOptions()
 	o := &f.Opt
-	e := &f.Engineer
-	RunFlags{Stages: &o.Stages, Epochs: &o.Epochs, GroupSize: &o.GroupSize, LearnerBatch: &o.LearnerBatch, InstancesPerUnit: &o.InstancesPerUnit,
-		ValPerSize: &o.ValPerSize, EvalPerSize: &o.EvalPerSize, Policy: &f.Policy, Hidden: &f.Hidden, Device: &f.Device, MistakeRate: &f.MistakeRate,
-		LR: &f.LR, Model: &f.ModelDir, Prompt: &f.Prompt, MaxNewTokens: &f.MaxNewTokens, Thinking: &f.Thinking, EngineerMaxTokens: &e.MaxTokens,
-		EngineerRetries: &e.Retries, EngineerTemperature: &e.Temperature, EngineerPrompt: &e.Prompt}.Register(fs)
+	f.RunSettings.Register(fs)
 	fs.Uint64Var(&o.Seed, "seed", d.Seed, "run seed: instances, sampling and weight initialisation")
 	fs.StringVar(&f.ConfigPath, "config", "", "stage-0 generator config JSON (default: the embedded local config, sizes 3..10)")
 	fs.IntVar(&f.Instances, "instances", 0, "training instances per stage (0: the config's)")
@@ -150,6 +236,7 @@ func (s *Setup) Close() error {
 // (Rollouts and Tracer are the caller's).
 func (f *Flags) Options(s *Setup, out io.Writer) Options {
 	o := f.Opt
+	f.RunSettings.applyTo(&o)
 	o.Config, o.Strategy, o.Out, o.Logger = s.Config, s.Strategy, out, s.Logger
 	o.RolloutEngine = s.RolloutEngine
 	return o
@@ -170,6 +257,7 @@ func (f *Flags) Build(ctx context.Context, logger *slog.Logger, out io.Writer) (
 	// The flags' values as given: Run's defaults would turn a 0 into the
 	// default silently (--stages 0, --learner-batch 0).
 	chk, d := f.Opt, DefaultOptions()
+	f.RunSettings.applyTo(&chk)
 	chk.Config, chk.Rollouts, chk.MaxInFlight = cfg, d.Rollouts, d.MaxInFlight
 	if err := chk.Validate(); err != nil {
 		return nil, err
@@ -266,7 +354,10 @@ func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (
 	if f.WarmStart != "none" && f.WarmStart != "bc" {
 		return PolicySpec{}, &fielderr.Error{Kind: ErrOptions, Flag: "warmstart", Value: strconv.Quote(f.WarmStart), Reason: "want none or bc"}
 	}
-	spec := PolicySpec{Kind: f.Policy, Device: f.Device, GroupSize: f.Opt.GroupSize, Seed: f.Opt.Seed, MistakeRate: f.MistakeRate, LR: f.LR, ModelDir: f.ModelDir}
+	spec, err := f.RunSettings.PolicySpec(f.Opt.Seed)
+	if err != nil {
+		return spec, err
+	}
 	if fill := policyKinds[f.Policy].fromFlags; fill != nil {
 		if err := fill(f, &spec, cfg, logger, out); err != nil {
 			return spec, err
@@ -308,11 +399,6 @@ func lmSpecFromFlags(f *Flags, spec *PolicySpec, _ env.Config, logger *slog.Logg
 	if spec.Engine, err = f.Engine.Spec(f.Device, func(line string) { logger.Info("torch worker", "line", line) }); err != nil {
 		return causeError("", err)
 	}
-	spec.Text = textpolicy.DefaultOptions()
-	if spec.Text.Prompt, err = env.PromptStyle(f.Prompt); err != nil {
-		return &fielderr.Error{Kind: ErrOptions, Flag: "prompt", Value: strconv.Quote(f.Prompt), Reason: "want full or compact"}
-	}
-	spec.Text.MaxNewTokens, spec.Text.Thinking = f.MaxNewTokens, f.Thinking
 	if f.GenSlots < 0 {
 		return &fielderr.Error{Kind: ErrOptions, Flag: "gen-slots", Value: f.GenSlots, Reason: "must be ≥ 0"}
 	}
@@ -336,7 +422,8 @@ func lmSpecFromFlags(f *Flags, spec *PolicySpec, _ env.Config, logger *slog.Logg
 // engineer builds the engineer strategy of the flags.
 func (f *Flags) engineer(ctx context.Context, cfg *env.Config, logger *slog.Logger, pol Policy) (engineer.Strategy, func() error, error) {
 	spec := f.Engineer
-	spec.Strategy, spec.Seed, spec.BaseModel, spec.Logger = f.Strategy, f.Opt.Seed, f.ModelDir, logger
+	spec.Strategy, spec.Seed, spec.BaseModel, spec.Logger = f.Strategy, f.Opt.Seed, f.Model, logger
+	spec.MaxTokens, spec.Retries, spec.Temperature, spec.Prompt = f.EngineerMaxTokens, f.EngineerRetries, f.EngineerTemperature, f.EngineerPrompt
 	spec.APIKey = os.Getenv("T2T_ENGINEER_API_KEY")
 	if spec.Target == "" {
 		spec.Target = f.EngineerURL
