@@ -10,7 +10,6 @@ import (
 
 	"github.com/t2t-lab/t2t/actors"
 	"github.com/t2t-lab/t2t/cluster"
-	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/serve"
 	"github.com/t2t-lab/t2t/train"
@@ -50,9 +49,9 @@ func (p *process) coordinate(ctx context.Context) error {
 			return err
 		}
 		defer closeLog()
-		opt.OnUnit = func(r store.UnitResult) {
-			p.metrics.localUnit(r)
-			logUnit(train.UnitLog{Result: r, PolicyVersion: r.PolicyVersion, LearnerVersion: r.PolicyVersion})
+		opt.OnUnit = func(u train.UnitLog) {
+			p.metrics.unit(u)
+			logUnit(u)
 		}
 	}
 	endpoint, stopServe, err := p.serveLLM(tr.Policy)

@@ -163,17 +163,9 @@ func (nm *metrics) addEpisodes(n uint64) {
 	nm.m.Episodes.Add(float64(n))
 }
 
-// localUnit is train.Options.OnUnit: a unit the run's own rollouts ran.
-func (nm *metrics) localUnit(r store.UnitResult) {
-	nm.addEpisodes(unitEpisodes(r))
-	nm.rolloutUnits.Inc()
-	if sys := nm.sys.Load(); sys != nil {
-		nm.m.PolicyLag.Set(float64(max(sys.Stats().Learner.Version-r.PolicyVersion, 0)))
-	}
-}
-
-// remoteUnit sees a unit a rollout process ran.
-func (nm *metrics) remoteUnit(u train.UnitLog) {
+// unit sees a unit this process's rollouts ran: train.Options.OnUnit in the
+// run's process, the RemoteRunner's report on a rollout node.
+func (nm *metrics) unit(u train.UnitLog) {
 	nm.addEpisodes(unitEpisodes(u.Result))
 	nm.rolloutUnits.Inc()
 	nm.m.PolicyLag.Set(float64(u.Lag))
@@ -294,17 +286,13 @@ func RunHandler(telemetryName string, opt *train.Options, dash *Dashboard) (http
 			h.set(false, s.Phase)
 		}
 	}
-	opt.OnUnit = nm.localUnit
+	opt.OnUnit = nm.unit
 	opt.NodeName = telemetryName // the record's node is the page's and the metrics'
 	if dash != nil {
 		dash.local(telemetryName)
-		opt.OnUnit = func(r store.UnitResult) {
-			nm.localUnit(r)
-			var lag int64
-			if sys := nm.sys.Load(); sys != nil {
-				lag = max(sys.Stats().Learner.Version-r.PolicyVersion, 0)
-			}
-			dash.onUnit(lag)
+		opt.OnUnit = func(u train.UnitLog) {
+			nm.unit(u)
+			dash.onUnit(u.Lag)
 		}
 	}
 	opt.Metrics = nm.m

@@ -33,10 +33,10 @@ func TestMetricsPage(t *testing.T) {
 		newMux(&health{}, nm).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 		return w.Body.String()
 	}
-	nm.remoteUnit(u)
+	nm.unit(u)
 	scrape() // starts the rate window at 12 episodes
-	nm.remoteUnit(u)
-	nm.localUnit(u.Result)
+	nm.unit(u)
+	nm.unit(u)
 	nm.state(store.RunState{Stage: 3, PolicyVersion: 11})
 	nm.gossipLogLine("error")
 	nm.gossipLogLine("info") // not counted: only warnings and errors

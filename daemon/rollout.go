@@ -72,7 +72,7 @@ func (p *process) serveRollouts(ctx context.Context) error {
 	defer closeLog()
 	r := &rolloutProcess{process: p, node: node, m: m}
 	r.runner = train.NewRemoteRunner(p.st, p.ps, p.cfg.Device, p.logger, func(u train.UnitLog) {
-		p.metrics.remoteUnit(u)
+		p.metrics.unit(u)
 		logUnit(u)
 	})
 	r.runner.SetTracer(p.cfg.Tracer)

@@ -101,11 +101,9 @@ func (e *unitExecutor) runEval(ctx context.Context, u actors.WorkUnit) (unitRun,
 	if _, err := e.st.RecordUnit(ctx, out.result); err != nil {
 		return unitRun{}, fmt.Errorf("evaluation unit %s: record: %w", u.UnitID, err)
 	}
-	if e.onUnit != nil {
-		e.onUnit(out.result)
-	}
 	out.first, out.last = version, version
 	d := time.Since(t0)
+	e.reportUnit(out.result, d)
 	e.metrics.ObserveUnit(d, span.SpanContext())
 	out.done.Stats.Instances = len(ins)
 	out.done.Stats.Millis = d.Milliseconds()

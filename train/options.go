@@ -99,12 +99,14 @@ type Options struct {
 	// work units, learner updates and engineer proposals, each with its
 	// span's trace id as exemplar (a daemon's /metrics). Default: none.
 	Metrics *telemetry.Metrics
-	// OnUnit, when set, sees every unit's outcome record as this process's
-	// rollouts record it: training units (Split store.SplitTrain) and
-	// evaluation units (store.SplitVal, store.SplitEvalPaper). t2t train's
-	// progress bar (Progress) and metrics use it; tests check the
-	// aggregates with it. It is called from the rollouts' goroutines.
-	OnUnit func(store.UnitResult)
+	// OnUnit, when set, sees every unit this process's rollouts record —
+	// training units (Result.Split store.SplitTrain) and evaluation units
+	// (store.SplitVal, store.SplitEvalPaper) — with its policy lag and
+	// time, as a rollout node's RemoteRunner reports its units. t2t train's
+	// progress bar (Progress) and a daemon's metrics and live page use it;
+	// tests check the aggregates with it. It is called from the rollouts'
+	// goroutines.
+	OnUnit func(UnitLog)
 	// Cluster connects the run to rollouts on other nodes (t2t node); the
 	// zero value keeps the run in this process. See Cluster.
 	Cluster Cluster

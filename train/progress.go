@@ -36,10 +36,11 @@ func Progress(opt *Options, w io.Writer) {
 	)
 	cur.stage = -1
 	next := opt.OnUnit
-	opt.OnUnit = func(r store.UnitResult) {
+	opt.OnUnit = func(u UnitLog) {
 		if next != nil {
-			next(r)
+			next(u)
 		}
+		r := u.Result
 		mu.Lock()
 		defer mu.Unlock()
 		isEval := r.Split != store.SplitTrain

@@ -127,7 +127,8 @@ type RemoteStats struct {
 	Refreshes int64 `json:",omitempty"`
 }
 
-// UnitLog is what a rollout node reports about one unit it ran.
+// UnitLog is what a process's rollouts report about one unit they ran
+// (RemoteRunner on a rollout node, Options.OnUnit in the run's process).
 type UnitLog struct {
 	Result store.UnitResult
 	// PolicyVersion is the version the unit was played with; LearnerVersion

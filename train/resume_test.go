@@ -103,7 +103,31 @@ func TestDeterministicRunsSameWeights(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
 	a, b := resOptions(t, "det-a", seed, 2), resOptions(t, "det-b", seed, 2)
+	var (
+		mu    sync.Mutex
+		units []UnitLog
+	)
+	a.OnUnit = func(u UnitLog) {
+		mu.Lock()
+		defer mu.Unlock()
+		units = append(units, u)
+	}
 	ra, out := resRun(t, ctx, a, st, seed)
+	// OnUnit reports each unit with the learner's version: a deterministic
+	// unit plays the newest version (no lag), and stage 1's units play what
+	// stage 0 trained.
+	var newest int64
+	for _, u := range units {
+		if u.PolicyVersion != u.Result.PolicyVersion || u.LearnerVersion != u.PolicyVersion || u.Lag != 0 || u.Millis < 0 {
+			t.Fatalf("unit %s (stage %d, %s) reported %+v", u.Result.UnitID, u.Result.Stage, u.Result.Split, u)
+		}
+		if u.Result.Stage == 1 {
+			newest = max(newest, u.LearnerVersion)
+		}
+	}
+	if want := int64(resInstances / resBatch); len(units) == 0 || newest < want {
+		t.Fatalf("%d units reported; stage 1's newest learner version %d, want ≥ %d", len(units), newest, want)
+	}
 	resRun(t, ctx, b, st, seed)
 	resSameCheckpoint(t, resStageDir(a, 1), resStageDir(b, 1))
 	init := gridTestPolicy(t, seed)
@@ -190,8 +214,8 @@ func TestResumeEqualsUninterrupted(t *testing.T) {
 	k := resOptions(t, "res-k", seed, 3)
 	kctx, cancel := context.WithCancel(ctx)
 	var once sync.Once
-	k.OnUnit = func(r store.UnitResult) {
-		if r.Stage == 1 {
+	k.OnUnit = func(u UnitLog) {
+		if u.Result.Stage == 1 {
 			once.Do(cancel)
 		}
 	}

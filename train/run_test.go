@@ -60,7 +60,8 @@ func TestScriptedRunAggregatesExact(t *testing.T) {
 	opt := Options{
 		RunID: "agg", Stages: 3, Seed: seed, Config: smallConfig(), InstancesPerUnit: 7, GroupSize: 4,
 		LearnerBatch: 5, ValPerSize: 2, EvalPerSize: 1, Out: &out,
-		OnUnit: func(r store.UnitResult) {
+		OnUnit: func(u UnitLog) {
+			r := u.Result
 			mu.Lock()
 			defer mu.Unlock()
 			if _, dup := units[r.UnitID]; !dup {

@@ -50,7 +50,7 @@ type unitExecutor struct {
 	lost func(error)
 	// onUnit, when set, sees every unit's outcome record once it is
 	// recorded (Options.OnUnit).
-	onUnit func(store.UnitResult)
+	onUnit func(UnitLog)
 	// metrics, when set, times every unit (Options.Metrics).
 	metrics *telemetry.Metrics
 	// wire makes the groups carry their instance's JSON (Group.Instance):
@@ -131,13 +131,8 @@ func (e *unitExecutor) run(ctx context.Context, u actors.WorkUnit) (unitRun, err
 	if _, err := e.st.RecordUnit(ctx, out.result); err != nil {
 		return unitRun{}, fmt.Errorf("unit %s: record: %w", u.UnitID, err)
 	}
-	if e.lag != nil {
-		e.lag.Store(max(e.pol.Version()-out.result.PolicyVersion, 0))
-	}
-	if e.onUnit != nil {
-		e.onUnit(out.result)
-	}
 	d := time.Since(t0)
+	e.reportUnit(out.result, d)
 	e.metrics.ObserveUnit(d, span.SpanContext())
 	out.done.Stats.Instances = len(ins)
 	out.done.Stats.Millis = d.Milliseconds()
@@ -231,4 +226,19 @@ func groupInstance(g *actors.Group) (*env.Instance, error) {
 		return nil, fmt.Errorf("group %s: instance: %w", g.InstanceID, err)
 	}
 	return in, nil
+}
+
+// reportUnit records the policy lag of a unit this process's rollouts
+// recorded (the learner's version now minus the version it played) and
+// hands it to Options.OnUnit: the one place the lag of a local unit is
+// computed.
+func (e *unitExecutor) reportUnit(r store.UnitResult, d time.Duration) {
+	learner := e.pol.Version()
+	lag := max(learner-r.PolicyVersion, 0)
+	if e.lag != nil {
+		e.lag.Store(lag)
+	}
+	if e.onUnit != nil {
+		e.onUnit(UnitLog{Result: r, PolicyVersion: r.PolicyVersion, LearnerVersion: learner, Lag: lag, Millis: d.Milliseconds()})
+	}
 }
