@@ -1,5 +1,6 @@
 """Turns figures.jsonl (sched.sh's figure lines) into summary.json: every figure with its
-value, target and pass (null when not measured), in measuring order."""
+value, target and pass (null when not measured), in measuring order. A figure's cmp is ge
+(value >= target), le (value <= target) or gt (value > target)."""
 import json
 import sys
 
@@ -12,7 +13,7 @@ except FileNotFoundError:
     pass
 for r in rows:
     v, t = r["value"], r["target"]
-    r["pass"] = None if v is None else (v >= t if r["cmp"] == "ge" else v <= t)
+    r["pass"] = None if v is None else {"ge": v >= t, "le": v <= t, "gt": v > t}[r["cmp"]]
 summary = {"figures": rows, "passed": sum(r["pass"] is True for r in rows),
            "failed": sum(r["pass"] is False for r in rows), "not_measured": sum(r["pass"] is None for r in rows)}
 with open(dst, "w") as f:

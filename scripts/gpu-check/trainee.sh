@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Issue 28 on a GPU: the trainee as trainer, from nothing to its figures in one device run, since on
+# the 2-core CPU machines the SFT alone is ~17 hours of one core and their disks do not outlive a
+# session. Not one of run.sh's default parts (it needs its own run's budget):
+#   OUT=DIR ./scripts/gpu-check/trainee.sh ./t2t
+# Steps, each bounded by what is left of BUDGET_S (default 780 s) and none stopping the others:
+#   1. the engineer turns (t2t engineer turns: 62 for training, 18 held out) and a fresh model
+#      (INIT, default the 5.04 M shape of scripts/llm-recipe/trainee.sh);
+#   2. SFT on 2..5 agents over sizes 3..10 with the engineer turns mixed in (STEPS, default 6000,
+#      batch BATCH, default 32), evaluated greedily on EVAL (default 192) held-out instances:
+#      parsable and valid % per agent count;
+#   3. the SFT checkpoint as the engineer on the 18 held-out contexts (engineer score: valid JSON %,
+#      accepted %), the "base" figures;
+#   4. GRPO from it (GRPO_STAGES, default 4, on configs/two-agents-3to5.json) with itself as the
+#      engineer (--strategy llm --engineer self --engineer-prompt compact): the 3/4/5-agent
+#      benchmark before (the run's init row) and after (its last stage), and how many stage
+#      proposals the guardrails accepted;
+#   5. the last GRPO checkpoint as the engineer on the same contexts, the "self" figures: does RL
+#      keep the engineer skill?
+# Writes $OUT/summary.json (every figure with its target; summary.py), $OUT/trainee.log, the logs of
+# each step and $OUT/sft-checkpoint.tar.gz (the SFT checkpoint, so a CPU session can run the
+# 4-arm experiment from it: scripts/llm-recipe/compare.sh). At most 8 files, summary first.
+# Tried on the CPU at toy scale: DEVICE=cpu STEPS=4 BATCH=2 EVAL=4 GRPO_STAGES=1 TINY=1.
+set -uo pipefail
+T2T=${1:-./t2t}
+BUDGET_S=${BUDGET_S:-780}
+DEVICE=${DEVICE:-cuda}
+STEPS=${STEPS:-6000}
+BATCH=${BATCH:-32}
+EVAL=${EVAL:-192}
+GRPO_STAGES=${GRPO_STAGES:-4}
+INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 --rope-theta 10000}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$here/../..
+out=${OUT:-$PWD/trainee-out}
+mkdir -p "$out"
+scratch=$(mktemp -d)
+w=$scratch/work
+mkdir -p "$w"
+exec > >(tee "$out/trainee.log") 2>&1
+. "$here/sched.sh" # figure, jget
+trap 'python3 "$here/summary.py" "$scratch/figures.jsonl" "$out/summary.json" > /dev/null' EXIT
+
+engine=(--engine torch --device "$DEVICE")
+[ "$DEVICE" = cpu ] && engine+=(--threads 1) || engine+=(--autocast bf16)
+maxnew=256 scoretokens=512 group=8 unit=8 batch=8 valper=8 evalper=2
+if [ "${TINY:-0}" = 1 ]; then # the toy scale of the CPU try: every step runs, nothing is measured
+	INIT="--preset tiny" maxnew=16 scoretokens=16 group=2 unit=4 batch=2 valper=1 evalper=1
+fi
+
+# left: seconds left of the budget, less $1 kept for the steps after this one.
+left() { echo $((BUDGET_S - SECONDS - ${1:-0})); }
+
+# agents_valid LOG N: the valid % of N-agent instances in the last evaluation line of LOG (t2t sft's
+# "after:", or "before:" of a --steps 0 evaluation; "", when absent).
+agents_valid() {
+	python3 - "$1" "$2" <<'PY'
+import re, sys
+line = ""
+for l in open(sys.argv[1]):
+    if re.match(r"(after|before): .*valid by agents", l):
+        line = l
+m = re.search(r"\b%s agents (\d+)/(\d+)" % sys.argv[2], line)
+print(100 * int(m.group(1)) / int(m.group(2)) if m and int(m.group(2)) else "")
+PY
+}
+
+# stage_valid TABLE ROW N: the N-agent valid % of the table row ROW (init, or a stage number) of a
+# t2t train output ("", when absent).
+stage_valid() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import sys
+path, row, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+val = ""
+for l in open(path):
+    cols = [c.strip() for c in l.split("|")]
+    if len(cols) > 5 and cols[0] == row:
+        val = cols[n].split("/")[0].strip()  # columns: stage, train, val, 3, 4, 5 agents
+print(val)
+PY
+}
+
+echo "== trainee: engineer turns and a fresh model =="
+"$T2T" engineer turns --histories "$root/configs/engineer-histories.jsonl" --out "$w/turns.jsonl" \
+	--teacher learnability --prompt compact --modules F,G,H0,T || exit 1
+# shellcheck disable=SC2086 # INIT is a list of flags
+"$T2T" model init $INIT --out "$w/M" || exit 1
+
+echo "== trainee: SFT, $STEPS steps of $BATCH on 2..5 agents, sizes 3..10 (${DEVICE}) =="
+t0=$SECONDS
+timeout "$(left 330)" "$T2T" sft "${engine[@]}" --model "$w/M" --out "$w/S" --prompt compact --agents 2,3,4,5 \
+	--sizes 3-10 --steps "$STEPS" --batch "$BATCH" --lr 1e-3 --seed 1001 --engineer-turns 62 \
+	--engineer-data "$w/turns.jsonl" --engineer-every 4 --eval "$EVAL" --eval-seed 99 --eval-before=false \
+	--max-tokens 256 --report-every 250 --save-every 500 > "$out/sft.log" 2>&1
+echo "sft: exit $? after $((SECONDS - t0))s"
+tail -3 "$out/sft.log"
+if ! grep -q '^after:' "$out/sft.log" && [ -f "$w/S/config.json" ]; then
+	echo "-- the run stopped before its evaluation: the last save, evaluated"
+	timeout "$(left 240)" "$T2T" sft "${engine[@]}" --model "$w/S" --out "$w/eval-tmp" --steps 0 --eval "$EVAL" \
+		--eval-seed 99 --prompt compact --agents 2,3,4,5 --sizes 3-10 --max-tokens 256 >> "$out/sft.log" 2>&1
+fi
+sftnote="t2t sft --engine torch --device $DEVICE --prompt compact --agents 2,3,4,5 --sizes 3-10 --steps $STEPS --batch $BATCH --lr 1e-3 --engineer-every 4, greedy on $EVAL held-out instances (--eval-seed 99)"
+figure sft_agents3_valid_pct "$(agents_valid "$out/sft.log" 3)" 15 ge % "3-agent valid after SFT: $sftnote"
+figure sft_agents4_valid_pct "$(agents_valid "$out/sft.log" 4)" 5 ge % "4-agent valid after SFT"
+figure sft_agents5_valid_pct "$(agents_valid "$out/sft.log" 5)" 0 gt % "5-agent valid after SFT"
+[ -f "$w/S/config.json" ] && tar -czf "$out/sft-checkpoint.tar.gz" -C "$w" S
+
+score() { # score NAME MODEL: the engineer figures of MODEL on the held-out contexts
+	timeout "$(left 60)" "$T2T" engineer score "${engine[@]}" --model "$2" --contexts "$w/turns.jsonl" \
+		--max-tokens "$scoretokens" --json "$out/score_$1.json" > "$scratch/score_$1.txt" 2>&1
+	echo "engineer score ($1): exit $?; $(tail -1 "$scratch/score_$1.txt")"
+	figure "engineer_$1_json_pct" "$(jget "$out/score_$1.json" '100 * d["json_rate"]')" 80 ge % \
+		"valid JSON on the 18 held-out engineer contexts: t2t engineer score --model ($1) --contexts turns.jsonl"
+	figure "engineer_$1_accepted_pct" "$(jget "$out/score_$1.json" '100 * d["accepted_rate"]')" 80 ge % \
+		"accepted by the guardrails on the same contexts ($1)"
+}
+if [ -f "$w/S/config.json" ]; then
+	echo "== trainee: the SFT checkpoint as the engineer (base) =="
+	score base "$w/S"
+
+	echo "== trainee: GRPO, $GRPO_STAGES stages, the policy as its own engineer =="
+	t0=$SECONDS
+	timeout "$(left 60)" "$T2T" train "${engine[@]}" --policy qwen3 --model "$w/S" --prompt compact \
+		--max-new-tokens "$maxnew" --config "$root/configs/two-agents-3to5.json" --stages "$GRPO_STAGES" --group "$group" \
+		--instances-per-unit "$unit" --learner-batch "$batch" --val-per-size "$valper" --eval-per-size "$evalper" --lr 1e-4 \
+		--strategy llm --engineer self --engineer-prompt compact --engineer-modules F,G,H0,T --engineer-max-tokens "$scoretokens" \
+		--checkpoint-dir "$w/grpo" --rollouts 2 --gen-slots 64 --seed 5 > "$out/grpo.txt" 2> "$scratch/grpo.err"
+	echo "t2t train: exit $? after $((SECONDS - t0))s"
+	tail -5 "$scratch/grpo.err"
+	last=$((GRPO_STAGES - 1))
+	figure grpo_init_agents3_valid_pct "$(stage_valid "$out/grpo.txt" init 3)" 15 ge % \
+		"3-agent benchmark valid of the SFT checkpoint, before GRPO (the GRPO run's init row)"
+	figure grpo_init_agents4_valid_pct "$(stage_valid "$out/grpo.txt" init 4)" 5 ge % "4-agent benchmark valid before GRPO"
+	figure grpo_init_agents5_valid_pct "$(stage_valid "$out/grpo.txt" init 5)" 0 gt % "5-agent benchmark valid before GRPO"
+	figure grpo_agents3_valid_pct "$(stage_valid "$out/grpo.txt" "$last" 3)" 15 ge % \
+		"3-agent benchmark valid after GRPO (the run's last stage): t2t train --policy qwen3 --strategy llm --engineer self --stages $GRPO_STAGES"
+	figure grpo_agents4_valid_pct "$(stage_valid "$out/grpo.txt" "$last" 4)" 5 ge % "4-agent benchmark valid after GRPO"
+	figure grpo_agents5_valid_pct "$(stage_valid "$out/grpo.txt" "$last" 5)" 0 gt % "5-agent benchmark valid after GRPO"
+	proposals=$(grep -c 'engineer (llm) → stage' "$out/grpo.txt")
+	fell=$(grep -c 'engineer (llm) → stage.*fell back' "$out/grpo.txt")
+	acc=""
+	[ "$proposals" -gt 0 ] && acc=$(python3 -c "print(100 * ($proposals - $fell) / $proposals)")
+	figure self_proposals_accepted_pct "$acc" 80 ge % "stage proposals of the self engineer the guardrails took ($((proposals - fell)) of $proposals)"
+	ck=$(ls -d "$w"/grpo/stage-* 2> /dev/null | tail -1)
+	if [ -n "$ck" ]; then
+		echo "== trainee: the last GRPO checkpoint as the engineer (self: $(basename "$ck")) =="
+		score self "$ck"
+	fi
+fi
+echo "done in ${SECONDS}s"
