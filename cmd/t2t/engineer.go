@@ -13,7 +13,6 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/engineer"
-	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -111,11 +110,9 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 		return badInput("--prompt %q: want full or compact", f.spec.Prompt)
 	}
 	if strings.ToLower(strings.TrimSpace(f.spec.Strategy)) == engineer.NameLLM {
-		p := engineer.BuildCompactPrompt(h, mods)
-		if style == engineer.PromptFull {
-			if p, err = engineer.BuildPrompt(h, mods, f.tokenBudget); err != nil {
-				return err
-			}
+		p, err := engineer.BuildStyledPrompt(h, mods, style, f.tokenBudget)
+		if err != nil {
+			return err
 		}
 		if err := engineer.WritePrompt(stdout, p, mods); err != nil {
 			return err
@@ -180,27 +177,7 @@ func writeJSONFile(path string, v any) error {
 // (--config-history) or a run in Redis.
 func proposeHistory(ctx context.Context, path, runID, redisURL string, totalStages int) (*engineer.History, error) {
 	if path != "" {
-		b, err := limits.ReadFile(path, limits.Text)
-		if err != nil {
-			return nil, badInput("%v", err)
-		}
-		h, err := engineer.ReadHistory(b)
-		if err != nil {
-			return nil, badInput("%s: %v", path, err)
-		}
-		return h, nil
+		return engineer.ReadHistoryFile(path)
 	}
-	st, err := store.Open(ctx, store.Options{URL: redisURL, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
-	}
-	defer st.Close()
-	h, err := train.History(ctx, st, runID, totalStages)
-	if err != nil {
-		return nil, err
-	}
-	if len(h.Stages) == 0 {
-		return nil, badInput("run %q has no finished stage in %s", runID, st.URL())
-	}
-	return h, nil
+	return train.RunHistory(ctx, redisURL, runID, totalStages)
 }

@@ -159,17 +159,10 @@ func (f *sftFlags) engineerTurns(o *textpolicy.SFTOptions) ([]engineer.Turn, err
 	case *f.engHeld < 0 || *f.engHeld > 100:
 		return nil, badInput("--engineer-held-out must be in 0..100")
 	}
-	all, err := readTurnsFile(*f.engData)
+	turns, err := engineer.ReadTrainingTurns(*f.engData, *f.engHeld, n)
 	if err != nil {
 		return nil, err
 	}
-	train, err := engineer.TrainingTurns(all, *f.engHeld)
-	if err != nil {
-		return nil, badInput("%s: %v", *f.engData, err)
-	}
-	if len(train) < n {
-		return nil, badInput("--engineer-turns %d: %s has %d training turns (%d held out)", n, *f.engData, len(train), len(all)-len(train))
-	}
 	o.EngineerEvery = *f.engEvery
-	return train[:n], nil
+	return turns, nil
 }
