@@ -12,7 +12,6 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/env/movingai"
-	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/internal/progress"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -64,20 +63,10 @@ func (f instanceFlags) pick(fileFlag string, stderr io.Writer) (*env.Instance, e
 		return nil, err
 	}
 	defer r.Close()
-	byLine := *f.id == ""
-	recs, err := env.ReadRecordsUntil(r, env.ReadOptions{StrictIDs: *f.strict}, func(rec env.Record) bool {
-		return byLine && (*f.line <= 0 || rec.Line >= *f.line)
+	in, err := env.PickFrom(r, env.ReadOptions{StrictIDs: *f.strict}, *f.id, *f.line, func(rec env.Record) {
+		fmt.Fprintf(stderr, "%s:%d: skipped: %v\n", *f.path, rec.Line, errors.Unwrap(rec.Err))
 	})
-	if err != nil {
-		return nil, fileError(*f.path, err)
-	}
-	for _, rec := range recs {
-		if rec.Err != nil && !byLine {
-			fmt.Fprintf(stderr, "%s:%d: skipped: %v\n", *f.path, rec.Line, errors.Unwrap(rec.Err))
-		}
-	}
-	in, err := env.Pick(recs, *f.id, *f.line)
-	return in, fileError(*f.path, err)
+	return in, env.FileError(*f.path, err)
 }
 
 // loadConfig reads a generator config file, or returns the local default.
@@ -237,15 +226,7 @@ func showPlan(in *env.Instance, planPath, insPath string) (*env.Plan, error) {
 		}
 		return &env.Plan{Paths: in.Paths}, nil
 	}
-	b, err := limits.ReadFile(planPath, limits.Plan)
-	if err != nil {
-		return nil, badInput("%v", err)
-	}
-	p, err := env.ParseAnswer(string(b), in)
-	if err != nil {
-		return nil, badInput("%s: %v", planPath, err)
-	}
-	return &p, nil
+	return env.ReadPlanFile(planPath, in)
 }
 
 func envPrompt(args []string, stdout, stderr io.Writer) error {

@@ -46,18 +46,7 @@ func readRecords(path string, opt env.ReadOptions, all bool) ([]env.Record, erro
 	if err == nil && all {
 		_, err = env.Instances(recs)
 	}
-	return recs, fileError(path, err)
-}
-
-// fileError is err as a bad-input error naming path, and the line of an
-// *env.LineError ("FILE:LINE: reason"); nil stays nil.
-func fileError(path string, err error) error {
-	if le := (*env.LineError)(nil); errors.As(err, &le) {
-		return badInput("%s:%d: %v", path, le.Line, le.Err)
-	} else if err != nil {
-		return badInput("%s: %v", path, err)
-	}
-	return nil
+	return recs, env.FileError(path, err)
 }
 
 // writeOut writes data to path as package outfile does: a regular file or a
