@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
@@ -67,7 +65,7 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := f.setShape(&o); err != nil {
+	if err := o.ParseShape(*f.agents, *f.sizes); err != nil {
 		return err
 	}
 	o.SkipEvalBefore = !*f.evalBefore
@@ -116,28 +114,6 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.Dir)
-	return nil
-}
-
-// setShape parses --agents and --sizes into o.
-func (f *sftFlags) setShape(o *textpolicy.SFTOptions) error {
-	for part := range strings.SplitSeq(*f.agents, ",") {
-		a, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || a < 1 || a > env.MaxAgents {
-			return badInput("--agents %q: want agent counts in 1..%d, comma-separated", *f.agents, env.MaxAgents)
-		}
-		o.Agents = append(o.Agents, a)
-	}
-	lo, hi, ok := strings.Cut(*f.sizes, "-")
-	if !ok {
-		hi = lo
-	}
-	var err1, err2 error
-	o.MinSize, err1 = strconv.Atoi(strings.TrimSpace(lo))
-	o.MaxSize, err2 = strconv.Atoi(strings.TrimSpace(hi))
-	if err1 != nil || err2 != nil || o.MinSize < env.MinSize || o.MaxSize > env.MaxSize || o.MinSize > o.MaxSize {
-		return badInput("--sizes %q: want MIN-MAX within %d..%d", *f.sizes, env.MinSize, env.MaxSize)
-	}
 	return nil
 }
 
