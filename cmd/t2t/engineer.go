@@ -137,20 +137,8 @@ func (f *proposeFlags) propose(ctx context.Context, h *engineer.History, stdout 
 	if spec.Engine, err = engineSpec(f.eng, f.device, io.Discard); err != nil {
 		return err
 	}
-	strat, closeEng, err := train.NewEngineer(ctx, spec, &base, nil)
+	prop, err := train.ProposeNext(ctx, spec, base, h, stdout)
 	if err != nil {
-		return err
-	}
-	defer closeEng()
-	prop, err := strat.Propose(ctx, h)
-	if err != nil {
-		return err
-	}
-	prev := base
-	if last := h.Last(); last != nil {
-		prev = last.Config
-	}
-	if err := engineer.WriteProposal(stdout, strat.Name(), h.NextStage(), prop, prev); err != nil {
 		return err
 	}
 	if f.outPath != "" {
