@@ -12,6 +12,7 @@ import (
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/env/movingai"
+	"github.com/t2t-lab/t2t/internal/outfile"
 	"github.com/t2t-lab/t2t/internal/progress"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -261,7 +262,7 @@ func envSuite(args []string, stdout, stderr io.Writer) error {
 	if err := errors.Join(inRange("per-size", *perSize, 0, 10000), inRange("workers", *workers, 0, 1024)); err != nil {
 		return err
 	}
-	if err := makeOutDir("out", *out); err != nil {
+	if err := outfile.MakeDir("out", *out); err != nil {
 		return err
 	}
 	for _, name := range strings.Split(*names, ",") {
@@ -298,7 +299,7 @@ func envMovingAI(c movingai.Command) func(args []string, stdout, stderr io.Write
 		}
 		if ex, ok := c.(*movingai.ExportCommand); ok && ex.Out != "" && ex.In != "" {
 			ex.Report = stderr
-			if err := makeOutDir("out", ex.Out); err != nil { // its files go in this folder
+			if err := outfile.MakeDir("out", ex.Out); err != nil { // its files go in this folder
 				return err
 			}
 		}
