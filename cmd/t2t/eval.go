@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
@@ -62,7 +61,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var err error
-	if opt.Suite, err = f.loadSuite(opt.Workers, stderr); err != nil {
+	if opt.Suite, err = evaluate.LoadSuite(*f.suite, *f.suiteSeed, *f.perSize, opt.Workers, progress.To(stderr)); err != nil {
 		return err
 	}
 	opt.Progress = progress.To(stderr)
@@ -75,16 +74,4 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "%s\nwrote %s/{eval.md,eval.csv,eval.json,eval.html,size.svg,failures.svg}\n", report.EvalMarkdown(e), opt.Dir)
 	return err
-}
-
-// loadSuite generates a named suite or reads a JSONL file.
-func (f *evalFlags) loadSuite(workers int, stderr io.Writer) (*evaluate.Suite, error) {
-	if strings.HasSuffix(*f.suite, ".jsonl") {
-		return evaluate.FileSuite(*f.suite, env.ReadOptions{})
-	}
-	spec, err := env.SuiteSized(*f.suite, *f.suiteSeed, *f.perSize)
-	if err != nil {
-		return nil, badInput("--suite: %v", err)
-	}
-	return evaluate.GenerateSuite(&spec, workers, progress.To(stderr))
 }
