@@ -102,17 +102,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	defer stopTel()
 	cfg.Tracer = tel.Tracer("t2t/node")
 	tf.Rollout.APIKey = cfg.Serve.APIKey // the key every node sends (--api-key), to a rollout engine too
-	run := &daemon.RunSetup{RunID: tf.Opt.RunID, Build: func(logger *slog.Logger, out io.Writer) (*daemon.Training, error) {
-		s, err := tf.Build(ctx, logger, out)
-		if err != nil {
-			return nil, err
-		}
-		return &daemon.Training{Options: tf.Options(s, out), Policy: s.Policy, Close: s.Close}, nil
-	}}
-	if run.RunID == "" {
-		run.RunID = train.DefaultRunID(tf.Opt.Seed)
-	}
-	return daemon.Run(ctx, cfg, run)
+	return daemon.Run(ctx, cfg, daemon.FlagsRunSetup(ctx, &tf))
 }
 
 // config checks the flags and returns the daemon's Config of them.
