@@ -102,13 +102,7 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("%v", err)
 	}
-	for i := range turns {
-		o.Engineer = append(o.Engineer, textpolicy.EngineerSample(lm, &turns[i], *f.thinking))
-	}
-	if len(turns) > 0 {
-		fmt.Fprintf(stdout, "engineer turns: %d from %s (teacher %s, prompt %s, modules %s), every %d steps\n",
-			len(turns), *f.engData, turns[0].Teacher, turns[0].Prompt, turns[0].Modules, o.EngineerEvery)
-	}
+	o.AddEngineerTurns(stdout, lm, turns, *f.thinking, *f.engData)
 	o.Progress = textpolicy.PrintSFTProgress(stdout, o.Dir)
 	if err := pol.RunSFT(context.Background(), o); err != nil {
 		return err

@@ -3,8 +3,11 @@ package textpolicy
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 )
@@ -31,5 +34,26 @@ func TestParseShape(t *testing.T) {
 		if err := o.ParseShape(tc.agents, tc.sizes); !errors.As(err, &fe) || fe.Usage() != tc.usage {
 			t.Errorf("%q %q: %v, want %q", tc.agents, tc.sizes, err, tc.usage)
 		}
+	}
+}
+
+// TestAddEngineerTurns: each turn becomes its EngineerSample, and the line
+// naming them is written only when there are turns.
+func TestAddEngineerTurns(t *testing.T) {
+	lm := tpLM(t, 1)
+	turns := []engineer.Turn{{System: "sys", User: "user", Answer: `{"rationale": "r"}`, Teacher: "rules", Prompt: "compact", Modules: "F,T"}}
+	var b strings.Builder
+	o := SFTOptions{EngineerEvery: 4}
+	o.AddEngineerTurns(&b, lm, nil, false, "t.jsonl")
+	if b.Len() != 0 || len(o.Engineer) != 0 {
+		t.Fatalf("no turns: wrote %q, %d samples", b.String(), len(o.Engineer))
+	}
+	o.AddEngineerTurns(&b, lm, turns, true, "t.jsonl")
+	want := EngineerSample(lm, &turns[0], true)
+	if len(o.Engineer) != 1 || !reflect.DeepEqual(o.Engineer[0], want) {
+		t.Fatalf("samples %+v, want %+v", o.Engineer, want)
+	}
+	if got := b.String(); got != "engineer turns: 1 from t.jsonl (teacher rules, prompt compact, modules F,T), every 4 steps\n" {
+		t.Fatalf("wrote %q", got)
 	}
 }
