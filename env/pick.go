@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/t2t-lab/t2t/internal/fielderr"
-	"github.com/t2t-lab/t2t/internal/limits"
 )
 
 // PickFrom reads the instance file r and returns the instance Pick selects
@@ -28,21 +27,6 @@ func PickFrom(r io.Reader, opt ReadOptions, id string, line int, skipped func(Re
 		}
 	}
 	return Pick(recs, id, line)
-}
-
-// ReadPlanFile reads an answer file for in (text moves or JSON paths, at
-// most limits.Plan bytes) and parses it as ParseAnswer does. A file that
-// cannot be read or parsed is a *fielderr.Error, the second naming it.
-func ReadPlanFile(path string, in *Instance) (*Plan, error) {
-	b, err := limits.ReadFile(path, limits.Plan)
-	if err != nil {
-		return nil, &fielderr.Error{Err: err}
-	}
-	p, err := ParseAnswer(string(b), in)
-	if err != nil {
-		return nil, &fielderr.Error{File: path, Err: err}
-	}
-	return &p, nil
 }
 
 // FileError is err, an error about the instance file path, as a

@@ -3,8 +3,6 @@ package env
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -44,32 +42,5 @@ func TestFileError(t *testing.T) {
 	}
 	if err := FileError("f.jsonl", errors.New("no instances")); !errors.As(err, &fe) || fe.Usage() != "f.jsonl: no instances" {
 		t.Fatalf("file error: %v", err)
-	}
-}
-
-// TestReadPlanFile: an answer file parses to the plan; a missing file and
-// an unparsable answer are field errors, the second naming the file.
-func TestReadPlanFile(t *testing.T) {
-	in, err := PickFrom(strings.NewReader(solvableLine), ReadOptions{}, "", 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	good, bad := filepath.Join(dir, "good.txt"), filepath.Join(dir, "bad.txt")
-	if err := os.WriteFile(good, []byte("A0: RIGHT RIGHT DOWN DOWN\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bad, []byte("no moves here"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if p, err := ReadPlanFile(good, in); err != nil || len(p.Paths) != 1 {
-		t.Fatalf("good plan: %+v, %v", p, err)
-	}
-	var fe *fielderr.Error
-	if _, err := ReadPlanFile(filepath.Join(dir, "none.txt"), in); !errors.As(err, &fe) || !strings.Contains(fe.Usage(), "none.txt") {
-		t.Fatalf("missing file: %v", err)
-	}
-	if _, err := ReadPlanFile(bad, in); !errors.As(err, &fe) || !strings.HasPrefix(fe.Usage(), bad+": ") {
-		t.Fatalf("bad plan: %v", err)
 	}
 }

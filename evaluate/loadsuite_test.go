@@ -47,3 +47,27 @@ func TestLoadSuite(t *testing.T) {
 		t.Fatalf("unknown suite: %v", err)
 	}
 }
+
+// TestWriteSuiteFiles: the files written read back with FileSuite, the
+// manifest giving the spec's subsets.
+func TestWriteSuiteFiles(t *testing.T) {
+	spec, err := env.SuiteSized(env.SuiteQuick, 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	base, man, err := WriteSuiteFiles(dir, &spec, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base != filepath.Join(dir, env.SuiteQuick) || man.Count != spec.Len() {
+		t.Fatalf("base %s, manifest %+v", base, man)
+	}
+	s, err := FileSuite(base+".jsonl", env.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Instances) != spec.Len() || !reflect.DeepEqual(s.Subsets, specSubsets(&spec)) {
+		t.Fatalf("read back %d instances, subsets %v", len(s.Instances), s.Subsets)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/internal/limits"
+	"github.com/t2t-lab/t2t/internal/outfile"
 )
 
 // Suite is a loaded evaluation suite: its instances in file order and,
@@ -63,6 +64,32 @@ func LoadSuite(name string, seed uint64, perSize, workers int, progress Progress
 		return nil, &fielderr.Error{Flag: "suite", Err: err}
 	}
 	return GenerateSuite(&spec, workers, progress)
+}
+
+// WriteSuiteFiles generates spec on workers goroutines (0: one per CPU)
+// and writes it into folder dir as `t2t env suite` does and FileSuite
+// reads it: NAME.jsonl and its manifest NAME.manifest.json (indented),
+// each as outfile.Write writes a file. It returns the files' base path
+// (dir/NAME) and the manifest.
+func WriteSuiteFiles(dir string, spec *env.SuiteSpec, workers int, progress Progress) (string, env.SuiteManifest, error) {
+	set, finish := func(int) {}, func() {}
+	if progress != nil {
+		set, finish = progress("suite "+spec.Name, spec.Len())
+	}
+	data, man, err := env.BuildSuite(spec, workers, set)
+	finish()
+	if err != nil {
+		return "", man, err
+	}
+	base := filepath.Join(dir, spec.Name)
+	if err := outfile.Write(base+".jsonl", nil, data); err != nil {
+		return "", man, err
+	}
+	b, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return "", man, err
+	}
+	return base, man, outfile.Write(manifestPath(base+".jsonl"), nil, append(b, '\n'))
 }
 
 // specSubsets returns each suite line's wait-ratio subset.

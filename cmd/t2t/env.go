@@ -7,11 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/env/movingai"
+	"github.com/t2t-lab/t2t/evaluate"
+	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/internal/outfile"
 	"github.com/t2t-lab/t2t/internal/progress"
 	"github.com/t2t-lab/t2t/train"
@@ -227,7 +228,15 @@ func showPlan(in *env.Instance, planPath, insPath string) (*env.Plan, error) {
 		}
 		return &env.Plan{Paths: in.Paths}, nil
 	}
-	return env.ReadPlanFile(planPath, in)
+	b, err := limits.ReadFile(planPath, limits.Plan)
+	if err != nil {
+		return nil, badInput("%v", err)
+	}
+	p, err := env.ParseAnswer(string(b), in)
+	if err != nil {
+		return nil, badInput("%s: %v", planPath, err)
+	}
+	return &p, nil
 }
 
 func envPrompt(args []string, stdout, stderr io.Writer) error {
@@ -271,17 +280,8 @@ func envSuite(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return badInput("--suites: %v", err)
 		}
-		set, finish := progress.To(stderr)("suite "+spec.Name, spec.Len())
-		data, man, err := env.BuildSuite(&spec, *workers, set)
-		finish()
+		base, man, err := evaluate.WriteSuiteFiles(*out, &spec, *workers, progress.To(stderr))
 		if err != nil {
-			return err
-		}
-		base := filepath.Join(*out, name)
-		if err := writeOut(base+".jsonl", nil, data); err != nil {
-			return err
-		}
-		if err := writeJSONFile(base+".manifest.json", man); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s: %d instances, sha256 %s → %s.jsonl\n", name, man.Count, man.SHA256, base)
