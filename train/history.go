@@ -17,6 +17,17 @@ import (
 // in the engineer's history.
 const historyExamples = 4
 
+// ProposeHistory is the history `t2t engineer propose` starts from: the
+// history file at path (engineer.ReadHistoryFile) when path is not empty,
+// else RunHistory of run runID in the Redis at redisURL, with stages
+// planned.
+func ProposeHistory(ctx context.Context, path, runID, redisURL string, stages int) (*engineer.History, error) {
+	if path != "" {
+		return engineer.ReadHistoryFile(path)
+	}
+	return RunHistory(ctx, redisURL, runID, stages)
+}
+
 // RunHistory is History of run runID in the Redis at redisURL, as `t2t
 // engineer propose --run` starts from it. Redis that cannot be reached is
 // an error wrapping the store's; a run with no finished stage is a

@@ -2,8 +2,11 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
@@ -67,6 +70,21 @@ func TestHistoryMatchesWhatTheEngineerSaw(t *testing.T) {
 	byURL, err := RunHistory(context.Background(), st.URL(), "hist", 3)
 	if err != nil || !reflect.DeepEqual(byURL, h) {
 		t.Fatalf("RunHistory: %v, differs from History: %v", err, !reflect.DeepEqual(byURL, h))
+	}
+	// ProposeHistory reads the run without a file, and the file with one.
+	if ph, err := ProposeHistory(context.Background(), "", "hist", st.URL(), 3); err != nil || !reflect.DeepEqual(ph, h) {
+		t.Fatalf("ProposeHistory from Redis: %v", err)
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "h.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ph, err := ProposeHistory(context.Background(), path, "", "", 0); err != nil || len(ph.Stages) != len(h.Stages) {
+		t.Fatalf("ProposeHistory from a file: %v", err)
 	}
 	_, err = RunHistory(context.Background(), st.URL(), "nosuchrun", 0)
 	var fe *fielderr.Error

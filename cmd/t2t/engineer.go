@@ -92,7 +92,7 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	h, err := proposeHistory(ctx, f.histPath, f.runID, f.redis.URL(), f.totalStages)
+	h, err := train.ProposeHistory(ctx, f.histPath, f.runID, f.redis.URL(), f.totalStages)
 	if err != nil {
 		return err
 	}
@@ -159,13 +159,4 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	return writeOut(path, nil, append(b, '\n'))
-}
-
-// proposeHistory reads the history `engineer propose` starts from: a file
-// (--config-history) or a run in Redis.
-func proposeHistory(ctx context.Context, path, runID, redisURL string, totalStages int) (*engineer.History, error) {
-	if path != "" {
-		return engineer.ReadHistoryFile(path)
-	}
-	return train.RunHistory(ctx, redisURL, runID, totalStages)
 }
