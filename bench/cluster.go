@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/t2t-lab/t2t/cluster/store"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // ClusterOptions configure Cluster. DefaultClusterOptions gives the defaults named per field;
@@ -41,6 +44,23 @@ func ClusterProfileNames() []string {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// ParseLists sets Rollouts from rollouts, comma-separated integers (t2t
+// bench cluster --rollouts), and Profiles from profiles, names separated by
+// commas or spaces (--profiles; empty: all). A count that is not an integer
+// is a *fielderr.Error about --rollouts; Validate checks the values.
+func (o *ClusterOptions) ParseLists(rollouts, profiles string) error {
+	o.Rollouts = nil
+	for _, f := range strings.Split(rollouts, ",") {
+		r, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return &fielderr.Error{Flag: "rollouts", Value: strconv.Quote(f), Reason: "want integers in [1,4096]"}
+		}
+		o.Rollouts = append(o.Rollouts, r)
+	}
+	o.Profiles = strings.FieldsFunc(profiles, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+	return nil
 }
 
 // Validate returns a *fielderr.Error naming the first field out of bounds, as

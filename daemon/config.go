@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"runtime"
@@ -140,4 +141,22 @@ type Training struct {
 	// Close releases the policy (a torch worker) once the run is over;
 	// nil: nothing to release.
 	Close func() error
+}
+
+// FlagsRunSetup is the RunSetup of a run that train's command-line flags
+// describe (t2t node's train flags): its RunID (train.DefaultRunID of the
+// seed when the flags name none), and a Build that builds the policy and
+// the options from the flags within ctx.
+func FlagsRunSetup(ctx context.Context, tf *train.Flags) *RunSetup {
+	run := &RunSetup{RunID: tf.Opt.RunID, Build: func(logger *slog.Logger, out io.Writer) (*Training, error) {
+		s, err := tf.Build(ctx, logger, out)
+		if err != nil {
+			return nil, err
+		}
+		return &Training{Options: tf.Options(s, out), Policy: s.Policy, Close: s.Close}, nil
+	}}
+	if run.RunID == "" {
+		run.RunID = train.DefaultRunID(tf.Opt.Seed)
+	}
+	return run
 }

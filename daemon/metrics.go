@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -266,6 +267,32 @@ func ListenAndServe(addr string, h http.Handler, out io.Writer, prefix string) (
 	go srv.Serve(ln)
 	fmt.Fprintf(out, "%shttp=%s\n", prefix, ln.Addr())
 	return func() { srv.Close() }, nil
+}
+
+// ServeUntil serves h on addr as ListenAndServe does (its line prefixed
+// with prefix) until ctx ends, then stops the server. Its error is
+// ListenAndServe's.
+func ServeUntil(ctx context.Context, addr string, h http.Handler, out io.Writer, prefix string) error {
+	stop, err := ListenAndServe(addr, h, out, prefix)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	<-ctx.Done()
+	return nil
+}
+
+// ServeRun serves a one-process run's RunHandler (named node, with the
+// live page dash) on addr as ListenAndServe does (its line prefixed with
+// prefix), hooking it into opt and into st's Redis commands; the returned
+// func stops the server.
+func ServeRun(addr, node string, opt *train.Options, st *store.Store, dash *Dashboard, out io.Writer, prefix string) (func(), error) {
+	h, err := RunHandler(node, opt, dash)
+	if err != nil {
+		return nil, err
+	}
+	st.Observe(opt.Metrics.ObserveRedis)
+	return ListenAndServe(addr, h, out, prefix)
 }
 
 // RunHandler serves a one-process run's /healthz, /readyz (ready while

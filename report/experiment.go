@@ -579,6 +579,17 @@ func ratesOrNaN(r Rate, optimal bool) float64 {
 	return r.Valid
 }
 
+// ExperimentSummaryMarkdown is ExperimentMarkdown up to its learning
+// curves: the title, budget, final table and paired differences, as `t2t
+// experiment` prints them at the end of a run.
+func ExperimentSummaryMarkdown(e *Experiment) string {
+	md := ExperimentMarkdown(e)
+	if i := strings.Index(md, "\n## Learning curves"); i >= 0 {
+		md = md[:i+1]
+	}
+	return md
+}
+
 // ExperimentMarkdown renders the experiment: final table, paired
 // differences to the baseline, learning curves, configs per stage and the
 // engineer's audited rationale per run.

@@ -198,6 +198,11 @@ func TestSummarizeHandComputed(t *testing.T) {
 func TestExperimentGolden(t *testing.T) {
 	e := expFixture()
 	testutil.Golden(t, filepath.Join("testdata", "experiment.md.golden"), []byte(ExperimentMarkdown(e)))
+	// The summary t2t experiment prints is the document up to its learning curves.
+	md, sum := ExperimentMarkdown(e), ExperimentSummaryMarkdown(e)
+	if i := strings.Index(md, "\n## Learning curves"); i < 0 || sum != md[:i+1] || !strings.Contains(sum, "## Final results") {
+		t.Errorf("summary is not the document up to its learning curves:\n%s", sum)
+	}
 	testutil.Golden(t, filepath.Join("testdata", "experiment.csv.golden"), []byte(ExperimentCSV(e)))
 	testutil.Golden(t, filepath.Join("testdata", "summary.csv.golden"), []byte(SummaryCSV(e)))
 	for _, doc := range []string{ExperimentCSV(e), SummaryCSV(e)} {

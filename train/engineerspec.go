@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 
@@ -141,4 +142,25 @@ func openEngineerLM(ctx context.Context, spec EngineerSpec, lo engineer.LLMOptio
 	}
 	lo.Chat = &textpolicy.EngineerChat{LM: lm, Label: func() string { return label }, Thinking: spec.Thinking, Seed: spec.Seed}
 	return lo, lm.Close, nil
+}
+
+// ProposeNext asks spec's strategy (NewEngineer over base, no policy) for
+// h's next config, as `t2t engineer propose` does, and writes the proposal
+// to w (engineer.WriteProposal: its diff from h's last config, or from base
+// when h has no stage). Its errors are NewEngineer's and the strategy's.
+func ProposeNext(ctx context.Context, spec EngineerSpec, base env.Config, h *engineer.History, w io.Writer) (engineer.Proposal, error) {
+	strat, closeEng, err := NewEngineer(ctx, spec, &base, nil)
+	if err != nil {
+		return engineer.Proposal{}, err
+	}
+	defer closeEng()
+	prop, err := strat.Propose(ctx, h)
+	if err != nil {
+		return engineer.Proposal{}, err
+	}
+	prev := base
+	if last := h.Last(); last != nil {
+		prev = last.Config
+	}
+	return prop, engineer.WriteProposal(w, strat.Name(), h.NextStage(), prop, prev)
 }

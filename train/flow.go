@@ -241,6 +241,17 @@ func printFlowTotal(w io.Writer, f FlowStats) {
 	}
 }
 
+// DoneLine is the last line of `t2t train`'s output: run runID done in
+// elapsed (rounded to the second), its Redis and its flow f, and
+// DiscardWarning when f warns.
+func DoneLine(runID string, elapsed time.Duration, redisURL string, f FlowStats) string {
+	line := fmt.Sprintf("run %s done in %s; Redis %s; %s", runID, elapsed.Round(time.Second), redisURL, f)
+	if f.Warn() {
+		line += "; WARNING: " + DiscardWarning(f)
+	}
+	return line
+}
+
 // DiscardWarning says that a run discarded more than DiscardWarnShare of
 // its groups (for the last line of a run's output).
 func DiscardWarning(f FlowStats) string {

@@ -82,8 +82,15 @@ func TestFlowStatsWarning(t *testing.T) {
 	if !strings.HasPrefix(b.String(), want) {
 		t.Fatalf("got:\n%s\nwant prefix:\n%s", b.String(), want)
 	}
+	line := DoneLine("r", 2600*time.Millisecond, "redis://h:6379/0", f)
+	if want := "run r done in 3s; Redis redis://h:6379/0; " + f.String() + "; WARNING: " + DiscardWarning(f); line != want {
+		t.Fatalf("done line %q, want %q", line, want)
+	}
 	f.DiscardedDuplicate = 1
 	if f.Warn() {
 		t.Fatal("5% warns")
+	}
+	if line := DoneLine("r", time.Second, "redis://h:6379/0", f); strings.Contains(line, "WARNING") {
+		t.Fatalf("done line %q warns", line)
 	}
 }

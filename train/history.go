@@ -4,16 +4,49 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sort"
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // historyExamples is the number of validation failure examples per stage
 // in the engineer's history.
 const historyExamples = 4
+
+// ProposeHistory is the history `t2t engineer propose` starts from: the
+// history file at path (engineer.ReadHistoryFile) when path is not empty,
+// else RunHistory of run runID in the Redis at redisURL, with stages
+// planned.
+func ProposeHistory(ctx context.Context, path, runID, redisURL string, stages int) (*engineer.History, error) {
+	if path != "" {
+		return engineer.ReadHistoryFile(path)
+	}
+	return RunHistory(ctx, redisURL, runID, stages)
+}
+
+// RunHistory is History of run runID in the Redis at redisURL, as `t2t
+// engineer propose --run` starts from it. Redis that cannot be reached is
+// an error wrapping the store's; a run with no finished stage is a
+// *fielderr.Error.
+func RunHistory(ctx context.Context, redisURL, runID string, stages int) (*engineer.History, error) {
+	st, err := store.Open(ctx, store.Options{URL: redisURL, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	defer st.Close()
+	h, err := History(ctx, st, runID, stages)
+	if err != nil {
+		return nil, err
+	}
+	if len(h.Stages) == 0 {
+		return nil, &fielderr.Error{Reason: fmt.Sprintf("run %q has no finished stage in %s", runID, st.URL())}
+	}
+	return h, nil
+}
 
 // History rebuilds the engineer's view of run runID from the store, exactly
 // as a run does before each proposal: one StageResult per recorded config

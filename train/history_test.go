@@ -2,11 +2,17 @@ package train
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
 
 	"github.com/t2t-lab/t2t/engineer"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // histRecorder is a strategy that records the histories it is shown and
@@ -58,5 +64,31 @@ func TestHistoryMatchesWhatTheEngineerSaw(t *testing.T) {
 	}
 	if empty, err := History(context.Background(), st, "nosuchrun", 0); err != nil || len(empty.Stages) != 0 {
 		t.Fatalf("unknown run: %+v, %v", empty, err)
+	}
+	// RunHistory reads the same history through the store's URL, and
+	// refuses a run with no finished stage as bad input.
+	byURL, err := RunHistory(context.Background(), st.URL(), "hist", 3)
+	if err != nil || !reflect.DeepEqual(byURL, h) {
+		t.Fatalf("RunHistory: %v, differs from History: %v", err, !reflect.DeepEqual(byURL, h))
+	}
+	// ProposeHistory reads the run without a file, and the file with one.
+	if ph, err := ProposeHistory(context.Background(), "", "hist", st.URL(), 3); err != nil || !reflect.DeepEqual(ph, h) {
+		t.Fatalf("ProposeHistory from Redis: %v", err)
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "h.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ph, err := ProposeHistory(context.Background(), path, "", "", 0); err != nil || len(ph.Stages) != len(h.Stages) {
+		t.Fatalf("ProposeHistory from a file: %v", err)
+	}
+	_, err = RunHistory(context.Background(), st.URL(), "nosuchrun", 0)
+	var fe *fielderr.Error
+	if !errors.As(err, &fe) || fe.Usage() != fmt.Sprintf("run %q has no finished stage in %s", "nosuchrun", st.URL()) {
+		t.Fatalf("RunHistory of an unknown run: %v", err)
 	}
 }

@@ -259,6 +259,14 @@ func statusPct(r store.Rates) string {
 	return fmt.Sprintf("%5.1f / %5.1f", 100*r.Valid, 100*r.Optimal)
 }
 
+// WriteStatusJSON writes rep as indented JSON, as `t2t status --json`
+// prints it.
+func WriteStatusJSON(w io.Writer, rep *Status) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
 // WriteStatus prints rep for a reader as `t2t status` does; now dates the
 // state's age.
 func WriteStatus(w io.Writer, rep *Status, now time.Time) error {

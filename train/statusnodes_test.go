@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -76,6 +77,15 @@ func TestWriteStatusNodes(t *testing.T) {
 		if !strings.Contains(b.String(), line) {
 			t.Errorf("no line %q in:\n%s", line, b.String())
 		}
+	}
+	// --json: indented, and decodes back to the same nodes.
+	b.Reset()
+	if err := WriteStatusJSON(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	var back Status
+	if err := json.Unmarshal([]byte(b.String()), &back); err != nil || !strings.HasPrefix(b.String(), "{\n  \"") || len(back.Nodes) != len(rep.Nodes) {
+		t.Errorf("--json: %v:\n%s", err, b.String())
 	}
 	// As `t2t status` reads them from the run's record in Redis.
 	rep.NodesUnixMs = now.Add(-2 * time.Second).UnixMilli()

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/t2t-lab/t2t/bench"
 	"github.com/t2t-lab/t2t/cluster/store"
@@ -42,15 +40,10 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	o.Rollouts, o.RedisURL = nil, redis.URL()
-	for _, f := range strings.Split(*rollouts, ",") {
-		r, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return badInput("--rollouts %q: want integers in [1,4096]", f)
-		}
-		o.Rollouts = append(o.Rollouts, r)
+	o.RedisURL = redis.URL()
+	if err := o.ParseLists(*rollouts, *profiles); err != nil {
+		return err
 	}
-	o.Profiles = strings.FieldsFunc(*profiles, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	points, err := bench.Cluster(ctx, o, stdout)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/t2t-lab/t2t/cluster/store"
 	"github.com/t2t-lab/t2t/engineer"
-	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -93,7 +92,7 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	h, err := proposeHistory(ctx, f.histPath, f.runID, f.redis.URL(), f.totalStages)
+	h, err := train.ProposeHistory(ctx, f.histPath, f.runID, f.redis.URL(), f.totalStages)
 	if err != nil {
 		return err
 	}
@@ -111,11 +110,9 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 		return badInput("--prompt %q: want full or compact", f.spec.Prompt)
 	}
 	if strings.ToLower(strings.TrimSpace(f.spec.Strategy)) == engineer.NameLLM {
-		p := engineer.BuildCompactPrompt(h, mods)
-		if style == engineer.PromptFull {
-			if p, err = engineer.BuildPrompt(h, mods, f.tokenBudget); err != nil {
-				return err
-			}
+		p, err := engineer.BuildStyledPrompt(h, mods, style, f.tokenBudget)
+		if err != nil {
+			return err
 		}
 		if err := engineer.WritePrompt(stdout, p, mods); err != nil {
 			return err
@@ -140,20 +137,8 @@ func (f *proposeFlags) propose(ctx context.Context, h *engineer.History, stdout 
 	if spec.Engine, err = engineSpec(f.eng, f.device, io.Discard); err != nil {
 		return err
 	}
-	strat, closeEng, err := train.NewEngineer(ctx, spec, &base, nil)
+	prop, err := train.ProposeNext(ctx, spec, base, h, stdout)
 	if err != nil {
-		return err
-	}
-	defer closeEng()
-	prop, err := strat.Propose(ctx, h)
-	if err != nil {
-		return err
-	}
-	prev := base
-	if last := h.Last(); last != nil {
-		prev = last.Config
-	}
-	if err := engineer.WriteProposal(stdout, strat.Name(), h.NextStage(), prop, prev); err != nil {
 		return err
 	}
 	if f.outPath != "" {
@@ -174,33 +159,4 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	return writeOut(path, nil, append(b, '\n'))
-}
-
-// proposeHistory reads the history `engineer propose` starts from: a file
-// (--config-history) or a run in Redis.
-func proposeHistory(ctx context.Context, path, runID, redisURL string, totalStages int) (*engineer.History, error) {
-	if path != "" {
-		b, err := limits.ReadFile(path, limits.Text)
-		if err != nil {
-			return nil, badInput("%v", err)
-		}
-		h, err := engineer.ReadHistory(b)
-		if err != nil {
-			return nil, badInput("%s: %v", path, err)
-		}
-		return h, nil
-	}
-	st, err := store.Open(ctx, store.Options{URL: redisURL, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
-	}
-	defer st.Close()
-	h, err := train.History(ctx, st, runID, totalStages)
-	if err != nil {
-		return nil, err
-	}
-	if len(h.Stages) == 0 {
-		return nil, badInput("run %q has no finished stage in %s", runID, st.URL())
-	}
-	return h, nil
 }

@@ -36,7 +36,7 @@ func TestEngineerTurnsInSFTData(t *testing.T) {
 		t.Fatalf("output: %s", out)
 	}
 	t.Log(strings.TrimSpace(out))
-	all, err := readTurnsFile(turns)
+	all, err := engineer.ReadTurnsFile(turns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestTraineeAsEngineer(t *testing.T) {
 	} else {
 		t.Log(strings.TrimSpace(out))
 	}
-	all, err := readTurnsFile(turns)
+	all, err := engineer.ReadTurnsFile(turns)
 	if err != nil || len(all) != 1 || all[0].Stage != 1 || all[0].HeldOut {
 		t.Fatalf("turns %+v, %v: want one training turn for stage 1", all, err)
 	}

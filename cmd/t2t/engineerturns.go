@@ -12,7 +12,6 @@ import (
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
-	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -46,13 +45,9 @@ func engineerTurns(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("--prompt %q: want full or compact", *prompt)
 	}
-	b, err := limits.ReadFile(*hist, limits.Text)
+	hists, err := engineer.ReadHistoriesFile(*hist)
 	if err != nil {
-		return badInput("%v", err)
-	}
-	hists, err := engineer.ReadHistories(bytes.NewReader(b))
-	if err != nil {
-		return badInput("%s: %v", *hist, err)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -104,7 +99,7 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	pick, err := readScoredTurns(*contexts, *all)
+	pick, err := engineer.ReadScoredTurns(*contexts, *all)
 	if err != nil {
 		return err
 	}
@@ -125,7 +120,9 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 		which = "all"
 	}
 	if *verbose {
-		printVerdicts(stdout, per)
+		if err := engineer.WriteVerdicts(stdout, per); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "%s: %d %s contexts of %s (teacher %s, prompt %s, modules %s)\n", *model, sc.Turns, which, *contexts, pick[0].Teacher, pick[0].Prompt, pick[0].Modules)
 	fmt.Fprintln(stdout, sc.Summary())
@@ -133,46 +130,4 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 		return writeJSONFile(*jsonOut, engineer.ScoreReport{Model: *model, Contexts: *contexts, Scored: which, Scores: sc, PerTurn: per})
 	}
 	return nil
-}
-
-// readScoredTurns reads a turns file and keeps the turns to score (the
-// held-out ones, or all); none is bad input.
-func readScoredTurns(path string, all bool) ([]engineer.Turn, error) {
-	turns, err := readTurnsFile(path)
-	if err != nil {
-		return nil, err
-	}
-	pick := engineer.ScoredTurns(turns, all)
-	if len(pick) == 0 {
-		return nil, badInput("%s: no held-out turn to score (--all scores every turn)", path)
-	}
-	return pick, nil
-}
-
-// printVerdicts prints one line per scored turn (t2t engineer score -v).
-func printVerdicts(w io.Writer, per []engineer.TurnScore) {
-	for _, p := range per {
-		fmt.Fprintf(w, "run %s stage %d: %s (%s)\n", p.RunID, p.Stage, p.Verdict(), oneLine(p.Reason, 160))
-	}
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n]) + "…"
-	}
-	return s
-}
-
-// readTurnsFile reads a turns file (t2t engineer turns --out); a bad one is bad input.
-func readTurnsFile(path string) ([]engineer.Turn, error) {
-	b, err := limits.ReadFile(path, limits.Text)
-	if err != nil {
-		return nil, badInput("%v", err)
-	}
-	turns, err := engineer.ReadTurns(bytes.NewReader(b))
-	if err != nil {
-		return nil, badInput("%s: %v", path, err)
-	}
-	return turns, nil
 }

@@ -7,12 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/env/movingai"
+	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/internal/limits"
+	"github.com/t2t-lab/t2t/internal/outfile"
 	"github.com/t2t-lab/t2t/internal/progress"
 	"github.com/t2t-lab/t2t/train"
 )
@@ -64,20 +65,10 @@ func (f instanceFlags) pick(fileFlag string, stderr io.Writer) (*env.Instance, e
 		return nil, err
 	}
 	defer r.Close()
-	byLine := *f.id == ""
-	recs, err := env.ReadRecordsUntil(r, env.ReadOptions{StrictIDs: *f.strict}, func(rec env.Record) bool {
-		return byLine && (*f.line <= 0 || rec.Line >= *f.line)
+	in, err := env.PickFrom(r, env.ReadOptions{StrictIDs: *f.strict}, *f.id, *f.line, func(rec env.Record) {
+		fmt.Fprintf(stderr, "%s:%d: skipped: %v\n", *f.path, rec.Line, errors.Unwrap(rec.Err))
 	})
-	if err != nil {
-		return nil, fileError(*f.path, err)
-	}
-	for _, rec := range recs {
-		if rec.Err != nil && !byLine {
-			fmt.Fprintf(stderr, "%s:%d: skipped: %v\n", *f.path, rec.Line, errors.Unwrap(rec.Err))
-		}
-	}
-	in, err := env.Pick(recs, *f.id, *f.line)
-	return in, fileError(*f.path, err)
+	return in, env.FileError(*f.path, err)
 }
 
 // loadConfig reads a generator config file, or returns the local default.
@@ -280,7 +271,7 @@ func envSuite(args []string, stdout, stderr io.Writer) error {
 	if err := errors.Join(inRange("per-size", *perSize, 0, 10000), inRange("workers", *workers, 0, 1024)); err != nil {
 		return err
 	}
-	if err := makeOutDir("out", *out); err != nil {
+	if err := outfile.MakeDir("out", *out); err != nil {
 		return err
 	}
 	for _, name := range strings.Split(*names, ",") {
@@ -289,17 +280,8 @@ func envSuite(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return badInput("--suites: %v", err)
 		}
-		set, finish := progress.To(stderr)("suite "+spec.Name, spec.Len())
-		data, man, err := env.BuildSuite(&spec, *workers, set)
-		finish()
+		base, man, err := evaluate.WriteSuiteFiles(*out, &spec, *workers, progress.To(stderr))
 		if err != nil {
-			return err
-		}
-		base := filepath.Join(*out, name)
-		if err := writeOut(base+".jsonl", nil, data); err != nil {
-			return err
-		}
-		if err := writeJSONFile(base+".manifest.json", man); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s: %d instances, sha256 %s → %s.jsonl\n", name, man.Count, man.SHA256, base)
@@ -317,7 +299,7 @@ func envMovingAI(c movingai.Command) func(args []string, stdout, stderr io.Write
 		}
 		if ex, ok := c.(*movingai.ExportCommand); ok && ex.Out != "" && ex.In != "" {
 			ex.Report = stderr
-			if err := makeOutDir("out", ex.Out); err != nil { // its files go in this folder
+			if err := outfile.MakeDir("out", ex.Out); err != nil { // its files go in this folder
 				return err
 			}
 		}

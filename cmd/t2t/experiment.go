@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 
 	"github.com/t2t-lab/t2t/experiment"
 	"github.com/t2t-lab/t2t/report"
@@ -30,10 +29,6 @@ func runExperiment(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	md := report.ExperimentMarkdown(exp)
-	if i := strings.Index(md, "\n## Learning curves"); i >= 0 {
-		md = md[:i+1]
-	}
-	_, err = fmt.Fprintf(stdout, "\n%s\nwrote %s/{experiment.html,experiment.md,experiment.csv,summary.csv,experiment.json}\n", md, o.Dir)
+	_, err = fmt.Fprintf(stdout, "\n%s\nwrote %s/{experiment.html,experiment.md,experiment.csv,summary.csv,experiment.json}\n", report.ExperimentSummaryMarkdown(exp), o.Dir)
 	return err
 }

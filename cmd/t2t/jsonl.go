@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/t2t-lab/t2t/env"
@@ -46,18 +44,7 @@ func readRecords(path string, opt env.ReadOptions, all bool) ([]env.Record, erro
 	if err == nil && all {
 		_, err = env.Instances(recs)
 	}
-	return recs, fileError(path, err)
-}
-
-// fileError is err as a bad-input error naming path, and the line of an
-// *env.LineError ("FILE:LINE: reason"); nil stays nil.
-func fileError(path string, err error) error {
-	if le := (*env.LineError)(nil); errors.As(err, &le) {
-		return badInput("%s:%d: %v", path, le.Line, le.Err)
-	} else if err != nil {
-		return badInput("%s: %v", path, err)
-	}
-	return nil
+	return recs, env.FileError(path, err)
 }
 
 // writeOut writes data to path as package outfile does: a regular file or a
@@ -71,21 +58,6 @@ func writeOut(path string, stdout io.Writer, data []byte) error {
 // that a command fails before its work rather than after.
 func checkOut(name, path string) error {
 	if err := outfile.Check(path); err != nil {
-		return badInput("--%s: %v", name, err)
-	}
-	return nil
-}
-
-// makeOutDir makes the output folder --name names unless it exists; its
-// parent must exist (bad input else), as for writeOut's files.
-func makeOutDir(name, dir string) error {
-	err := os.Mkdir(dir, 0o755)
-	if errors.Is(err, fs.ErrExist) {
-		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
-			return nil
-		}
-	}
-	if err != nil {
 		return badInput("--%s: %v", name, err)
 	}
 	return nil

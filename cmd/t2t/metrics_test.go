@@ -128,7 +128,7 @@ func TestTrainMetricsHTTP(t *testing.T) {
 	opt := train.Options{RunID: "metrics", Stages: stages, Seed: 3, Config: cfg, InstancesPerUnit: perUnit, GroupSize: group,
 		LearnerBatch: 2, ValPerSize: 1, EvalPerSize: 1}
 	var out testutil.SyncBuffer
-	stop, err := serveTrainHTTP("127.0.0.1:0", "test-node", &opt, st, daemon.NewDashboard(st, nil, opt.RunID, nil), &out)
+	stop, err := daemon.ServeRun("127.0.0.1:0", "test-node", &opt, st, daemon.NewDashboard(st, nil, opt.RunID, nil), &out, "t2t train: ")
 	if err != nil {
 		t.Fatal(err)
 	}

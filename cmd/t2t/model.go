@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/t2t-lab/t2t/internal/fielderr"
-	"github.com/t2t-lab/t2t/internal/limits"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
@@ -56,12 +55,7 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 		// The tiny preset takes exactly the tokenizer's ids: no id the model can sample decodes to nothing.
 		o.Tokenizer, o.TokenizerConfig, o.ExactVocab = js, []byte(hfmodel.TokenizerConfigJSON), o.Preset == hfmodel.PresetTiny
 	}
-	written, err := hfmodel.Init(*out, o, func(cfg hfmodel.Config) {
-		fmt.Fprintf(stdout, "preset %s: %d layers, hidden %d, heads %d/%d × %d, intermediate %d, vocab %d: %.4gM parameters, %.2f GiB of float32 weights\n",
-			o.Preset, cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim, cfg.IntermediateSize, cfg.VocabSize,
-			float64(cfg.NumParams())/1e6, float64(4*cfg.NumParams())/(1<<30))
-		fmt.Fprintf(stdout, "training memory (GRPO, micro-batch 8 × 2048 tokens): %s\n", hfmodel.EstimateMemory(cfg, 8, 2048, false))
-	})
+	written, err := hfmodel.Init(*out, o, func(cfg hfmodel.Config) { o.WritePlan(stdout, cfg) })
 	var large *hfmodel.LargeCheckpointError
 	if errors.As(err, &large) {
 		return badInput("%s", strings.Replace(strings.TrimPrefix(large.Error(), "qwen3: "), "set Force", "pass --force", 1))
@@ -104,11 +98,11 @@ func modelLogits(args []string, stdout, stderr io.Writer) error {
 		return badInput("--model is required")
 	}
 	if *textsFile != "" {
-		b, err := limits.ReadFile(*textsFile, limits.Text)
+		more, err := textpolicy.ReadTexts(*textsFile)
 		if err != nil {
-			return badInput("%v", err)
+			return err
 		}
-		texts = append(texts, strings.Split(strings.TrimRight(string(b), "\n"), "\n")...)
+		texts = append(texts, more...)
 	}
 	if len(texts) == 0 {
 		return badInput("give at least one --text or --texts FILE")

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"github.com/t2t-lab/t2t/cluster"
@@ -104,74 +102,30 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	defer stopTel()
 	cfg.Tracer = tel.Tracer("t2t/node")
 	tf.Rollout.APIKey = cfg.Serve.APIKey // the key every node sends (--api-key), to a rollout engine too
-	run := &daemon.RunSetup{RunID: tf.Opt.RunID, Build: func(logger *slog.Logger, out io.Writer) (*daemon.Training, error) {
-		s, err := tf.Build(ctx, logger, out)
-		if err != nil {
-			return nil, err
-		}
-		return &daemon.Training{Options: tf.Options(s, out), Policy: s.Policy, Close: s.Close}, nil
-	}}
-	if run.RunID == "" {
-		run.RunID = train.DefaultRunID(tf.Opt.Seed)
-	}
-	return daemon.Run(ctx, cfg, run)
+	return daemon.Run(ctx, cfg, daemon.FlagsRunSetup(ctx, &tf))
 }
 
 // config checks the flags and returns the daemon's Config of them.
 func (f *nodeFlags) config(roles daemon.Roles) (daemon.Config, error) {
 	c := f.cfg
-	switch {
-	case c.Capacity < 1 || c.Capacity > 256:
-		return c, badInput("--capacity %d: want 1..256", c.Capacity)
-	case c.MaxInFlight < 1 || c.MaxInFlight > 64:
-		return c, badInput("--max-in-flight %d: want 1..64", c.MaxInFlight)
-	case f.g.JoinTimeout <= 0 || c.Lease <= 0:
-		return c, badInput("--join-timeout and --lease must be > 0")
-	case c.StalenessK < 1:
-		return c, badInput("--staleness %d: want >= 1", c.StalenessK)
-	case c.MaxLag == 0 || c.MaxLag < -1 || c.MaxLag > c.StalenessK:
-		return c, badInput("--max-lag %d: want 1..--staleness (%d), or -1 for no pacing", c.MaxLag, c.StalenessK)
-	case c.KeepLateK < 0:
-		return c, badInput("--keep-late %d: want >= 0", c.KeepLateK)
-	case c.Chunk < 0:
-		return c, badInput("--chunk %d: want >= 0", c.Chunk)
+	if err := c.CheckRanges(f.g.JoinTimeout); err != nil {
+		return c, err
 	}
 	c.Roles, c.ID = roles, cluster.NewNodeID()
 	var err error
 	if c.Gossip, err = f.g.Config(); err != nil {
 		return c, err
 	}
-	host, port, err := cluster.SplitHostPort("--listen", *f.listen)
+	c.Listen, err = daemon.ListenAddr(*f.listen, f.g.Advertise, c.TLS.Enabled(), *f.insecureListen, func() {
+		fmt.Fprintf(f.warn, "t2t node: WARNING: the actor transport on %s is plain gRPC reachable from other hosts (--insecure-listen): anyone who can reach it can send actor messages\n", *f.listen)
+	})
 	if err != nil {
 		return c, err
 	}
-	if err := exposedListen(*f.listen, host, c.TLS.Enabled(), false); err != nil {
-		if !*f.insecureListen {
-			return c, err
-		}
-		fmt.Fprintf(f.warn, "t2t node: WARNING: the actor transport on %s is plain gRPC reachable from other hosts (--insecure-listen): anyone who can reach it can send actor messages\n", *f.listen)
-	}
-	if host, err = daemon.RoutableHost(host, f.g.Advertise); err != nil {
-		return c, badInput("--listen %s: %v", *f.listen, err)
-	}
-	c.Listen = net.JoinHostPort(host, strconv.Itoa(port))
 	if c.Name == "" {
 		c.Name, _ = os.Hostname()
 	}
 	return c, nil
-}
-
-// exposedListen refuses an actor address other hosts can reach (not a
-// loopback IP or "localhost") without TLS, unless --insecure-listen: the
-// same rule as gossip without a key.
-func exposedListen(listen, host string, tls, insecure bool) error {
-	ip := net.ParseIP(host)
-	if tls || insecure || host == "localhost" || (ip != nil && ip.IsLoopback()) {
-		return nil
-	}
-	return badInput("--listen %s: other hosts can reach this address and the actor transport has no TLS: "+
-		"anyone who reaches it could send actor messages. Set --tls-cert, --tls-key and --tls-ca, "+
-		"listen on 127.0.0.1 for one host, or pass --insecure-listen (a private network you trust)", listen)
 }
 
 func nodeLogger(verbose bool, stderr io.Writer) *slog.Logger {

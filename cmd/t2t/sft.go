@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
@@ -67,7 +65,7 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := f.setShape(&o); err != nil {
+	if err := o.ParseShape(*f.agents, *f.sizes); err != nil {
 		return err
 	}
 	o.SkipEvalBefore = !*f.evalBefore
@@ -104,40 +102,12 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("%v", err)
 	}
-	for i := range turns {
-		o.Engineer = append(o.Engineer, textpolicy.EngineerSample(lm, &turns[i], *f.thinking))
-	}
-	if len(turns) > 0 {
-		fmt.Fprintf(stdout, "engineer turns: %d from %s (teacher %s, prompt %s, modules %s), every %d steps\n",
-			len(turns), *f.engData, turns[0].Teacher, turns[0].Prompt, turns[0].Modules, o.EngineerEvery)
-	}
+	o.AddEngineerTurns(stdout, lm, turns, *f.thinking, *f.engData)
 	o.Progress = textpolicy.PrintSFTProgress(stdout, o.Dir)
 	if err := pol.RunSFT(context.Background(), o); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.Dir)
-	return nil
-}
-
-// setShape parses --agents and --sizes into o.
-func (f *sftFlags) setShape(o *textpolicy.SFTOptions) error {
-	for part := range strings.SplitSeq(*f.agents, ",") {
-		a, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || a < 1 || a > env.MaxAgents {
-			return badInput("--agents %q: want agent counts in 1..%d, comma-separated", *f.agents, env.MaxAgents)
-		}
-		o.Agents = append(o.Agents, a)
-	}
-	lo, hi, ok := strings.Cut(*f.sizes, "-")
-	if !ok {
-		hi = lo
-	}
-	var err1, err2 error
-	o.MinSize, err1 = strconv.Atoi(strings.TrimSpace(lo))
-	o.MaxSize, err2 = strconv.Atoi(strings.TrimSpace(hi))
-	if err1 != nil || err2 != nil || o.MinSize < env.MinSize || o.MaxSize > env.MaxSize || o.MinSize > o.MaxSize {
-		return badInput("--sizes %q: want MIN-MAX within %d..%d", *f.sizes, env.MinSize, env.MaxSize)
-	}
 	return nil
 }
 
@@ -159,17 +129,10 @@ func (f *sftFlags) engineerTurns(o *textpolicy.SFTOptions) ([]engineer.Turn, err
 	case *f.engHeld < 0 || *f.engHeld > 100:
 		return nil, badInput("--engineer-held-out must be in 0..100")
 	}
-	all, err := readTurnsFile(*f.engData)
+	turns, err := engineer.ReadTrainingTurns(*f.engData, *f.engHeld, n)
 	if err != nil {
 		return nil, err
 	}
-	train, err := engineer.TrainingTurns(all, *f.engHeld)
-	if err != nil {
-		return nil, badInput("%s: %v", *f.engData, err)
-	}
-	if len(train) < n {
-		return nil, badInput("--engineer-turns %d: %s has %d training turns (%d held out)", n, *f.engData, len(train), len(all)-len(train))
-	}
 	o.EngineerEvery = *f.engEvery
-	return train[:n], nil
+	return turns, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -70,9 +69,7 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 		return serveStatus(*httpAddr, st, ps, rep.Run, stdout)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return train.WriteStatusJSON(stdout, rep)
 	}
 	return train.WriteStatus(stdout, rep, time.Now())
 }
@@ -82,11 +79,5 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 func serveStatus(addr string, st *store.Store, ps *train.PolicyStore, run string, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stopHTTP, err := daemon.ListenAndServe(addr, daemon.NewDashboard(st, ps, run, nil).Handler(), out, "t2t status: run="+run+" ")
-	if err != nil {
-		return err
-	}
-	defer stopHTTP()
-	<-ctx.Done()
-	return nil
+	return daemon.ServeUntil(ctx, addr, daemon.NewDashboard(st, ps, run, nil).Handler(), out, "t2t status: run="+run+" ")
 }

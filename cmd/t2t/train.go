@@ -49,7 +49,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if *httpAddr != "" {
 		dash := daemon.NewDashboard(st, nil, cmp.Or(opt.RunID, train.DefaultRunID(opt.Seed)), nil).WithSampling(train.NewSamplingMeter(s.Policy, time.Now())).
 			WithDevice(train.NewDeviceMeter(s.Policy))
-		stopHTTP, err := serveTrainHTTP(*httpAddr, tf.Telemetry.Node, &opt, st, dash, stdout)
+		stopHTTP, err := daemon.ServeRun(*httpAddr, tf.Telemetry.Node, &opt, st, dash, stdout, "t2t train: ")
 		if err != nil {
 			return err
 		}
@@ -61,24 +61,6 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f := res.Flow()
-	line := fmt.Sprintf("run %s done in %s; Redis %s; %s", res.RunID, time.Since(start).Round(time.Second), st.URL(), f)
-	if f.Warn() {
-		line += "; WARNING: " + train.DiscardWarning(f)
-	}
-	fmt.Fprintln(stdout, line)
+	fmt.Fprintln(stdout, train.DoneLine(res.RunID, time.Since(start), st.URL(), res.Flow()))
 	return nil
-}
-
-// serveTrainHTTP serves t2t train's /healthz, /readyz (ready while the
-// stages run), /metrics and live page dash, hooking them into opt and into
-// st's Redis commands.
-func serveTrainHTTP(addr, node string, opt *train.Options, st *store.Store, dash *daemon.Dashboard, out io.Writer) (func(), error) {
-	h, err := daemon.RunHandler(node, opt, dash)
-	if err != nil {
-		return nil, err
-	}
-	st.Observe(opt.Metrics.ObserveRedis)
-	stop, err := daemon.ListenAndServe(addr, h, out, "t2t train: ")
-	return stop, err
 }

@@ -126,3 +126,19 @@ func stream(path string, write func(io.Writer) error) error {
 	}
 	return nil
 }
+
+// MakeDir makes the output folder dir that flag (a name without dashes)
+// names unless it exists as a folder; its parent must exist, as for
+// Write's files. An error is a *fielderr.Error about the flag.
+func MakeDir(flag, dir string) error {
+	err := os.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
+			return nil
+		}
+	}
+	if err != nil {
+		return &fielderr.Error{Flag: flag, Err: err}
+	}
+	return nil
+}

@@ -170,3 +170,27 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeDir: a new folder is made, an existing one kept; a missing
+// parent or a file in the way is a field error about the flag.
+func TestMakeDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	for range 2 {
+		if err := MakeDir("out", dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{filepath.Join(dir, "no", "such"), file} {
+		var fe *fielderr.Error
+		if err := MakeDir("out", bad); !errors.As(err, &fe) || fe.Usage() != "--out: "+fe.Err.Error() {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

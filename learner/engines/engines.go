@@ -3,7 +3,7 @@
 // gridnet's network with gridnet.New (learner/gridnet/gomlxnet). Packages that reach models
 // only through those two functions (textpolicy, train, experiment) import no engine, so they
 // stay free of GoMLX; the program (cmd/t2t) and the tests that build models import this
-// package.
+// package. WriteUsable reports which engines and devices this binary can use here.
 package engines
 
 import (

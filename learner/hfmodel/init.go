@@ -142,3 +142,15 @@ const TokenizerConfigJSON = `{
   "clean_up_tokenization_spaces": false
 }
 `
+
+// WritePlan writes, in two lines as t2t model init prints them before
+// Init writes, the checkpoint cfg that o plans: the preset's shape, its
+// parameters and float32 weight size, and the GRPO training memory
+// estimate at micro-batch 8 × 2048 tokens.
+func (o InitOptions) WritePlan(w io.Writer, cfg Config) error {
+	_, err := fmt.Fprintf(w, "preset %s: %d layers, hidden %d, heads %d/%d × %d, intermediate %d, vocab %d: %.4gM parameters, %.2f GiB of float32 weights\n"+
+		"training memory (GRPO, micro-batch 8 × 2048 tokens): %s\n",
+		o.Preset, cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim, cfg.IntermediateSize, cfg.VocabSize,
+		float64(cfg.NumParams())/1e6, float64(4*cfg.NumParams())/(1<<30), EstimateMemory(cfg, 8, 2048, false))
+	return err
+}

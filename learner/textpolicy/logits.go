@@ -1,6 +1,11 @@
 package textpolicy
 
-import "github.com/t2t-lab/t2t/internal/fielderr"
+import (
+	"strings"
+
+	"github.com/t2t-lab/t2t/internal/fielderr"
+	"github.com/t2t-lab/t2t/internal/limits"
+)
 
 // TextLogits are one text's token ids and, per position, its next-token
 // logits: what `t2t model logits` writes, one JSON line per text, for
@@ -48,4 +53,15 @@ func (lm *LM) Logits(texts []string, keep int) ([]TextLogits, error) {
 		}
 	}
 	return out, nil
+}
+
+// ReadTexts reads a file of texts, one per line (`t2t model logits
+// --texts`; a last newline ends the last text). A file that cannot be read
+// is a *fielderr.Error whose message is the read error's.
+func ReadTexts(path string) ([]string, error) {
+	b, err := limits.ReadFile(path, limits.Text)
+	if err != nil {
+		return nil, &fielderr.Error{Err: err}
+	}
+	return strings.Split(strings.TrimRight(string(b), "\n"), "\n"), nil
 }

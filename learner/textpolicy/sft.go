@@ -271,6 +271,31 @@ func (o *SFTOptions) Validate() error {
 	return nil
 }
 
+// ParseShape sets Agents from agents, agent counts in 1..env.MaxAgents,
+// comma-separated (t2t sft --agents), and MinSize..MaxSize from sizes,
+// "MIN-MAX" or one size within env.MinSize..env.MaxSize (--sizes). Errors
+// are *fielderr.Error about the flag.
+func (o *SFTOptions) ParseShape(agents, sizes string) error {
+	for part := range strings.SplitSeq(agents, ",") {
+		a, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || a < 1 || a > env.MaxAgents {
+			return &fielderr.Error{Flag: "agents", Value: strconv.Quote(agents), Reason: fmt.Sprintf("want agent counts in 1..%d, comma-separated", env.MaxAgents)}
+		}
+		o.Agents = append(o.Agents, a)
+	}
+	lo, hi, ok := strings.Cut(sizes, "-")
+	if !ok {
+		hi = lo
+	}
+	var err1, err2 error
+	o.MinSize, err1 = strconv.Atoi(strings.TrimSpace(lo))
+	o.MaxSize, err2 = strconv.Atoi(strings.TrimSpace(hi))
+	if err1 != nil || err2 != nil || o.MinSize < env.MinSize || o.MaxSize > env.MaxSize || o.MinSize > o.MaxSize {
+		return &fielderr.Error{Flag: "sizes", Value: strconv.Quote(sizes), Reason: fmt.Sprintf("want MIN-MAX within %d..%d", env.MinSize, env.MaxSize)}
+	}
+	return nil
+}
+
 // agents is Agents, or 2 alone when unset.
 func (o *SFTOptions) agents() []int {
 	if len(o.Agents) == 0 {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/t2t-lab/t2t/engineer"
 )
 
 // PrintSFTProgress prints an SFT run's reports on w as `t2t sft` does; dir
@@ -38,5 +40,18 @@ func PrintSFTProgress(w io.Writer, dir string) SFTProgress {
 			fmt.Fprintf(w, "%s\n", l.Elapsed.Round(100*time.Millisecond))
 		},
 		Saved: func(step int) { fmt.Fprintf(w, "step %d: wrote %s\n", step, dir) },
+	}
+}
+
+// AddEngineerTurns appends turns to o.Engineer as lm's supervised samples
+// (EngineerSample with thinking) and, when there are any, says so on w as
+// `t2t sft` does, naming source, the file they come from.
+func (o *SFTOptions) AddEngineerTurns(w io.Writer, lm *LM, turns []engineer.Turn, thinking bool, source string) {
+	for i := range turns {
+		o.Engineer = append(o.Engineer, EngineerSample(lm, &turns[i], thinking))
+	}
+	if len(turns) > 0 {
+		fmt.Fprintf(w, "engineer turns: %d from %s (teacher %s, prompt %s, modules %s), every %d steps\n",
+			len(turns), source, turns[0].Teacher, turns[0].Prompt, turns[0].Modules, o.EngineerEvery)
 	}
 }

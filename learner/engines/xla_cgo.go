@@ -1,6 +1,6 @@
 //go:build cgo
 
-package main
+package engines
 
 // xlaBuilt: this binary can load an XLA PJRT plugin.
 const xlaBuilt = true
