@@ -148,9 +148,13 @@ const TokenizerConfigJSON = `{
 // parameters and float32 weight size, and the GRPO training memory
 // estimate at micro-batch 8 × 2048 tokens.
 func (o InitOptions) WritePlan(w io.Writer, cfg Config) error {
-	_, err := fmt.Fprintf(w, "preset %s: %d layers, hidden %d, heads %d/%d × %d, intermediate %d, vocab %d: %.4gM parameters, %.2f GiB of float32 weights\n"+
+	name := "preset " + o.Preset
+	if o.Shape != (Shape{}) { // the shape flags changed it: say so, the sizes are no longer the preset's
+		name += ", reshaped"
+	}
+	_, err := fmt.Fprintf(w, "%s: %d layers, hidden %d, heads %d/%d × %d, intermediate %d, vocab %d: %.4gM parameters, %.2f GiB of float32 weights\n"+
 		"training memory (GRPO, micro-batch 8 × 2048 tokens): %s\n",
-		o.Preset, cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim, cfg.IntermediateSize, cfg.VocabSize,
+		name, cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim, cfg.IntermediateSize, cfg.VocabSize,
 		float64(cfg.NumParams())/1e6, float64(4*cfg.NumParams())/(1<<30), EstimateMemory(cfg, 8, 2048, false))
 	return err
 }

@@ -23,4 +23,12 @@ func TestWritePlan(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], want0) || !strings.HasSuffix(lines[0], "GiB of float32 weights") || lines[1] != want1 {
 		t.Fatalf("wrote:\n%s", b.String())
 	}
+	// With shape overrides the line says the preset was reshaped.
+	b.Reset()
+	if err := (InitOptions{Preset: PresetTiny, Shape: Shape{Layers: 6}}).WritePlan(&b, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "preset tiny, reshaped: ") {
+		t.Fatalf("with --layers 6 wrote:\n%s", b.String())
+	}
 }
