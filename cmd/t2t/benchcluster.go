@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -56,11 +55,7 @@ func benchCluster(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *jsonOut != "" {
-		b, err := json.MarshalIndent(points, "", "  ")
-		if err != nil {
-			return err
-		}
-		return writeOut(*jsonOut, stdout, append(b, '\n'))
+		return writeJSONFile(*jsonOut, stdout, points)
 	}
 	return nil
 }

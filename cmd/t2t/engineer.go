@@ -80,6 +80,7 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	f.spec.Strategy = strings.ToLower(strings.TrimSpace(f.spec.Strategy))
 	if (f.histPath == "") == (f.runID == "") {
 		return badInput("give exactly one of --config-history FILE and --run ID")
 	}
@@ -100,7 +101,7 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 		h.Before(f.stage)
 	}
 	if f.dump != "" {
-		if err := writeJSONFile(f.dump, h); err != nil {
+		if err := writeJSONFile(f.dump, nil, h); err != nil {
 			return err
 		}
 	}
@@ -109,7 +110,7 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("--prompt %q: want full or compact", f.spec.Prompt)
 	}
-	if strings.ToLower(strings.TrimSpace(f.spec.Strategy)) == engineer.NameLLM {
+	if f.spec.Strategy == engineer.NameLLM {
 		p, err := engineer.BuildStyledPrompt(h, mods, style, f.tokenBudget)
 		if err != nil {
 			return err
@@ -132,7 +133,6 @@ func (f *proposeFlags) propose(ctx context.Context, h *engineer.History, stdout 
 		return err
 	}
 	spec := f.spec
-	spec.Strategy = strings.ToLower(strings.TrimSpace(spec.Strategy))
 	spec.APIKey, spec.Logger = os.Getenv(f.keyEnv), slog.New(slog.DiscardHandler)
 	if spec.Engine, err = engineSpec(f.eng, f.device, io.Discard); err != nil {
 		return err
@@ -142,7 +142,7 @@ func (f *proposeFlags) propose(ctx context.Context, h *engineer.History, stdout 
 		return err
 	}
 	if f.outPath != "" {
-		return writeJSONFile(f.outPath, prop.Config)
+		return writeJSONFile(f.outPath, nil, prop.Config)
 	}
 	b, err := json.MarshalIndent(prop.Config, "", "  ")
 	if err != nil {
@@ -153,10 +153,10 @@ func (f *proposeFlags) propose(ctx context.Context, h *engineer.History, stdout 
 }
 
 // writeJSONFile writes v as indented JSON and a newline to path, as writeOut does.
-func writeJSONFile(path string, v any) error {
+func writeJSONFile(path string, stdout io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeOut(path, nil, append(b, '\n'))
+	return writeOut(path, stdout, append(b, '\n'))
 }

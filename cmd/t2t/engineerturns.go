@@ -127,7 +127,7 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s: %d %s contexts of %s (teacher %s, prompt %s, modules %s)\n", *model, sc.Turns, which, *contexts, pick[0].Teacher, pick[0].Prompt, pick[0].Modules)
 	fmt.Fprintln(stdout, sc.Summary())
 	if *jsonOut != "" {
-		return writeJSONFile(*jsonOut, engineer.ScoreReport{Model: *model, Contexts: *contexts, Scored: which, Scores: sc, PerTurn: per})
+		return writeJSONFile(*jsonOut, nil, engineer.ScoreReport{Model: *model, Contexts: *contexts, Scored: which, Scores: sc, PerTurn: per})
 	}
 	return nil
 }
