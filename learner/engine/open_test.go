@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/t2t-lab/t2t/internal/fielderr"
+	"github.com/t2t-lab/t2t/learner"
+	"github.com/t2t-lab/t2t/learner/gridnet"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 )
 
@@ -67,5 +69,19 @@ func TestOpenRegistry(t *testing.T) {
 			}()
 			reg()
 		}()
+	}
+}
+
+// TestGridnetNewWithoutBackend: gridnet's registry answers the same way. This test binary
+// links no gridnet backend (learner/gridnet/gomlxnet), so gridnet.New says so with a typed
+// error, after checking the config.
+func TestGridnetNewWithoutBackend(t *testing.T) {
+	cfg := gridnet.Config{ObsSize: 10, Hidden: []int{4}, Seed: 1}
+	if _, err := gridnet.New("cpu", cfg, learner.DefaultGRPOConfig()); !errors.Is(err, gridnet.ErrNoBackend) || !strings.Contains(err.Error(), `"cpu"`) {
+		t.Fatalf("gridnet.New with no backend linked: %v, want ErrNoBackend naming the device", err)
+	}
+	var fe *fielderr.Error
+	if _, err := gridnet.New("cpu", gridnet.Config{}, learner.DefaultGRPOConfig()); !errors.As(err, &fe) || fe.Field != "Config.ObsSize" {
+		t.Fatalf("gridnet.New with a bad config: %v, want the config's *fielderr.Error first", err)
 	}
 }

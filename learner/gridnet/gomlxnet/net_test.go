@@ -477,3 +477,24 @@ func newGridBenchNet(b *testing.B) *Net {
 	}
 	return g
 }
+
+// TestRegistered: importing the package registers Net with gridnet.New (which builds one on
+// the device it is given), and a second registration is a programming error.
+func TestRegistered(t *testing.T) {
+	m, err := gridnet.New("cpu", gridnet.Config{ObsSize: 6, Hidden: []int{4}, Seed: 2}, learner.DefaultGRPOConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.(*Net); !ok || m.ObsSize() != 6 {
+		t.Fatalf("gridnet.New built %T with obs %d, want a *Net of 6", m, m.ObsSize())
+	}
+	if _, err := gridnet.New("tpu", gridnet.Config{ObsSize: 6}, learner.DefaultGRPOConfig()); !errors.Is(err, learner.ErrBadDevice) {
+		t.Fatalf("device tpu: %v, want ErrBadDevice", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a second gridnet.Register did not panic")
+		}
+	}()
+	gridnet.Register(func(string, gridnet.Config, learner.GRPOConfig) (gridnet.Model, error) { return nil, nil })
+}
