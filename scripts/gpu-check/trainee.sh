@@ -3,32 +3,37 @@
 # the 2-core CPU machines the SFT alone is ~17 hours of one core and their disks do not outlive a
 # session. Not one of run.sh's default parts (it needs its own run's budget):
 #   OUT=DIR ./scripts/gpu-check/trainee.sh ./t2t
-# Steps, each bounded by what is left of BUDGET_S (default 780 s) and none stopping the others:
+# Steps, each bounded by what is left of BUDGET_S (default 660 s: a 15-minute device session less
+# the machine's start) and none stopping the others:
 #   1. the engineer turns (t2t engineer turns: 62 for training, 18 held out) and a fresh model
 #      (INIT, default the 5.04 M shape of scripts/llm-recipe/trainee.sh);
 #   2. SFT on 2..5 agents over sizes 3..10 with the engineer turns mixed in (STEPS, default 6000,
-#      batch BATCH, default 32), evaluated greedily on EVAL (default 192) held-out instances:
-#      parsable and valid % per agent count;
+#      batch BATCH, default 32; what is left of the budget less 360 s), evaluated greedily on EVAL
+#      (default 192) held-out instances: valid % per agent count;
+#   then at once, on the one GPU:
 #   3. the SFT checkpoint as the engineer on the 18 held-out contexts (engineer score: valid JSON %,
 #      accepted %), the "base" figures;
 #   4. GRPO from it (GRPO_STAGES, default 4, on configs/two-agents-3to5.json) with itself as the
 #      engineer (--strategy llm --engineer self --engineer-prompt compact): the 3/4/5-agent
-#      benchmark before (the run's init row) and after (its last stage), and how many stage
-#      proposals the guardrails accepted;
-#   5. the last GRPO checkpoint as the engineer on the same contexts, the "self" figures: does RL
-#      keep the engineer skill?
-# Writes $OUT/summary.json (every figure with its target; summary.py), $OUT/trainee.log, the logs of
-# each step and $OUT/sft-checkpoint.tar.gz (the SFT checkpoint, so a CPU session can run the
-# 4-arm experiment from it: scripts/llm-recipe/compare.sh). At most 8 files, summary first.
-# Tried on the CPU at toy scale: DEVICE=cpu STEPS=4 BATCH=2 EVAL=4 GRPO_STAGES=1 TINY=1.
+#      benchmark before (the run's init row) and after (its last stage), the stage proposals the
+#      guardrails accepted, then the last checkpoint as the engineer ("self": does RL keep the
+#      engineer skill?);
+#   5. the comparison: t2t experiment, arms fixed, learnability, self, base, 3 seeds, GRPO_STAGES
+#      stages of EXP_INSTANCES (default 64) instances, each (arm, seed) its own process, then the
+#      report from the 12 saved runs: per arm the final 3/4/5-agent valid % and self's accepted %.
+# Writes $OUT/summary.json (every figure with its target; summary.py), $OUT/trainee.log, sft.log,
+# grpo.txt, score_base.json, score_self.json, experiment.tar.gz (the report) and
+# sft-checkpoint.tar.gz (the SFT checkpoint): 8 files, summary first.
+# Tried on the CPU at toy scale: DEVICE=cpu STEPS=4 BATCH=2 EVAL=4 GRPO_STAGES=2 TINY=1.
 set -uo pipefail
 T2T=${1:-./t2t}
-BUDGET_S=${BUDGET_S:-780}
+BUDGET_S=${BUDGET_S:-660}
 DEVICE=${DEVICE:-cuda}
 STEPS=${STEPS:-6000}
 BATCH=${BATCH:-32}
 EVAL=${EVAL:-192}
 GRPO_STAGES=${GRPO_STAGES:-4}
+EXP_INSTANCES=${EXP_INSTANCES:-64}
 INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 --rope-theta 10000}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$here/../..
@@ -39,13 +44,13 @@ w=$scratch/work
 mkdir -p "$w"
 exec > >(tee "$out/trainee.log") 2>&1
 . "$here/sched.sh" # figure, jget
-trap 'python3 "$here/summary.py" "$scratch/figures.jsonl" "$out/summary.json" > /dev/null' EXIT
+trap 'python3 "$here/summary.py" "$scratch/figures.jsonl" "$out/summary.json" > /dev/null; rm -rf "$scratch"' EXIT
 
 engine=(--engine torch --device "$DEVICE")
 [ "$DEVICE" = cpu ] && engine+=(--threads 1) || engine+=(--autocast bf16)
 maxnew=256 scoretokens=512 group=8 unit=8 batch=8 valper=8 evalper=2
 if [ "${TINY:-0}" = 1 ]; then # the toy scale of the CPU try: every step runs, nothing is measured
-	INIT="--preset tiny" maxnew=16 scoretokens=16 group=2 unit=4 batch=2 valper=1 evalper=1
+	INIT="--preset tiny" maxnew=16 scoretokens=16 group=2 unit=4 batch=2 valper=1 evalper=1 EXP_INSTANCES=8
 fi
 
 # left: seconds left of the budget, less $1 kept for the steps after this one.
@@ -88,7 +93,7 @@ echo "== trainee: engineer turns and a fresh model =="
 
 echo "== trainee: SFT, $STEPS steps of $BATCH on 2..5 agents, sizes 3..10 (${DEVICE}) =="
 t0=$SECONDS
-timeout "$(left 330)" "$T2T" sft "${engine[@]}" --model "$w/M" --out "$w/S" --prompt compact --agents 2,3,4,5 \
+timeout "$(left 360)" "$T2T" sft "${engine[@]}" --model "$w/M" --out "$w/S" --prompt compact --agents 2,3,4,5 \
 	--sizes 3-10 --steps "$STEPS" --batch "$BATCH" --lr 1e-3 --seed 1001 --engineer-turns 62 \
 	--engineer-data "$w/turns.jsonl" --engineer-every 4 --eval "$EVAL" --eval-seed 99 --eval-before=false \
 	--max-tokens 256 --report-every 250 --save-every 500 > "$out/sft.log" 2>&1
@@ -96,7 +101,7 @@ echo "sft: exit $? after $((SECONDS - t0))s"
 tail -3 "$out/sft.log"
 if ! grep -q '^after:' "$out/sft.log" && [ -f "$w/S/config.json" ]; then
 	echo "-- the run stopped before its evaluation: the last save, evaluated"
-	timeout "$(left 240)" "$T2T" sft "${engine[@]}" --model "$w/S" --out "$w/eval-tmp" --steps 0 --eval "$EVAL" \
+	timeout "$(left 300)" "$T2T" sft "${engine[@]}" --model "$w/S" --out "$w/eval-tmp" --steps 0 --eval "$EVAL" \
 		--eval-seed 99 --prompt compact --agents 2,3,4,5 --sizes 3-10 --max-tokens 256 >> "$out/sft.log" 2>&1
 fi
 sftnote="t2t sft --engine torch --device $DEVICE --prompt compact --agents 2,3,4,5 --sizes 3-10 --steps $STEPS --batch $BATCH --lr 1e-3 --engineer-every 4, greedy on $EVAL held-out instances (--eval-seed 99)"
@@ -114,19 +119,62 @@ score() { # score NAME MODEL: the engineer figures of MODEL on the held-out cont
 	figure "engineer_$1_accepted_pct" "$(jget "$out/score_$1.json" '100 * d["accepted_rate"]')" 80 ge % \
 		"accepted by the guardrails on the same contexts ($1)"
 }
-if [ -f "$w/S/config.json" ]; then
-	echo "== trainee: the SFT checkpoint as the engineer (base) =="
-	score base "$w/S"
-
-	echo "== trainee: GRPO, $GRPO_STAGES stages, the policy as its own engineer =="
-	t0=$SECONDS
-	timeout "$(left 60)" "$T2T" train "${engine[@]}" --policy qwen3 --model "$w/S" --prompt compact \
+# grpo_run: GRPO from the SFT checkpoint with the policy as its own engineer, then the last
+# checkpoint as the engineer (self).
+grpo_run() {
+	local t0=$SECONDS
+	timeout "$(left 30)" "$T2T" train "${engine[@]}" --policy qwen3 --model "$w/S" --prompt compact \
 		--max-new-tokens "$maxnew" --config "$root/configs/two-agents-3to5.json" --stages "$GRPO_STAGES" --group "$group" \
 		--instances-per-unit "$unit" --learner-batch "$batch" --val-per-size "$valper" --eval-per-size "$evalper" --lr 1e-4 \
 		--strategy llm --engineer self --engineer-prompt compact --engineer-modules F,G,H0,T --engineer-max-tokens "$scoretokens" \
 		--checkpoint-dir "$w/grpo" --rollouts 2 --gen-slots 64 --seed 5 > "$out/grpo.txt" 2> "$scratch/grpo.err"
-	echo "t2t train: exit $? after $((SECONDS - t0))s"
-	tail -5 "$scratch/grpo.err"
+	echo "t2t train (GRPO, self engineer): exit $? after $((SECONDS - t0))s"
+	tail -3 "$scratch/grpo.err"
+	local ck
+	ck=$(ls -d "$w"/grpo/stage-* 2> /dev/null | tail -1)
+	if [ -n "$ck" ]; then
+		echo "-- the last GRPO checkpoint as the engineer (self: $(basename "$ck"))"
+		score self "$ck"
+	fi
+}
+
+# experiment_runs: the comparison of issue 28 (arms fixed, learnability, self, base; 3 seeds;
+# GRPO_STAGES stages), every (arm, seed) its own t2t experiment process on the one GPU at once (the
+# runs are launch-bound, so they overlap), then one more invocation that reuses the 12 saved runs
+# and writes the report.
+experiment_runs() {
+	local common=(--policy qwen3 --model "$w/S" "${engine[@]}" --prompt compact --max-new-tokens "$maxnew"
+		--config "$root/configs/two-agents-3to5.json" --instances "$EXP_INSTANCES" --stages "$GRPO_STAGES" --group "$group"
+		--instances-per-unit "$unit" --learner-batch "$batch" --lr 1e-4 --rollouts 1 --val-per-size "$valper"
+		--eval-per-size "$evalper" --engineer-max-tokens "$scoretokens" --engineer-prompt compact --modules F,G,H0,T
+		--baseline fixed --out "$w/exp")
+	local t0=$SECONDS pids=() arm seed
+	for arm in fixed learnability self base; do
+		for seed in 1 2 3; do
+			timeout "$(left 40)" "$T2T" experiment "${common[@]}" --strategies "$arm" --seeds 1 --seed0 "$seed" \
+				> "$scratch/exp_${arm}_$seed.txt" 2>&1 &
+			pids+=($!)
+		done
+	done
+	for p in "${pids[@]}"; do wait "$p"; done
+	echo "experiment: 12 runs after $((SECONDS - t0))s: $(ls "$w/exp/runs" 2> /dev/null | wc -l) saved"
+	timeout "$(left 10)" "$T2T" experiment "${common[@]}" --strategies fixed,learnability,self,base --seeds 3 \
+		> "$scratch/exp_report.txt" 2>&1
+	echo "experiment report: exit $?"
+	tail -20 "$scratch/exp_report.txt"
+	[ -d "$w/exp" ] && tar -czf "$out/experiment.tar.gz" -C "$w/exp" --exclude runs . 2> /dev/null
+}
+
+if [ -f "$w/S/config.json" ]; then
+	echo "== trainee: in parallel, the SFT checkpoint as the engineer (base), GRPO with itself as the engineer, and the 12 experiment runs =="
+	score base "$w/S" > "$scratch/base.log" 2>&1 &
+	b=$!
+	grpo_run > "$scratch/grpo.log" 2>&1 &
+	g=$!
+	experiment_runs > "$scratch/exp.log" 2>&1 &
+	e=$!
+	wait $b $g $e
+	cat "$scratch/base.log" "$scratch/grpo.log" "$scratch/exp.log"
 	last=$((GRPO_STAGES - 1))
 	figure grpo_init_agents3_valid_pct "$(stage_valid "$out/grpo.txt" init 3)" 15 ge % \
 		"3-agent benchmark valid of the SFT checkpoint, before GRPO (the GRPO run's init row)"
@@ -140,11 +188,31 @@ if [ -f "$w/S/config.json" ]; then
 	fell=$(grep -c 'engineer (llm) → stage.*fell back' "$out/grpo.txt")
 	acc=""
 	[ "$proposals" -gt 0 ] && acc=$(python3 -c "print(100 * ($proposals - $fell) / $proposals)")
-	figure self_proposals_accepted_pct "$acc" 80 ge % "stage proposals of the self engineer the guardrails took ($((proposals - fell)) of $proposals)"
-	ck=$(ls -d "$w"/grpo/stage-* 2> /dev/null | tail -1)
-	if [ -n "$ck" ]; then
-		echo "== trainee: the last GRPO checkpoint as the engineer (self: $(basename "$ck")) =="
-		score self "$ck"
+	figure self_proposals_accepted_pct "$acc" 80 ge % "stage proposals of the self engineer the guardrails took in the GRPO run ($((proposals - fell)) of $proposals)"
+	# The experiment's figures, from its runs.csv: per arm the mean over seeds of the final
+	# 3/4/5-agent benchmark valid %, and the self arm's accepted share of its stage proposals.
+	if [ -s "$w/exp/runs.csv" ]; then
+		for arm in fixed learnability self base; do
+			for n in 3 4 5; do
+				v=$(python3 - "$w/exp/runs.csv" "$arm" "a${n}_valid_pct" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1]))  # an llm arm's label names its modules: self[F,G,H0,T]
+        if r["strategy"].split("[")[0] == sys.argv[2] and r.get(sys.argv[3], "") != ""]
+print(sum(float(r[sys.argv[3]]) for r in rows) / len(rows) if rows else "")
+PY
+)
+				case $n in 3) t=15 c=ge ;; 4) t=5 c=ge ;; *) t=0 c=gt ;; esac
+				figure "exp_${arm}_agents${n}_valid_pct" "$v" "$t" "$c" % "experiment arm $arm: final $n-agent benchmark valid, mean of 3 seeds (runs.csv)"
+			done
+		done
+		v=$(python3 - "$w/exp/runs.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["strategy"].split("[")[0] == "self"]
+p = sum(int(r["proposals"]) for r in rows)
+print(100 * sum(int(r["accepted"]) for r in rows) / p if p else "")
+PY
+)
+		figure exp_self_accepted_pct "$v" 80 ge % "experiment arm self: stage proposals the guardrails accepted, 3 seeds (runs.csv)"
 	fi
 fi
 echo "done in ${SECONDS}s"
