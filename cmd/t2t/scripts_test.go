@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// scriptCheck is one script the flag check runs: its path from the repository root, its
+// arguments and environment, and the fewest t2t calls it must make (so that a script that
+// stopped early does not pass by checking nothing).
+type scriptCheck struct {
+	path     string
+	args     []string
+	env      []string
+	minCalls int
+}
+
+// TestScriptsUseRealFlags runs the GPU check and recipe scripts with
+// scripts/gpu-check/flagcheck.sh standing in for t2t: every t2t call they make names a
+// subcommand and flags this t2t has. A device session is scarce; a flag a script passes and t2t
+// dropped would be found only there.
+func TestScriptsUseRealFlags(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash: the scripts are bash and sh")
+	}
+	bin := nodeBinary(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := filepath.Join(root, "scripts/gpu-check/flagcheck.sh")
+	dir := t.TempDir()
+	for _, s := range []scriptCheck{
+		{"scripts/gpu-check/run.sh", []string{shim}, nil, 12},
+		{"scripts/gpu-check/trainee.sh", []string{shim}, []string{"FLAGCHECK=1"}, 18},
+		{"scripts/llm-recipe/trainee.sh", nil, []string{"CHUNKS=2"}, 4},
+		{"scripts/llm-recipe/grpo.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m"), "REDIS=redis://127.0.0.1:1/0"}, 7},
+		{"scripts/llm-recipe/compare.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m")}, 1},
+		{"scripts/engineer-histories/record.sh", nil, []string{"REDIS=redis://127.0.0.1:1/0", "OUT=" + filepath.Join(dir, "h.jsonl")}, 2},
+	} {
+		t.Run(filepath.Base(filepath.Dir(s.path))+"/"+filepath.Base(s.path), func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "calls.log")
+			cmd := exec.Command("bash", append([]string{filepath.Join(root, s.path)}, s.args...)...)
+			cmd.Dir = t.TempDir()
+			cmd.Env = append(os.Environ(), append([]string{"REAL_T2T=" + bin, "FLAGCHECK_LOG=" + log, "T2T=" + shim,
+				"OUT=" + filepath.Join(cmd.Dir, "out")}, s.env...)...)
+			out, _ := cmd.CombinedOutput() // the scripts go on past the calls that wrote nothing; the log is the verdict
+			b, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatalf("no t2t call was checked (%v); the script said:\n%s", err, out)
+			}
+			calls := strings.Split(strings.TrimSpace(string(b)), "\n")
+			for _, c := range calls {
+				if !strings.HasPrefix(c, "ok: ") {
+					t.Errorf("%s: %s", s.path, c)
+				}
+			}
+			if len(calls) < s.minCalls {
+				t.Errorf("%s: %d t2t calls checked, want at least %d; the script said:\n%s", s.path, len(calls), s.minCalls, out)
+			}
+		})
+	}
+}
+
+// TestFlagCheckFindsBadFlags: the stand-in reports a flag the subcommand does not have, with
+// = or without, and a subcommand t2t does not have; a good call is one "ok" line.
+func TestFlagCheckFindsBadFlags(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	bin := nodeBinary(t)
+	shim, err := filepath.Abs("../../scripts/gpu-check/flagcheck.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "calls.log")
+	for _, args := range [][]string{
+		{"bench", "grpo", "--preset", "tiny", "--no-such-flag", "1", "--micro-batch=2"},
+		{"train", "--stages", "1", "--eval-before=false"},
+		{"no-such-command", "--x"},
+		{"model", "init", "--preset", "tiny", "--out", "x"},
+	} {
+		cmd := exec.Command("bash", append([]string{shim}, args...)...)
+		cmd.Env = append(os.Environ(), "REAL_T2T="+bin, "FLAGCHECK_LOG="+log)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("flagcheck.sh %v: %v\n%s", args, err, out)
+		}
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "t2t bench grpo: no flag --no-such-flag\nt2t train: no flag --eval-before\nunknown subcommand: t2t no-such-command\nok: t2t model init\n"
+	if string(b) != want {
+		t.Fatalf("the check wrote:\n%s\nwant:\n%s", b, want)
+	}
+}
