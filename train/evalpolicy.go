@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 
+	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
@@ -24,6 +25,12 @@ type EvalPolicy struct {
 	// MaxTokens bounds its answers (--max-tokens).
 	URL, Model string
 	MaxTokens  int
+	// Prompt is the endpoint's prompt style (--prompt): "" the client's
+	// plain prompt (the map and the rules, no coordinates), or
+	// env.PromptFull or env.PromptCompact, the prompts t2t train and t2t
+	// sft train with (a checkpoint served by t2t serve is evaluated on the
+	// style it was trained on).
+	Prompt string
 }
 
 // SetPlayer builds the policy into opt and names it (Player, PolicyID);
@@ -34,6 +41,9 @@ type EvalPolicy struct {
 func (p EvalPolicy) SetPlayer(opt *evaluate.Options) error {
 	switch p.Kind {
 	case "gridnet":
+		if p.Prompt != "" {
+			return &fielderr.Error{Flag: "prompt", Value: p.Prompt, Reason: "only --policy endpoint reads a prompt"}
+		}
 		if p.Checkpoint == "" {
 			return &fielderr.Error{Reason: "--policy gridnet needs --checkpoint DIR"}
 		}
@@ -43,6 +53,9 @@ func (p EvalPolicy) SetPlayer(opt *evaluate.Options) error {
 		}
 		opt.Player, opt.PolicyID = gp, id
 	case "scripted":
+		if p.Prompt != "" {
+			return &fielderr.Error{Flag: "prompt", Value: p.Prompt, Reason: "only --policy endpoint reads a prompt"}
+		}
 		if p.MistakeRate < 0 || p.MistakeRate > 1 {
 			return &fielderr.Error{Reason: fmt.Sprintf("--mistake-rate %v out of range [0,1]", p.MistakeRate)}
 		}
@@ -53,11 +66,20 @@ func (p EvalPolicy) SetPlayer(opt *evaluate.Options) error {
 		if p.URL == "" || p.Model == "" {
 			return &fielderr.Error{Reason: "--policy endpoint needs --policy-url and --policy-model"}
 		}
-		c, err := textpolicy.NewClient(textpolicy.ClientOptions{BaseURL: p.URL, Model: p.Model, MaxTokens: p.MaxTokens})
+		o := textpolicy.ClientOptions{BaseURL: p.URL, Model: p.Model, MaxTokens: p.MaxTokens}
+		id := fmt.Sprintf("endpoint(%s,%s)", p.URL, p.Model)
+		if p.Prompt != "" { // another prompt, other answers: its own policy id, so caches do not mix
+			var err error
+			if o.Prompt, err = env.PromptStyle(p.Prompt); err != nil {
+				return &fielderr.Error{Flag: "prompt", Value: p.Prompt, Reason: "want full or compact"}
+			}
+			id = fmt.Sprintf("endpoint(%s,%s,prompt=%s)", p.URL, p.Model, p.Prompt)
+		}
+		c, err := textpolicy.NewClient(o)
 		if err != nil {
 			return &fielderr.Error{Err: err}
 		}
-		opt.Player, opt.PolicyID = c, fmt.Sprintf("endpoint(%s,%s)", p.URL, p.Model)
+		opt.Player, opt.PolicyID = c, id
 	default:
 		return &fielderr.Error{Reason: fmt.Sprintf("--policy %q: want gridnet, endpoint or scripted", p.Kind)}
 	}

@@ -26,6 +26,14 @@ func TestEvalPolicySetPlayer(t *testing.T) {
 	if opt.Player == nil || opt.PolicyID != "endpoint(http://127.0.0.1:1/v1,m)" {
 		t.Fatalf("endpoint: %T %q", opt.Player, opt.PolicyID)
 	}
+	// A prompt style is a policy of its own: answers to another prompt are not reused.
+	opt = evaluate.Options{}
+	if err := (EvalPolicy{Kind: "endpoint", URL: "http://127.0.0.1:1/v1", Model: "m", Prompt: "compact"}).SetPlayer(&opt); err != nil {
+		t.Fatal(err)
+	}
+	if opt.PolicyID != "endpoint(http://127.0.0.1:1/v1,m,prompt=compact)" {
+		t.Fatalf("endpoint with --prompt compact: %q", opt.PolicyID)
+	}
 	for _, tc := range []struct {
 		p     EvalPolicy
 		usage string
@@ -34,6 +42,9 @@ func TestEvalPolicySetPlayer(t *testing.T) {
 		{EvalPolicy{Kind: "scripted", MistakeRate: 2}, "--mistake-rate 2 out of range [0,1]"},
 		{EvalPolicy{Kind: "endpoint", URL: "http://x"}, "--policy endpoint needs --policy-url and --policy-model"},
 		{EvalPolicy{Kind: "nope"}, `--policy "nope": want gridnet, endpoint or scripted`},
+		{EvalPolicy{Kind: "endpoint", URL: "http://x", Model: "m", Prompt: "tiny"}, "--prompt tiny: want full or compact"},
+		{EvalPolicy{Kind: "scripted", Prompt: "compact"}, "--prompt compact: only --policy endpoint reads a prompt"},
+		{EvalPolicy{Kind: "gridnet", Checkpoint: "x", Prompt: "full"}, "--prompt full: only --policy endpoint reads a prompt"},
 	} {
 		var fe *fielderr.Error
 		if err := tc.p.SetPlayer(&evaluate.Options{}); !errors.As(err, &fe) || fe.Usage() != tc.usage {

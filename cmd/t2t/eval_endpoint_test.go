@@ -24,7 +24,11 @@ func TestEvalEndpointDirectSolver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers := map[string]string{}
+	answers, compact := map[string]string{}, map[string]bool{}
+	compactOpts, err := env.PromptStyle(env.PromptCompact)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, in := range ins {
 		acts, err := gridnet.OptimalActions(in)
 		if err != nil {
@@ -35,10 +39,13 @@ func TestEvalEndpointDirectSolver(t *testing.T) {
 			moves[i%len(in.Agents)] = append(moves[i%len(in.Agents)], env.Move(a))
 		}
 		answers[env.RenderPrompt(in, env.PromptOptions{})] = env.FormatMoves(moves) // the client's default prompt
+		// --prompt compact's prompt, answered alike:
+		c := env.RenderPrompt(in, compactOpts)
+		answers[c], compact[c] = env.FormatMoves(moves), true
 	}
 	var (
-		mu    sync.Mutex
-		calls int
+		mu                  sync.Mutex
+		calls, compactCalls int
 	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -59,6 +66,11 @@ func TestEvalEndpointDirectSolver(t *testing.T) {
 			for prompt, a := range answers {
 				if m.Role == "user" && strings.Contains(m.Content, prompt) {
 					answer = a
+					if compact[prompt] {
+						mu.Lock()
+						compactCalls++
+						mu.Unlock()
+					}
 				}
 			}
 		}
@@ -80,6 +92,15 @@ func TestEvalEndpointDirectSolver(t *testing.T) {
 	}
 	if code, _, e := t2t(t, args...); code != 0 || calls != len(ins) {
 		t.Fatalf("rerun: exit %d (%s), %d calls: the cache was not used", code, e, calls)
+	}
+	// --prompt compact sends t2t sft's compact prompt: another policy, played afresh.
+	dir2 := t.TempDir()
+	args = append(args[:len(args)-1], dir2, "--prompt", "compact")
+	if code, _, e := t2t(t, args...); code != 0 {
+		t.Fatalf("--prompt compact: exit %d: %s", code, e)
+	}
+	if ev := readEvalJSON(t, dir2); calls != 2*len(ins) || compactCalls != len(ins) || ev.Total.Valid != int64(len(ins)) {
+		t.Fatalf("--prompt compact: %d calls, %d with the compact prompt, %d valid; want %d of each", calls-len(ins), compactCalls, ev.Total.Valid, len(ins))
 	}
 	if code, _, _ := t2t(t, "eval", "--policy", "endpoint", "--out", dir); code != 2 {
 		t.Fatalf("endpoint without a URL: exit %d, want 2", code)
