@@ -1,5 +1,5 @@
 // Package train runs a staged training run: it plugs the testbed (env),
-// a policy (learner: the step-wise gridnet, or a scripted policy that
+// a policy (the step-wise gridnet, an LLM, or a scripted policy that
 // replays optimal plans with injected mistakes), the environment engineer
 // (engineer) and the Redis store (cluster/store) into the actor runtime
 // (actors) as its Runner, Updater and Proposer.
@@ -16,6 +16,12 @@
 // store.SplitTrain), builds the engineer's history from Redis (History)
 // and asks the strategy for the next config, which the coordinator
 // broadcasts before the next stage starts.
+//
+// train imports no tensor library: it builds models through engine.Open
+// (LLM policies) and gridnet.New (gridnet), which use the engines the
+// program links. A program that runs train imports learner/engines for its
+// side effect (cmd/t2t does); without it, building a model is a typed error
+// (engine.ErrEngineNotLinked, gridnet.ErrNoBackend).
 //
 // Files: options.go (Options, DefaultOptions, ErrOptions), run.go (Run
 // and the run it drives: the Updater), unit.go (the unit executor, the
