@@ -10,57 +10,39 @@ import (
 	"github.com/t2t-lab/t2t/internal/limits"
 )
 
-// readFile reads the text file path within limits.Text; a file that cannot
-// be read is a *fielderr.Error whose message is the read error's.
-func readFile(path string) ([]byte, error) {
+// decodeFile reads the text file path within limits.Text and decodes it.
+// A file that cannot be read is a *fielderr.Error whose message is the read
+// error's; one that does not decode, a *fielderr.Error naming the file.
+func decodeFile[T any](path string, decode func([]byte) (T, error)) (T, error) {
+	var zero T
 	b, err := limits.ReadFile(path, limits.Text)
 	if err != nil {
-		return nil, &fielderr.Error{Err: err}
+		return zero, &fielderr.Error{Err: err}
 	}
-	return b, nil
+	v, err := decode(b)
+	if err != nil {
+		return zero, &fielderr.Error{File: path, Err: err}
+	}
+	return v, nil
 }
 
 // ReadHistoryFile reads a history file as `t2t engineer propose
 // --dump-history` writes it. A file that cannot be read, or is not a
 // history, is a *fielderr.Error (naming the file in the second case).
 func ReadHistoryFile(path string) (*History, error) {
-	b, err := readFile(path)
-	if err != nil {
-		return nil, err
-	}
-	h, err := ReadHistory(b)
-	if err != nil {
-		return nil, &fielderr.Error{File: path, Err: err}
-	}
-	return h, nil
+	return decodeFile(path, ReadHistory)
 }
 
 // ReadHistoriesFile reads a file of histories as ReadHistories decodes
 // them. Its errors are ReadHistoryFile's.
 func ReadHistoriesFile(path string) ([]*History, error) {
-	b, err := readFile(path)
-	if err != nil {
-		return nil, err
-	}
-	hists, err := ReadHistories(bytes.NewReader(b))
-	if err != nil {
-		return nil, &fielderr.Error{File: path, Err: err}
-	}
-	return hists, nil
+	return decodeFile(path, func(b []byte) ([]*History, error) { return ReadHistories(bytes.NewReader(b)) })
 }
 
 // ReadTurnsFile reads a turns file (`t2t engineer turns --out`). Its
 // errors are ReadHistoryFile's.
 func ReadTurnsFile(path string) ([]Turn, error) {
-	b, err := readFile(path)
-	if err != nil {
-		return nil, err
-	}
-	turns, err := ReadTurns(bytes.NewReader(b))
-	if err != nil {
-		return nil, &fielderr.Error{File: path, Err: err}
-	}
-	return turns, nil
+	return decodeFile(path, func(b []byte) ([]Turn, error) { return ReadTurns(bytes.NewReader(b)) })
 }
 
 // ReadScoredTurns reads a turns file and keeps the turns to score, as

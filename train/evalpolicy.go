@@ -39,11 +39,11 @@ type EvalPolicy struct {
 // *fielderr.Error worded with t2t eval's flags; a gridnet checkpoint that
 // does not load is LoadGridPolicy's error.
 func (p EvalPolicy) SetPlayer(opt *evaluate.Options) error {
+	if p.Prompt != "" && (p.Kind == "gridnet" || p.Kind == "scripted") {
+		return &fielderr.Error{Flag: "prompt", Value: p.Prompt, Reason: "only --policy endpoint reads a prompt"}
+	}
 	switch p.Kind {
 	case "gridnet":
-		if p.Prompt != "" {
-			return &fielderr.Error{Flag: "prompt", Value: p.Prompt, Reason: "only --policy endpoint reads a prompt"}
-		}
 		if p.Checkpoint == "" {
 			return &fielderr.Error{Reason: "--policy gridnet needs --checkpoint DIR"}
 		}
@@ -53,9 +53,6 @@ func (p EvalPolicy) SetPlayer(opt *evaluate.Options) error {
 		}
 		opt.Player, opt.PolicyID = gp, id
 	case "scripted":
-		if p.Prompt != "" {
-			return &fielderr.Error{Flag: "prompt", Value: p.Prompt, Reason: "only --policy endpoint reads a prompt"}
-		}
 		if p.MistakeRate < 0 || p.MistakeRate > 1 {
 			return &fielderr.Error{Reason: fmt.Sprintf("--mistake-rate %v out of range [0,1]", p.MistakeRate)}
 		}
