@@ -1,5 +1,7 @@
 package env
 
+import "strconv"
+
 // SizeConfig is the engineer's three numbers for one map size.
 type SizeConfig struct {
 	// Size is the grid side N (the grid is N×N). Paper: 3..10.
@@ -23,6 +25,13 @@ type Config struct {
 	// Agents is the number of agents per instance. Default 2 (the paper
 	// trains on 2-agent instances only).
 	Agents int `json:"agents" msgpack:"agents"`
+	// AgentsMax, when above Agents, makes the agent count a range: each
+	// size's instances are spread evenly over the counts
+	// Agents..min(AgentsMax, size) (AgentCounts). A 2–5-agent curriculum
+	// is agents 2, agents_max 5. 0 (omitted from JSON and msgpack) or a
+	// value equal to Agents means every instance has Agents agents, so a
+	// config without a range encodes and hashes as it did before the field.
+	AgentsMax int `json:"agents_max,omitempty" msgpack:"agents_max,omitempty"`
 	// Instances is the number of training instances per stage. Default
 	// 4000 (the paper); DefaultLocalConfig uses fewer.
 	Instances int `json:"instances" msgpack:"instances"`
@@ -52,6 +61,36 @@ func DefaultLocalConfig() Config {
 	c := DefaultConfig()
 	c.Instances = 512
 	return c
+}
+
+// AgentRange returns the fewest and the most agents an instance of c has:
+// Agents, and AgentsMax when it is above Agents.
+func (c Config) AgentRange() (lo, hi int) { return c.Agents, max(c.Agents, c.AgentsMax) }
+
+// HasAgentRange reports whether instances of c have different agent counts.
+func (c Config) HasAgentRange() bool { return c.AgentsMax > c.Agents }
+
+// AgentCounts returns the agent counts that the instances of size n draw
+// from, lowest first: Agents..min(AgentsMax, n), or just Agents without a
+// range (also when Agents exceeds n: Validate judges that).
+func (c Config) AgentCounts(n int) []int {
+	lo, hi := c.AgentRange()
+	hi = max(lo, min(hi, n))
+	out := make([]int, 0, hi-lo+1)
+	for k := lo; k <= hi; k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+// AgentsText is the agent count as prompts and diffs print it: "2", or
+// "2..5" for a range.
+func (c Config) AgentsText() string {
+	lo, hi := c.AgentRange()
+	if hi == lo {
+		return strconv.Itoa(lo)
+	}
+	return strconv.Itoa(lo) + ".." + strconv.Itoa(hi)
 }
 
 // Clone returns a deep copy.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,6 +90,12 @@ func TestConfigValidateRules(t *testing.T) {
 			c.Sizes[0].DataRatio = 0
 		}, "agents", "<= 4"},
 		{"agents equal size ok", func(c *Config) { c.Agents = 3 }, "", ""},
+		{"agent range ok", func(c *Config) { c.AgentsMax = 5 }, "", ""},
+		{"agent range past the smallest size ok", func(c *Config) { c.AgentsMax = MaxAgents }, "", ""},
+		{"agents_max equal to agents ok", func(c *Config) { c.AgentsMax = 2 }, "", ""},
+		{"agents_max below agents", func(c *Config) { c.AgentsMax = 1 }, "agents_max", "[agents=2,10]"},
+		{"agents_max negative", func(c *Config) { c.AgentsMax = -1 }, "agents_max", "0 (no range)"},
+		{"agents_max above max", func(c *Config) { c.AgentsMax = MaxAgents + 1 }, "agents_max", "[agents=2,10]"},
 		{"instances negative", func(c *Config) { c.Instances = -1 }, "instances", "[0,10000000]"},
 		{"instances above max", func(c *Config) { c.Instances = MaxConfigInstances + 1 }, "instances", "[0,10000000]"},
 		{"instances zero ok", func(c *Config) { c.Instances = 0 }, "", ""},
@@ -129,7 +136,7 @@ func TestConfigValidateRules(t *testing.T) {
 func cfgSame(a, b Config) bool { return a.Hash() == b.Hash() && a.Diff(b) == "" }
 
 func TestConfigJSONRoundTrip(t *testing.T) {
-	for _, c := range []Config{DefaultConfig(), DefaultLocalConfig(), cfgOdd()} {
+	for _, c := range []Config{DefaultConfig(), DefaultLocalConfig(), cfgOdd(), cfgRange()} {
 		b, err := json.Marshal(c)
 		if err != nil {
 			t.Fatal(err)
@@ -157,8 +164,55 @@ func cfgOdd() Config {
 	}
 }
 
+// cfgRange is DefaultConfig with a 2..5 agent range.
+func cfgRange() Config {
+	c := DefaultConfig()
+	c.AgentsMax = 5
+	return c
+}
+
+// A config without a range encodes as it did before agents_max existed;
+// with one, the field is there under its documented name.
+func TestConfigAgentsMaxEncoding(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		want bool
+	}{{DefaultConfig(), false}, {cfgRange(), true}} {
+		j, err := json.Marshal(tc.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(j), `"agents_max":5`); got != tc.want {
+			t.Errorf("JSON %s: has agents_max %v, want %v", j, got, tc.want)
+		}
+		b, err := msgpack.Marshal(tc.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := msgpack.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, got := m["agents_max"]; got != tc.want {
+			t.Errorf("msgpack %v: has agents_max %v, want %v", m, got, tc.want)
+		}
+	}
+	c := cfgRange()
+	if lo, hi := c.AgentRange(); lo != 2 || hi != 5 || !c.HasAgentRange() || c.AgentsText() != "2..5" {
+		t.Errorf("range 2..5: AgentRange %d..%d, HasAgentRange %v, AgentsText %q", lo, hi, c.HasAgentRange(), c.AgentsText())
+	}
+	for n, want := range map[int][]int{3: {2, 3}, 4: {2, 3, 4}, 5: {2, 3, 4, 5}, 10: {2, 3, 4, 5}} {
+		if got := c.AgentCounts(n); !slices.Equal(got, want) {
+			t.Errorf("AgentCounts(%d) = %v, want %v", n, got, want)
+		}
+	}
+	if got := DefaultConfig().AgentCounts(10); !slices.Equal(got, []int{2}) || DefaultConfig().AgentsText() != "2" {
+		t.Errorf("no range: AgentCounts(10) = %v, AgentsText %q", got, DefaultConfig().AgentsText())
+	}
+}
+
 func TestConfigMsgpackRoundTrip(t *testing.T) {
-	for _, c := range []Config{DefaultConfig(), DefaultLocalConfig(), cfgOdd()} {
+	for _, c := range []Config{DefaultConfig(), DefaultLocalConfig(), cfgOdd(), cfgRange()} {
 		b, err := msgpack.Marshal(c)
 		if err != nil {
 			t.Fatal(err)
@@ -214,6 +268,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"null", `null`, "sizes", "at least one"},
 		{"validation", `{"sizes":[{"size":3,"data_ratio":1,"hole_ratio":1.5,"wait_ratio":0}],"agents":2,"instances":1}`, "sizes[0].hole_ratio", "[0,1]"},
 		{"missing agents", `{"sizes":[{"size":3,"data_ratio":1,"hole_ratio":0,"wait_ratio":0}],"instances":1}`, "agents", "[1,10]"},
+		{"agents_max wrong case", `{"sizes":[{"size":3,"data_ratio":1,"hole_ratio":0,"wait_ratio":0}],"agents":2,"Agents_max":3,"instances":1}`, "Agents_max", "case-sensitive"},
+		{"agents_max below agents", `{"sizes":[{"size":3,"data_ratio":1,"hole_ratio":0,"wait_ratio":0}],"agents":3,"agents_max":2,"instances":1}`, "agents_max", "[agents=3,10]"},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,15 +316,17 @@ func TestConfigHashSensitivity(t *testing.T) {
 		t.Fatal("clone hashes differently")
 	}
 	edits := map[string]func(c *Config){
-		"agents":     func(c *Config) { c.Agents++ },
-		"instances":  func(c *Config) { c.Instances++ },
-		"size":       func(c *Config) { c.Sizes[3].Size = 30 },
-		"data_ratio": func(c *Config) { c.Sizes[3].DataRatio = math.Nextafter(c.Sizes[3].DataRatio, 1) },
-		"hole_ratio": func(c *Config) { c.Sizes[3].HoleRatio = math.Nextafter(c.Sizes[3].HoleRatio, 1) },
-		"wait_ratio": func(c *Config) { c.Sizes[3].WaitRatio = math.Nextafter(c.Sizes[3].WaitRatio, 0) },
-		"drop size":  func(c *Config) { c.Sizes = c.Sizes[:len(c.Sizes)-1] },
-		"add size":   func(c *Config) { c.Sizes = append(c.Sizes, SizeConfig{Size: 11}) },
-		"swap order": func(c *Config) { c.Sizes[0], c.Sizes[1] = c.Sizes[1], c.Sizes[0] },
+		"agents":           func(c *Config) { c.Agents++ },
+		"agent range":      func(c *Config) { c.AgentsMax = 5 },
+		"agent range 2..6": func(c *Config) { c.AgentsMax = 6 },
+		"instances":        func(c *Config) { c.Instances++ },
+		"size":             func(c *Config) { c.Sizes[3].Size = 30 },
+		"data_ratio":       func(c *Config) { c.Sizes[3].DataRatio = math.Nextafter(c.Sizes[3].DataRatio, 1) },
+		"hole_ratio":       func(c *Config) { c.Sizes[3].HoleRatio = math.Nextafter(c.Sizes[3].HoleRatio, 1) },
+		"wait_ratio":       func(c *Config) { c.Sizes[3].WaitRatio = math.Nextafter(c.Sizes[3].WaitRatio, 0) },
+		"drop size":        func(c *Config) { c.Sizes = c.Sizes[:len(c.Sizes)-1] },
+		"add size":         func(c *Config) { c.Sizes = append(c.Sizes, SizeConfig{Size: 11}) },
+		"swap order":       func(c *Config) { c.Sizes[0], c.Sizes[1] = c.Sizes[1], c.Sizes[0] },
 		"swap hole/wait": func(c *Config) {
 			c.Sizes[0].HoleRatio, c.Sizes[0].WaitRatio = c.Sizes[0].WaitRatio, c.Sizes[0].HoleRatio
 		},
@@ -295,6 +353,14 @@ func TestConfigHashSensitivity(t *testing.T) {
 	if a.Hash() != b.Hash() || a.Diff(b) != "" {
 		t.Error("-0 and 0 hash or diff differently")
 	}
+	// An agents_max that makes no range is no range.
+	for _, m := range []int{0, base.Agents, base.Agents - 1} {
+		c := base.Clone()
+		c.AgentsMax = m
+		if c.Hash() != h0 || c.Diff(base) != "" {
+			t.Errorf("agents_max %d (agents %d) hashes or diffs unlike no range", m, base.Agents)
+		}
+	}
 }
 
 func TestConfigDiff(t *testing.T) {
@@ -308,6 +374,8 @@ func TestConfigDiff(t *testing.T) {
 		want string
 	}{
 		{"agents", func(c *Config) { c.Agents = 3 }, "agents 2 → 3"},
+		{"agent range", func(c *Config) { c.AgentsMax = 5 }, "agents 2 → 2..5"},
+		{"agents_max without a range", func(c *Config) { c.AgentsMax = 2 }, ""},
 		{"instances", func(c *Config) { c.Instances = 512 }, "instances 4000 → 512"},
 		{"hole ratio", func(c *Config) { c.Sizes[2].HoleRatio = 0.35 }, "size 5: hole_ratio 0.20 → 0.35"},
 		{"fine change", func(c *Config) { c.Sizes[0].WaitRatio = 0.3001 }, "size 3: wait_ratio 0.3000 → 0.3001"},
@@ -373,6 +441,9 @@ func cfgRandomConfig(r *rand.Rand) Config {
 			WaitRatio: cfgRandomFloat(r),
 		})
 	}
+	if r.IntN(2) == 0 {
+		c.AgentsMax = r.IntN(30) - 10
+	}
 	return c
 }
 
@@ -390,7 +461,7 @@ func TestConfigProjectProperty(t *testing.T) {
 		}
 		// Projecting again moves nothing but rounding in the data ratios.
 		q := p.Project()
-		if q.Agents != p.Agents || q.Instances != p.Instances || len(q.Sizes) != len(p.Sizes) {
+		if q.Agents != p.Agents || q.AgentsMax != p.AgentsMax || q.Instances != p.Instances || len(q.Sizes) != len(p.Sizes) {
 			t.Fatalf("case %d: Project not idempotent:\n%s", i, q.Diff(p))
 		}
 		for j := range q.Sizes {
@@ -518,5 +589,23 @@ func TestConfigValidateNoAlloc(t *testing.T) {
 	c := DefaultConfig()
 	if n := testing.AllocsPerRun(100, func() { _ = c.Validate() }); n != 0 {
 		t.Errorf("Validate of a valid config allocates %v times", n)
+	}
+}
+
+// Project clamps a non-zero agents_max into [agents, MaxAgents] and keeps a
+// valid range as it is.
+func TestConfigProjectAgentsMax(t *testing.T) {
+	for _, tc := range []struct{ agents, max, want int }{
+		{2, 0, 0}, {2, 5, 5}, {2, 2, 2}, {3, 1, 3}, {2, -4, 2}, {2, 99, MaxAgents}, {0, 4, 4},
+	} {
+		c := DefaultConfig()
+		c.Agents, c.AgentsMax = tc.agents, tc.max
+		p := c.Project()
+		if p.AgentsMax != tc.want {
+			t.Errorf("agents %d, agents_max %d: projected agents_max %d, want %d", tc.agents, tc.max, p.AgentsMax, tc.want)
+		}
+		if err := p.Validate(); err != nil {
+			t.Errorf("agents %d, agents_max %d: projection invalid: %v", tc.agents, tc.max, err)
+		}
 	}
 }

@@ -35,7 +35,9 @@ func cfgErr(field string, value any, reason string) error {
 // previous one, then data_ratio, hole_ratio and wait_ratio finite and in
 // [0,1]; the data ratios summing to 1 within DataRatioTolerance; agents in
 // [1, MaxAgents] and no larger than the smallest size with a positive data
-// ratio (k agents need a k×k grid); instances in [0, MaxConfigInstances].
+// ratio (k agents need a k×k grid); agents_max 0 (no range) or in [agents,
+// MaxAgents] (larger sizes' instances reach it, smaller ones stop at their
+// size); instances in [0, MaxConfigInstances].
 //
 // The error wraps ErrInvalidConfig and a *FieldError whose Field is the path
 // of the offending field (for example "sizes[2].hole_ratio") and whose
@@ -69,6 +71,9 @@ func (c Config) Validate() error {
 	if c.Agents < 1 || c.Agents > MaxAgents {
 		return cfgErr("agents", c.Agents, fmt.Sprintf("must be in [1,%d]", MaxAgents))
 	}
+	if c.AgentsMax != 0 && (c.AgentsMax < c.Agents || c.AgentsMax > MaxAgents) {
+		return cfgErr("agents_max", c.AgentsMax, fmt.Sprintf("must be 0 (no range) or in [agents=%d,%d]", c.Agents, MaxAgents))
+	}
 	for _, s := range c.Sizes {
 		if s.DataRatio > 0 {
 			if c.Agents > s.Size {
@@ -94,7 +99,8 @@ func (c Config) Validate() error {
 //     duplicates dropped, keeping the first entry of each size in the
 //     original order;
 //   - hole and wait ratios are clipped to [0,1], NaN becomes 0;
-//   - agents are clamped to [1, MaxAgents] and to the largest size;
+//   - agents are clamped to [1, MaxAgents] and to the largest size; a
+//     non-zero agents_max is clamped to [agents, MaxAgents];
 //   - sizes smaller than the agent count get data ratio 0 (they cannot hold
 //     the agents), as do NaN, infinite and negative data ratios;
 //   - the data ratios are renormalised to sum to 1; when all are 0 they
@@ -115,6 +121,9 @@ func (c Config) Project() Config {
 	out.Sizes = slices.CompactFunc(out.Sizes, func(a, b SizeConfig) bool { return a.Size == b.Size })
 
 	out.Agents = min(max(out.Agents, 1), MaxAgents, out.Sizes[len(out.Sizes)-1].Size)
+	if out.AgentsMax != 0 {
+		out.AgentsMax = min(max(out.AgentsMax, out.Agents), MaxAgents)
+	}
 
 	// Data ratios: zero the unusable ones, scale by the largest so the sum
 	// cannot overflow, then divide by the sum.
@@ -179,10 +188,13 @@ const cfgHashMagic = "t2t/env.Config/v1\x00"
 // Hash returns the config's version id: the first 16 hex digits of the
 // SHA-256 of a canonical encoding. The encoding is cfgHashMagic, then
 // agents, instances and the number of sizes, then for each size entry in
-// order its size and the bits of its data, hole and wait ratios, every
-// number as a little-endian 64-bit word; -0 is encoded as 0 and every NaN
+// order its size and the bits of its data, hole and wait ratios, and last,
+// only when the agent count is a range (HasAgentRange), agents_max; every
+// number is a little-endian 64-bit word; -0 is encoded as 0 and every NaN
 // alike. Equal configs get equal hashes on every machine; changing any
-// field (including the order of the sizes) changes the hash.
+// field (including the order of the sizes) changes the hash, except an
+// agents_max that makes no range (0 or at most agents): configs without a
+// range hash as they did before the field existed.
 func (c Config) Hash() string {
 	h := sha256.New()
 	buf := make([]byte, 0, len(cfgHashMagic)+8*(3+4*len(c.Sizes)))
@@ -195,6 +207,9 @@ func (c Config) Hash() string {
 		buf = binary.LittleEndian.AppendUint64(buf, cfgBits(s.DataRatio))
 		buf = binary.LittleEndian.AppendUint64(buf, cfgBits(s.HoleRatio))
 		buf = binary.LittleEndian.AppendUint64(buf, cfgBits(s.WaitRatio))
+	}
+	if c.HasAgentRange() {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(int64(c.AgentsMax)))
 	}
 	h.Write(buf)
 	return hex.EncodeToString(h.Sum(nil)[:8])
@@ -240,6 +255,7 @@ func cfgFmtPair(a, b float64) (string, string) {
 // the sizes. Examples:
 //
 //	agents 2 → 3
+//	agents 2 → 2..5
 //	instances 4000 → 512
 //	size 3 removed
 //	size 11 added: data_ratio 0.10, hole_ratio 0.20, wait_ratio 0.30
@@ -250,8 +266,8 @@ func cfgFmtPair(a, b float64) (string, string) {
 // Diff is empty exactly when the hashes agree.
 func (c Config) Diff(old Config) string {
 	var lines []string
-	if c.Agents != old.Agents {
-		lines = append(lines, fmt.Sprintf("agents %d → %d", old.Agents, c.Agents))
+	if a, b := old.AgentsText(), c.AgentsText(); a != b {
+		lines = append(lines, fmt.Sprintf("agents %s → %s", a, b))
 	}
 	if c.Instances != old.Instances {
 		lines = append(lines, fmt.Sprintf("instances %d → %d", old.Instances, c.Instances))
@@ -364,7 +380,7 @@ func cfgExactKeys(data []byte) error {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, &FieldError{Field: prefix + bad[0], Value: "(any)",
 			Reason: fmt.Sprintf("unknown field (field names are case-sensitive: %s)", strings.Join(known, ", "))})
 	}
-	if err := check("", top, "sizes", "agents", "instances"); err != nil {
+	if err := check("", top, "sizes", "agents", "agents_max", "instances"); err != nil {
 		return err
 	}
 	var sizes []map[string]json.RawMessage
@@ -393,7 +409,7 @@ func cfgJSONErr(err error) error {
 		if u, uerr := strconv.Unquote(name); uerr == nil {
 			name = u
 		}
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, &FieldError{Field: name, Value: "(any)", Reason: "unknown field; known: sizes, agents, instances and per size: size, data_ratio, hole_ratio, wait_ratio"})
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, &FieldError{Field: name, Value: "(any)", Reason: "unknown field; known: sizes, agents, agents_max, instances and per size: size, data_ratio, hole_ratio, wait_ratio"})
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 }

@@ -85,12 +85,15 @@ func InstanceSeed(seed uint64, index int) uint64 {
 // The stage's instances are stratified: size i gets a share of
 // cfg.Instances by largest remainder of DataRatio (normalised to sum 1;
 // ties go to the earlier size), and round(WaitRatio*count) of its slots
-// target NeedsWait=true, the rest NeedsWait=false. A permutation of the
+// target NeedsWait=true, the rest NeedsWait=false. With an agent range
+// (Config.AgentsMax), slot j of a size's stratum has the agent count
+// AgentCounts(N)[j mod len(AgentCounts(N))], so the counts split the
+// stratum, and its wait and no-wait slots, evenly. A permutation of the
 // slots drawn from (seed, a fixed stream) maps indices to slots.
 //
 // The instance itself is drawn by rejection sampling: exactly
-// round(HoleRatio*N*N) holes uniformly at random, then cfg.Agents agents on
-// 2*cfg.Agents distinct free cells (no start on any goal, no start equal to
+// round(HoleRatio*N*N) holes uniformly at random, then the slot's k agents
+// on 2k distinct free cells (no start on any goal, no start equal to
 // its own goal), until every agent's goal is reachable from its start, the
 // solver annotates the candidate within its budget (genMaxNodes CT nodes
 // and genMaxExpansions expansions per search) and NeedsWait equals the
@@ -157,10 +160,12 @@ func GenerateSeeded(size, holes, agents int, needsWait bool, instSeed uint64) (*
 
 // CheckFeasible is a fast dry check of cfg: field bounds (sizes in
 // [MinSize,MaxSize] and listed once, ratios in [0,1], Agents in
-// [1,MaxAgents], Instances >= 0, data ratios not all zero) and, for every
-// size that gets instances, that the agents fit (at most min(N,10)), that
-// the holes leave 2*Agents free cells, that NeedsWait targets have at least
-// two agents, and that at least 4 of 4096 random hole layouts and agent
+// [1,MaxAgents], AgentsMax 0 or in [Agents,MaxAgents], Instances >= 0, data
+// ratios not all zero) and, for every size that gets instances, that the
+// fewest agents fit (at most min(N,10)), that the holes leave 2k free cells
+// for the most agents k of that size (AgentCounts), that NeedsWait targets
+// have at least two agents, and that at least 4 of 4096 random hole layouts
+// and placements of that many agents
 // placements (drawn as the generator draws them, from a fixed seed)
 // connect every agent's start to its goal. The field and count checks take
 // microseconds; the probe stops at its fourth success, so it takes tens of
@@ -177,7 +182,9 @@ func CheckFeasible(cfg Config) error {
 		if counts[i] == 0 {
 			continue
 		}
-		n, k := sc.Size, cfg.Agents
+		n := sc.Size
+		ks := cfg.AgentCounts(n)
+		k := ks[len(ks)-1]
 		nh := genHoleCount(sc.HoleRatio, n)
 		if !genProbeRoom(n, nh, k) {
 			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("hole ratio %g leaves no room for %d agents: fewer than %d of %d random layouts of %d holes and placements connect all %d start-goal pairs", sc.HoleRatio, k, genProbeNeed, genProbeDraws, nh, k)}
@@ -194,6 +201,9 @@ func genCheck(cfg Config) error {
 	}
 	if cfg.Agents < 1 || cfg.Agents > MaxAgents {
 		return invalid("agents", cfg.Agents, fmt.Sprintf("must be in [1,%d]", MaxAgents))
+	}
+	if cfg.AgentsMax != 0 && (cfg.AgentsMax < cfg.Agents || cfg.AgentsMax > MaxAgents) {
+		return invalid("agents_max", cfg.AgentsMax, fmt.Sprintf("must be 0 (no range) or in [agents=%d,%d]", cfg.Agents, MaxAgents))
 	}
 	if cfg.Instances < 0 {
 		return invalid("instances", cfg.Instances, "must be >= 0")
@@ -236,8 +246,9 @@ func genCheck(cfg Config) error {
 			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("%d agents do not fit a %dx%d grid (at most %d)", k, n, n, min(n, MaxAgents))}
 		}
 		nh := genHoleCount(sc.HoleRatio, n)
-		if free := n*n - nh; free < 2*k {
-			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("hole ratio %g leaves %d free cells; %d agents need %d distinct start and goal cells", sc.HoleRatio, free, k, 2*k)}
+		ks := cfg.AgentCounts(n)
+		if most := ks[len(ks)-1]; n*n-nh < 2*most {
+			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("hole ratio %g leaves %d free cells; %d agents need %d distinct start and goal cells", sc.HoleRatio, n*n-nh, most, 2*most)}
 		}
 		if waits[i] > 0 && k == 1 {
 			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("wait ratio %g asks for %d instances that need a wait, but a single agent never needs one", sc.WaitRatio, waits[i])}
@@ -345,21 +356,24 @@ func genNewPlan(cfg Config, seed uint64) (*genPlan, error) {
 	return p, nil
 }
 
-// slot returns the size entry and NeedsWait target of instance index.
-func (p *genPlan) slot(index int) (int, bool) {
+// slot returns the size entry, the NeedsWait target and the agent count of
+// instance index.
+func (p *genPlan) slot(index int) (si int, wait bool, agents int) {
 	sl := int(p.perm[index])
 	for i := len(p.first) - 1; i >= 0; i-- {
 		if p.counts[i] > 0 && sl >= p.first[i] {
-			return i, sl-p.first[i] < p.waits[i]
+			j := sl - p.first[i]
+			ks := p.cfg.AgentCounts(p.cfg.Sizes[i].Size)
+			return i, j < p.waits[i], ks[j%len(ks)]
 		}
 	}
 	panic("env: generator slot outside every stratum")
 }
 
 func (p *genPlan) instance(g *genScratch, s *Solver, index int) (*Instance, error) {
-	si, wait := p.slot(index)
+	si, wait, k := p.slot(index)
 	sc := p.cfg.Sizes[si]
-	return genDraw(g, s, sc.Size, genHoleCount(sc.HoleRatio, sc.Size), p.cfg.Agents, wait, InstanceSeed(p.seed, index), index)
+	return genDraw(g, s, sc.Size, genHoleCount(sc.HoleRatio, sc.Size), k, wait, InstanceSeed(p.seed, index), index)
 }
 
 // genScratch holds the generator's reusable buffers.

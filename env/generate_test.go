@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"testing"
 )
@@ -138,6 +139,91 @@ func TestGenerateShares(t *testing.T) {
 	}
 }
 
+// TestGenerateAgentRange checks a 2..4 agent range: each size's stratum is
+// split evenly over the counts that fit it (size 3 holds at most 3), wait
+// and no-wait slots alike, and the stage stays deterministic, splittable
+// and regenerable from the instances' seeds.
+func TestGenerateAgentRange(t *testing.T) {
+	seed := solvTestSeed(t, 11)
+	cfg := genTestConfig()
+	cfg.AgentsMax = 4
+	cfg.Instances = 61
+	if err := CheckFeasible(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ins, err := Generate(cfg, seed, 0, cfg.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ size, k int }
+	got, gotWait := map[key]int{}, map[key]int{}
+	for _, in := range ins {
+		k := key{in.Width, len(in.Agents)}
+		got[k]++
+		if in.NeedsWait {
+			gotWait[k]++
+		}
+	}
+	// The rule, stated independently: slot j of a stratum of c slots, the
+	// first w of which need a wait, has ks[j mod len(ks)] agents.
+	want, wantWait := map[key]int{}, map[key]int{}
+	counts, waits := genAlloc(cfg)
+	for i, sc := range cfg.Sizes {
+		ks := []int{2, 3, 4}
+		if sc.Size == 3 {
+			ks = []int{2, 3}
+		}
+		for j := range counts[i] {
+			k := key{sc.Size, ks[j%len(ks)]}
+			want[k]++
+			if j < waits[i] {
+				wantWait[k]++
+			}
+		}
+	}
+	if !maps.Equal(got, want) || !maps.Equal(gotWait, wantWait) {
+		t.Fatalf("instances per (size, agents): got %v (waits %v), want %v (waits %v)", got, gotWait, want, wantWait)
+	}
+	if got[key{4, 4}] == 0 || got[key{3, 4}] != 0 {
+		t.Fatalf("4 agents: %d on 4x4, %d on 3x3", got[key{4, 4}], got[key{3, 4}])
+	}
+	h := genHash(t, ins)
+	var parts []*Instance
+	for _, r := range [][2]int{{0, 20}, {20, cfg.Instances}} {
+		p, err := Generate(cfg, seed, r[0], r[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, p...)
+	}
+	if genHash(t, parts) != h {
+		t.Fatal("split generation differs from one-shot generation")
+	}
+	for _, in := range ins[:8] {
+		re, err := GenerateSeeded(in.Width, in.NumHoles(), len(in.Agents), in.NeedsWait, in.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if genHash(t, []*Instance{re}) != genHash(t, []*Instance{in}) {
+			t.Fatalf("GenerateSeeded does not regenerate a %d-agent instance", len(in.Agents))
+		}
+	}
+	// agents_max equal to agents is no range: the same stage as without it.
+	a, b := genTestConfig(), genTestConfig()
+	b.AgentsMax = b.Agents
+	x, err := Generate(a, seed, 0, a.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := Generate(b, seed, 0, b.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if genHash(t, x) != genHash(t, y) {
+		t.Fatal("agents_max == agents changed the stage")
+	}
+}
+
 // TestGenerateInstancesValid checks every generated instance against an
 // independent annotation with the default (larger) budget and the
 // generator's placement rules.
@@ -211,6 +297,9 @@ func TestCheckFeasible(t *testing.T) {
 		{"wait with one agent", mod(func(c *Config) { c.Agents = 1 }), 3, false, false},
 		{"no room at 80% holes on 10x10", Config{Agents: 3, Instances: 10, Sizes: []SizeConfig{{Size: 10, DataRatio: 1, HoleRatio: 0.8}}}, 10, false, true},
 		{"agents 0", mod(func(c *Config) { c.Agents = 0 }), 0, true, false},
+		{"agents_max below agents", mod(func(c *Config) { c.AgentsMax = 1 }), 0, true, false},
+		{"agents_max above 10", mod(func(c *Config) { c.AgentsMax = MaxAgents + 1 }), 0, true, false},
+		{"range: holes leave too few cells for the most agents", mod(func(c *Config) { c.AgentsMax = 4; c.Sizes[1].HoleRatio = 0.6 }), 4, false, false},
 		{"negative instances", mod(func(c *Config) { c.Instances = -1 }), 0, true, false},
 		{"size too small", mod(func(c *Config) { c.Sizes[0].Size = 1 }), 0, true, false},
 		{"size twice", mod(func(c *Config) { c.Sizes[1].Size = 3 }), 0, true, false},

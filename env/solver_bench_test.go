@@ -160,9 +160,9 @@ func TestSolverPaperSuite(t *testing.T) {
 				p, err := genNewPlan(cfg, seed+uint64(jobs[j].cfg))
 				var in *Instance
 				if err == nil {
-					si, wait := p.slot(idx)
+					si, wait, k := p.slot(idx)
 					sc := cfg.Sizes[si]
-					in, err = genDrawStats(&genScratch{}, NewSolver(), sc.Size, genHoleCount(sc.HoleRatio, sc.Size), cfg.Agents, wait, InstanceSeed(p.seed, idx), idx, &stats[j])
+					in, err = genDrawStats(&genScratch{}, NewSolver(), sc.Size, genHoleCount(sc.HoleRatio, sc.Size), k, wait, InstanceSeed(p.seed, idx), idx, &stats[j])
 				}
 				dur[j] = time.Since(t0)
 				ins[j] = in
