@@ -60,7 +60,7 @@ func engCompactPrompt(h *History, m Modules, base env.Config) Prompt {
 	if m.T && h.Budget.TotalStages > 0 {
 		fmt.Fprintf(&b, " of %d", h.Budget.TotalStages)
 	}
-	fmt.Fprintf(&b, "; agents %d; instances %d\n", cur.Agents, cur.Instances)
+	fmt.Fprintf(&b, "; agents %s; instances %d\n", cur.AgentsText(), cur.Instances)
 	if m.G {
 		b.WriteString(promptGuidelinesCompact)
 	}
@@ -100,7 +100,11 @@ func engCompactPrompt(h *History, m Modules, base env.Config) Prompt {
 	if m.S && last != nil && strings.TrimSpace(last.Rationale) != "" {
 		b.WriteString("S: " + promptOneLine(engTruncate(last.Rationale, 200)) + "\n")
 	}
-	b.WriteString(`answer: {"rationale": "<one line>", "config": {"sizes": [{"size": N, "data_ratio": x, "hole_ratio": x, "wait_ratio": x} for each size above], "agents": k, "instances": n}}` + "\n")
+	if cur.HasAgentRange() {
+		b.WriteString(`answer: {"rationale": "<one line>", "config": {"sizes": [{"size": N, "data_ratio": x, "hole_ratio": x, "wait_ratio": x} for each size above], "agents": k, "agents_max": m, "instances": n}}` + "\n")
+	} else {
+		b.WriteString(`answer: {"rationale": "<one line>", "config": {"sizes": [{"size": N, "data_ratio": x, "hole_ratio": x, "wait_ratio": x} for each size above], "agents": k, "instances": n}}` + "\n")
+	}
 	p := Prompt{System: promptSystemCompact, User: b.String()}
 	p.Tokens = ApproxTokens(p.System) + ApproxTokens(p.User)
 	p.Hash = PromptHash(p.System, p.User)

@@ -314,7 +314,7 @@ func (r *promptRenderer) renderH(b *strings.Builder, stages []int) {
 		if i == 0 {
 			b.WriteString(", round 0")
 		}
-		fmt.Fprintf(b, "): agents %d, instances %d\n", s.Config.Agents, s.Config.Instances)
+		fmt.Fprintf(b, "): agents %s, instances %d\n", s.Config.AgentsText(), s.Config.Instances)
 		t := engTotal(s.Val)
 		fmt.Fprintf(b, "validation: valid %s%%, optimal %s%% over %d episodes\n", promptPct(t.Valid, t.Episodes), promptPct(t.Optimal, t.Episodes), t.Episodes)
 		b.WriteString("| size | data_ratio | hole_ratio | wait_ratio | val valid% | val optimal% |\n")
@@ -412,8 +412,18 @@ func promptConfigJSON(c env.Config) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "], \"agents\": %d, \"instances\": %d}\n", c.Agents, c.Instances)
+	fmt.Fprintf(&b, "], \"agents\": %d, %s\"instances\": %d}\n", c.Agents, promptAgentsMax(c), c.Instances)
 	return b.String()
+}
+
+// promptAgentsMax is c's `"agents_max": k, ` when its agent count is a
+// range, else nothing: a prompt without a range reads as it did before
+// the field.
+func promptAgentsMax(c env.Config) string {
+	if !c.HasAgentRange() {
+		return ""
+	}
+	return fmt.Sprintf("\"agents_max\": %d, ", c.AgentsMax)
 }
 
 func (r *promptRenderer) renderSchema(b *strings.Builder) {
@@ -428,12 +438,21 @@ func (r *promptRenderer) renderSchema(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString(" ], \"agents\": <integer>, \"instances\": <integer>}}\n")
+	if c.HasAgentRange() {
+		b.WriteString(" ], \"agents\": <integer>, \"agents_max\": <integer>, \"instances\": <integer>}}\n")
+	} else {
+		b.WriteString(" ], \"agents\": <integer>, \"instances\": <integer>}}\n")
+	}
 	b.WriteString("Rules:\n")
 	fmt.Fprintf(b, "- list each of the sizes %s exactly once and no other size;\n", promptSizeList(c))
 	b.WriteString("- data_ratio is the share of the stage's instances at that size, in [0,1], summing to 1 over the sizes (other sums are renormalised);\n")
 	b.WriteString("- hole_ratio and wait_ratio are in [0,1] (values outside are clipped);\n")
-	fmt.Fprintf(b, "- agents is the number of agents per instance, at least 1 and at most the smallest size with a positive data_ratio (currently %d);\n", c.Agents)
+	if c.HasAgentRange() {
+		fmt.Fprintf(b, "- agents is the fewest agents per instance, at least 1 and at most the smallest size with a positive data_ratio (currently %d);\n", c.Agents)
+		fmt.Fprintf(b, "- agents_max is the most agents per instance, from agents to %d: each size's instances are spread evenly over agents..min(agents_max, size) (currently %d; leave it out to keep it);\n", env.MaxAgents, c.AgentsMax)
+	} else {
+		fmt.Fprintf(b, "- agents is the number of agents per instance, at least 1 and at most the smallest size with a positive data_ratio (currently %d);\n", c.Agents)
+	}
 	fmt.Fprintf(b, "- instances is the number of training instances of the stage (currently %d);\n", c.Instances)
 	b.WriteString("- no other fields; field names are case-sensitive.\n")
 }

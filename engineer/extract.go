@@ -172,6 +172,10 @@ func extractObjectEnd(s string, i int) int {
 type Answer struct {
 	Rationale string
 	Config    env.Config
+	// HasAgentsMax says the answer wrote config.agents_max (an optional
+	// field): without it, the llm strategy keeps the previous config's
+	// range.
+	HasAgentsMax bool
 }
 
 // The strict wire form of an answer; pointers tell missing fields apart.
@@ -185,6 +189,7 @@ type wireSize struct {
 type wireConfig struct {
 	Sizes     []wireSize `json:"sizes"`
 	Agents    *int       `json:"agents"`
+	AgentsMax *int       `json:"agents_max"`
 	Instances *int       `json:"instances"`
 }
 
@@ -196,7 +201,8 @@ type wireAnswer struct {
 // ParseAnswer extracts (ExtractJSON) and decodes an answer against the
 // output schema: {"rationale": string, "config": {"sizes": [{"size": int,
 // "data_ratio": number, "hole_ratio": number, "wait_ratio": number}, ...],
-// "agents": int, "instances": int}}. Every field is required, unknown
+// "agents": int, "instances": int}}, and optionally "agents_max": int in
+// the config (Answer.HasAgentsMax). Every other field is required, unknown
 // fields and keys in the wrong case are rejected, sizes must be non-empty.
 // The config is not validated or projected here (values out of range are
 // the caller's business). Schema errors wrap ErrSchema and, where a field
@@ -242,6 +248,9 @@ func decodeAnswer(obj string) (Answer, error) {
 		return Answer{}, fmt.Errorf("%w: %w", ErrSchema, &env.FieldError{Field: "config.sizes", Value: "[]", Reason: "must list the sizes"})
 	}
 	a := Answer{Rationale: *w.Rationale, Config: env.Config{Agents: *w.Config.Agents, Instances: *w.Config.Instances}}
+	if w.Config.AgentsMax != nil {
+		a.Config.AgentsMax, a.HasAgentsMax = *w.Config.AgentsMax, true
+	}
 	for i, s := range w.Config.Sizes {
 		for _, f := range []struct {
 			name string
@@ -294,7 +303,7 @@ func schemaExactKeys(obj []byte) error {
 	if err != nil || top == nil {
 		return err
 	}
-	cfg, err := check("config.", top["config"], "sizes", "agents", "instances")
+	cfg, err := check("config.", top["config"], "sizes", "agents", "agents_max", "instances")
 	if err != nil || cfg == nil {
 		return err
 	}

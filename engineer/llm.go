@@ -288,6 +288,9 @@ func (l *LLM) judge(raw string, prev env.Config) (Attempt, Answer, env.Config, b
 		a.Reason = err.Error()
 		return a, ans, env.Config{}, false
 	}
+	if !ans.HasAgentsMax {
+		ans.Config.AgentsMax = prev.AgentsMax // an optional field: the range carries over
+	}
 	a.Parsed = engConfigJSON(ans.Config)
 	if err := engSameSizes(ans.Config, prev); err != nil {
 		a.Reason = err.Error()

@@ -65,8 +65,8 @@ func ratio(k, n int) float64 {
 // ConfigDistance is how far config a is from b: the sum over b's sizes of
 // |Δ data_ratio| + |Δ hole_ratio| + |Δ wait_ratio|, divided by the number
 // of b's sizes (a size missing from a counts with zero ratios), plus 1 when
-// the agent counts differ. 0 means the same ratios and agents; the data
-// ratios alone add at most 2/sizes.
+// the agent counts (or ranges, AgentRange) differ. 0 means the same ratios
+// and agents; the data ratios alone add at most 2/sizes.
 func ConfigDistance(a, b env.Config) float64 {
 	if len(b.Sizes) == 0 {
 		return 0
@@ -80,7 +80,7 @@ func ConfigDistance(a, b env.Config) float64 {
 		sum += math.Abs(o.DataRatio-s.DataRatio) + math.Abs(o.HoleRatio-s.HoleRatio) + math.Abs(o.WaitRatio-s.WaitRatio)
 	}
 	d := sum / float64(len(b.Sizes))
-	if a.Agents != b.Agents {
+	if a.AgentsText() != b.AgentsText() {
 		d++
 	}
 	return d

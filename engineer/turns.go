@@ -209,7 +209,7 @@ func teacherAnswer(teacher string, prev, cfg env.Config, round3 bool) (string, e
 		}
 		fmt.Fprintf(&b, `{"size": %d, "data_ratio": %s, "hole_ratio": %s, "wait_ratio": %s}`, s.Size, num(s.DataRatio), num(s.HoleRatio), num(s.WaitRatio))
 	}
-	fmt.Fprintf(&b, `], "agents": %d, "instances": %d}}`, r.Agents, r.Instances)
+	fmt.Fprintf(&b, `], "agents": %d, %s"instances": %d}}`, r.Agents, promptAgentsMax(r), r.Instances)
 	return b.String(), r
 }
 

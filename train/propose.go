@@ -155,8 +155,8 @@ func compactDiff(old, cfg env.Config) []string {
 	for size := range prev {
 		out = append(out, fmt.Sprintf("size %d removed", size))
 	}
-	if old.Agents != cfg.Agents {
-		out = append(out, fmt.Sprintf("agents %d→%d", old.Agents, cfg.Agents))
+	if a, b := old.AgentsText(), cfg.AgentsText(); a != b {
+		out = append(out, fmt.Sprintf("agents %s→%s", a, b))
 	}
 	if old.Instances != cfg.Instances {
 		out = append(out, fmt.Sprintf("instances %d→%d", old.Instances, cfg.Instances))

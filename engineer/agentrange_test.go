@@ -1,0 +1,149 @@
+package engineer
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/t2t-lab/t2t/env"
+)
+
+// engRangeHistory is the hand history with every stage on a 2..5 agent
+// range (env.Config.AgentsMax).
+func engRangeHistory() *History {
+	h := engHandHistory()
+	h.RunID = "run-range"
+	for i := range h.Stages {
+		h.Stages[i].Config.AgentsMax = 5
+	}
+	return h
+}
+
+// The prompts show a range where there is one, and read as before where
+// there is none.
+func TestAgentRangePrompts(t *testing.T) {
+	mods := Modules{F: true, G: true, H: true, T: true}
+	full, err := BuildPrompt(engRangeHistory(), mods, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact := BuildCompactPrompt(engRangeHistory(), mods)
+	for _, want := range []string{
+		"): agents 2..5, instances 4000",
+		`], "agents": 2, "agents_max": 5, "instances": 4000}`,
+		`"agents": <integer>, "agents_max": <integer>, "instances": <integer>`,
+		"- agents_max is the most agents per instance, from agents to 10",
+		"(currently 5; leave it out to keep it)",
+	} {
+		if !strings.Contains(full.User, want) {
+			t.Errorf("full prompt lacks %q", want)
+		}
+	}
+	for _, want := range []string{"; agents 2..5; instances 4000", `"agents": k, "agents_max": m, "instances": n`} {
+		if !strings.Contains(compact.User, want) {
+			t.Errorf("compact prompt lacks %q:\n%s", want, compact.User)
+		}
+	}
+	plain, err := BuildPrompt(engHandHistory(), mods, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainCompact := BuildCompactPrompt(engHandHistory(), mods)
+	if strings.Contains(plain.User, "agents_max") || strings.Contains(plainCompact.User, "agents_max") {
+		t.Error("a prompt without an agent range mentions agents_max")
+	}
+}
+
+// agents_max is optional in an answer; when given it is an integer under
+// its exact name.
+func TestParseAnswerAgentsMax(t *testing.T) {
+	const sizes = `"sizes": [{"size": 3, "data_ratio": 1, "hole_ratio": 0, "wait_ratio": 0}]`
+	a, err := ParseAnswer(`{"rationale": "r", "config": {` + sizes + `, "agents": 2, "agents_max": 4, "instances": 1}}`)
+	if err != nil || !a.HasAgentsMax || a.Config.AgentsMax != 4 {
+		t.Fatalf("with agents_max: %+v, %v", a, err)
+	}
+	a, err = ParseAnswer(`{"rationale": "r", "config": {` + sizes + `, "agents": 2, "instances": 1}}`)
+	if err != nil || a.HasAgentsMax || a.Config.AgentsMax != 0 {
+		t.Fatalf("without agents_max: %+v, %v", a, err)
+	}
+	for name, in := range map[string]string{
+		"config.Agents_max": `{"rationale": "r", "config": {` + sizes + `, "agents": 2, "Agents_max": 4, "instances": 1}}`,
+		"config.agents_max": `{"rationale": "r", "config": {` + sizes + `, "agents": 2, "agents_max": 4.5, "instances": 1}}`,
+	} {
+		_, err := ParseAnswer(in)
+		var fe *env.FieldError
+		if !errors.Is(err, ErrSchema) || !errors.As(err, &fe) || fe.Field != name {
+			t.Errorf("%s: err %v, want ErrSchema on field %s", in, err, name)
+		}
+	}
+}
+
+// The llm strategy on a range: an answer without agents_max keeps the
+// range, one with it sets it, one below agents is projected.
+func TestLLMAgentRange(t *testing.T) {
+	good := engGoodConfig() // no agents_max: the field is left out of the answer
+	narrow := good.Clone()
+	narrow.AgentsMax = 3
+	low := good.Clone()
+	low.AgentsMax = 1
+	for _, tc := range []struct {
+		name    string
+		answer  env.Config
+		want    int
+		project bool
+	}{{"omitted", good, 5, false}, {"narrowed", narrow, 3, false}, {"below agents", low, 2, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newEngServer(t, engReply(engAnswerText("ok", tc.answer)))
+			l := engLLM(t, s, func(o *Options) { o.Feasible = env.CheckFeasible })
+			p := engPropose(t, l, engRangeHistory())
+			if p.Fallback || p.Config.AgentsMax != tc.want || p.Config.Agents != 2 {
+				t.Fatalf("proposal %+v (attempts %+v): want agents 2, agents_max %d", p.Config, p.Attempts, tc.want)
+			}
+			if got := strings.HasPrefix(p.Attempts[0].Reason, "accepted after projection"); got != tc.project {
+				t.Errorf("reason %q: projected %v, want %v", p.Attempts[0].Reason, got, tc.project)
+			}
+		})
+	}
+}
+
+// Teacher turns on a range history write agents_max, and pass the
+// guardrails at distance 0.
+func TestTurnsOnAgentRange(t *testing.T) {
+	h := engRangeHistory()
+	mods, _ := ParseModules("F,G,H0,T")
+	for _, style := range []string{PromptFull, PromptCompact} {
+		turns, err := Turns(context.Background(), []*History{h}, TurnOptions{Teacher: NameLearnability, Modules: mods, Prompt: style, Feasible: env.CheckFeasible})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(turns) < 2 {
+			t.Fatalf("%s: %d turns from a 3-stage history", style, len(turns))
+		}
+		chat := &replayChat{answers: map[string]string{}}
+		for _, tu := range turns {
+			if !strings.Contains(tu.Answer, `"agents": 2, "agents_max": 5, "instances"`) {
+				t.Fatalf("teacher answer without the range: %s", tu.Answer)
+			}
+			chat.answers[tu.User] = tu.Answer
+		}
+		sc, _, err := ScoreTurns(context.Background(), turns, ScoreOptions{Chat: chat, Feasible: env.CheckFeasible})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Turns != len(turns) || sc.Accepted != sc.Turns || sc.Distance > 1e-9 {
+			t.Fatalf("%s: %+v: want every teacher answer accepted at distance 0", style, sc)
+		}
+	}
+	// A range that differs is an agent difference to ConfigDistance.
+	a, b := env.DefaultConfig(), env.DefaultConfig()
+	b.AgentsMax = 5
+	if d := ConfigDistance(a, b); math.Abs(d-1) > 1e-12 {
+		t.Errorf("range 2..5 vs 2: distance %v, want 1", d)
+	}
+	b.AgentsMax = 2
+	if d := ConfigDistance(a, b); d != 0 {
+		t.Errorf("agents_max 2 vs none: distance %v, want 0", d)
+	}
+}
