@@ -1,31 +1,41 @@
 #!/bin/sh
 # Records the stage aggregates (engineer.History) of short real gridnet runs, the contexts that
 # `t2t sft --engineer-turns` and `t2t engineer score` turn into engineer turns (issue #28).
-# Four strategies (so that the configs the histories show vary) × SEEDS seeds × two stage-0
-# configs (the embedded one, sizes 3..10, and configs/two-agents-3to5.json, the LLM recipe's),
-# warm-started by behaviour cloning on even seeds (so that the valid rates vary too); each run's
-# history is one line of OUT (JSON Lines, `t2t engineer propose --dump-history`'s format).
-# configs/engineer-histories.jsonl was written by this script with its defaults (16 runs, 80
-# contexts; about 2 minutes a run on a loaded 2-core machine).
+# Four strategies (so that the configs the histories show vary) × SEEDS seeds × the stage-0
+# configs of CONFIGS (default: the embedded one, sizes 3..10, as "default";
+# configs/two-agents-3to5.json, the LLM recipe's, as "small"; configs/two-to-five-agents.json,
+# a 2..5-agent range on sizes 3..6, as "range"), warm-started by behaviour cloning on even seeds
+# (so that the valid rates vary too); each run's history is one line of OUT (JSON Lines,
+# `t2t engineer propose --dump-history`'s format).
+# configs/engineer-histories.jsonl: its first 16 lines were written by this script with
+# CONFIGS="default small" (16 runs, 80 contexts; about 2 minutes a run on a loaded 2-core
+# machine), its last 8 with CONFIGS=range (see the README).
 #   REDIS=URL  a Redis database without runs of these ids (run ids hist-*), e.g. redis://127.0.0.1:6391/0
 #   OUT=FILE   the JSON Lines file to write (replaced)
-#   SEEDS="1 2" STAGES=5 INSTANCES=128   the defaults
+#   SEEDS="1 2" STAGES=5 INSTANCES=128 CONFIGS="default small range"   the defaults
 set -eu
 : "${REDIS:?set REDIS}" "${OUT:?set OUT}"
 T2T=${T2T:-t2t}
 SEEDS=${SEEDS:-1 2}
 STAGES=${STAGES:-5}
 INSTANCES=${INSTANCES:-128}
+CONFIGS=${CONFIGS:-default small range}
 SMALL=$(dirname "$0")/../../configs/two-agents-3to5.json
+RANGE=$(dirname "$0")/../../configs/two-to-five-agents.json
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$OUT.part"
-for cfg in default small; do
+for cfg in $CONFIGS; do
 	for strategy in random learnability rules fixed; do
 		for seed in $SEEDS; do
 			run="hist-$cfg-$strategy-$seed"
 			cfgflag=""
-			if [ "$cfg" = small ]; then cfgflag="--config $SMALL"; fi
+			case $cfg in
+			default) ;;
+			small) cfgflag="--config $SMALL" ;;
+			range) cfgflag="--config $RANGE" ;;
+			*) echo "record.sh: unknown config $cfg in CONFIGS (want default, small or range)" >&2; exit 2 ;;
+			esac
 			warm=none
 			if [ $((seed % 2)) -eq 0 ]; then warm=bc; fi
 			# shellcheck disable=SC2086

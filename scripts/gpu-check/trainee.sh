@@ -13,13 +13,14 @@
 #   then at once, on the one GPU:
 #   3. the SFT checkpoint as the engineer on the 18 held-out contexts (engineer score: valid JSON %,
 #      accepted %), the "base" figures;
-#   4. GRPO from it (GRPO_STAGES, default 4, on configs/two-agents-3to5.json) with itself as the
+#   4. GRPO from it (GRPO_STAGES, default 4, on CURRICULUM, default configs/two-to-five-agents.json:
+#      2..5 agents on sizes 3..6, a stage-0 config the engineer may change) with itself as the
 #      engineer (--strategy llm --engineer self --engineer-prompt compact): the 3/4/5-agent
 #      benchmark before (the run's init row) and after (its last stage), the stage proposals the
 #      guardrails accepted, then the last checkpoint as the engineer ("self": does RL keep the
 #      engineer skill?);
 #   5. the comparison: t2t experiment, arms fixed, learnability, self, base, 3 seeds, GRPO_STAGES
-#      stages of EXP_INSTANCES (default 64) instances, each (arm, seed) its own process, then the
+#      stages of EXP_INSTANCES (default 64) instances from CURRICULUM, each (arm, seed) its own process, then the
 #      report from the 12 saved runs: per arm the final 3/4/5-agent valid % and self's accepted %.
 # Writes $OUT/summary.json (every figure with its target; summary.py), $OUT/trainee.log, sft.log,
 # grpo.txt, score_base.json, score_self.json, experiment.tar.gz (the report) and
@@ -37,6 +38,7 @@ EXP_INSTANCES=${EXP_INSTANCES:-64}
 INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 --rope-theta 10000}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$here/../..
+CURRICULUM=${CURRICULUM:-$root/configs/two-to-five-agents.json}
 out=${OUT:-$PWD/trainee-out}
 mkdir -p "$out"
 scratch=$(mktemp -d)
@@ -124,7 +126,7 @@ score() { # score NAME MODEL: the engineer figures of MODEL on the held-out cont
 grpo_run() {
 	local t0=$SECONDS
 	timeout "$(left 30)" "$T2T" train "${engine[@]}" --policy qwen3 --model "$w/S" --prompt compact \
-		--max-new-tokens "$maxnew" --config "$root/configs/two-agents-3to5.json" --stages "$GRPO_STAGES" --group "$group" \
+		--max-new-tokens "$maxnew" --config "$CURRICULUM" --stages "$GRPO_STAGES" --group "$group" \
 		--instances-per-unit "$unit" --learner-batch "$batch" --val-per-size "$valper" --eval-per-size "$evalper" --lr 1e-4 \
 		--strategy llm --engineer self --engineer-prompt compact --engineer-modules F,G,H0,T --engineer-max-tokens "$scoretokens" \
 		--checkpoint-dir "$w/grpo" --rollouts 2 --gen-slots 64 --seed 5 > "$out/grpo.txt" 2> "$scratch/grpo.err"
@@ -145,7 +147,7 @@ grpo_run() {
 # and writes the report.
 experiment_runs() {
 	local common=(--policy qwen3 --model "$w/S" "${engine[@]}" --prompt compact --max-new-tokens "$maxnew"
-		--config "$root/configs/two-agents-3to5.json" --instances "$EXP_INSTANCES" --stages "$GRPO_STAGES" --group "$group"
+		--config "$CURRICULUM" --instances "$EXP_INSTANCES" --stages "$GRPO_STAGES" --group "$group"
 		--instances-per-unit "$unit" --learner-batch "$batch" --lr 1e-4 --rollouts 1 --val-per-size "$valper"
 		--eval-per-size "$evalper" --engineer-max-tokens "$scoretokens" --engineer-prompt compact --modules F,G,H0,T
 		--baseline fixed --out "$w/exp")
