@@ -50,18 +50,7 @@ func TestGenerateDeterministicAndSplittable(t *testing.T) {
 		t.Fatalf("same seed, different instances: %s vs %s", h, h2)
 	}
 	t.Logf("stage hash %s", h)
-	// Any split gives the same instances.
-	var parts []*Instance
-	for _, r := range [][2]int{{0, 7}, {7, 7}, {7, 30}, {30, cfg.Instances}} {
-		p, err := Generate(cfg, seed, r[0], r[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, p...)
-	}
-	if genHash(t, parts) != h {
-		t.Fatal("split generation differs from one-shot generation")
-	}
+	genCheckSplits(t, cfg, seed, all, 7, 7, 30)
 	for _, i := range []int{0, 13, cfg.Instances - 1} {
 		one, err := GenerateOne(cfg, seed, i)
 		if err != nil {
@@ -70,14 +59,7 @@ func TestGenerateDeterministicAndSplittable(t *testing.T) {
 		if genHash(t, []*Instance{one}) != genHash(t, all[i:i+1]) {
 			t.Fatalf("GenerateOne(%d) differs from Generate", i)
 		}
-		// The stored seed regenerates the instance.
-		re, err := GenerateSeeded(one.Width, one.NumHoles(), len(one.Agents), one.NeedsWait, one.Seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if genHash(t, []*Instance{re}) != genHash(t, []*Instance{one}) {
-			t.Fatalf("GenerateSeeded does not regenerate instance %d", i)
-		}
+		genCheckRegenerates(t, one)
 	}
 	other, err := Generate(cfg, seed+1, 0, cfg.Instances)
 	if err != nil {
@@ -85,6 +67,36 @@ func TestGenerateDeterministicAndSplittable(t *testing.T) {
 	}
 	if genHash(t, other) == h {
 		t.Fatal("different seeds gave the same stage")
+	}
+}
+
+// genCheckSplits checks that generating the stage in the pieces cut at the
+// given indices gives all, the one-shot stage.
+func genCheckSplits(t *testing.T, cfg Config, seed uint64, all []*Instance, cuts ...int) {
+	t.Helper()
+	var parts []*Instance
+	lo := 0
+	for _, hi := range append(cuts, cfg.Instances) {
+		p, err := Generate(cfg, seed, lo, hi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, lo = append(parts, p...), hi
+	}
+	if genHash(t, parts) != genHash(t, all) {
+		t.Fatalf("generation split at %v differs from one-shot generation", cuts)
+	}
+}
+
+// genCheckRegenerates checks that the instance's stored seed regenerates it.
+func genCheckRegenerates(t *testing.T, in *Instance) {
+	t.Helper()
+	re, err := GenerateSeeded(in.Width, in.NumHoles(), len(in.Agents), in.NeedsWait, in.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if genHash(t, []*Instance{re}) != genHash(t, []*Instance{in}) {
+		t.Fatalf("GenerateSeeded does not regenerate a %dx%d, %d-agent instance", in.Width, in.Width, len(in.Agents))
 	}
 }
 
@@ -187,26 +199,9 @@ func TestGenerateAgentRange(t *testing.T) {
 	if got[key{4, 4}] == 0 || got[key{3, 4}] != 0 {
 		t.Fatalf("4 agents: %d on 4x4, %d on 3x3", got[key{4, 4}], got[key{3, 4}])
 	}
-	h := genHash(t, ins)
-	var parts []*Instance
-	for _, r := range [][2]int{{0, 20}, {20, cfg.Instances}} {
-		p, err := Generate(cfg, seed, r[0], r[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, p...)
-	}
-	if genHash(t, parts) != h {
-		t.Fatal("split generation differs from one-shot generation")
-	}
+	genCheckSplits(t, cfg, seed, ins, 20)
 	for _, in := range ins[:8] {
-		re, err := GenerateSeeded(in.Width, in.NumHoles(), len(in.Agents), in.NeedsWait, in.Seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if genHash(t, []*Instance{re}) != genHash(t, []*Instance{in}) {
-			t.Fatalf("GenerateSeeded does not regenerate a %d-agent instance", len(in.Agents))
-		}
+		genCheckRegenerates(t, in)
 	}
 	// agents_max equal to agents is no range: the same stage as without it.
 	a, b := genTestConfig(), genTestConfig()
