@@ -7,9 +7,9 @@
 # a 2..5-agent range on sizes 3..6, as "range"), warm-started by behaviour cloning on even seeds
 # (so that the valid rates vary too); each run's history is one line of OUT (JSON Lines,
 # `t2t engineer propose --dump-history`'s format).
-# configs/engineer-histories.jsonl: its first 16 lines were written by this script with
-# CONFIGS="default small" (16 runs, 80 contexts; about 2 minutes a run on a loaded 2-core
-# machine), its last 8 with CONFIGS=range (see the README).
+# configs/engineer-histories.jsonl was written by this script with CONFIGS="default small" (16
+# runs, 80 contexts; about 2 minutes a run on a loaded 2-core machine), and
+# configs/engineer-histories-range.jsonl with CONFIGS=range (8 runs, 40 contexts).
 #   REDIS=URL  a Redis database without runs of these ids (run ids hist-*), e.g. redis://127.0.0.1:6391/0
 #   OUT=FILE   the JSON Lines file to write (replaced)
 #   SEEDS="1 2" STAGES=5 INSTANCES=128 CONFIGS="default small range"   the defaults

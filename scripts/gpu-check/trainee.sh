@@ -5,13 +5,15 @@
 #   OUT=DIR ./scripts/gpu-check/trainee.sh ./t2t
 # Steps, each bounded by what is left of BUDGET_S (default 660 s: a 15-minute device session less
 # the machine's start) and none stopping the others:
-#   1. the engineer turns (t2t engineer turns: 62 for training, 18 held out) and a fresh model
-#      (INIT, default the 5.04 M shape of scripts/llm-recipe/trainee.sh);
+#   1. the engineer turns (t2t engineer turns on configs/engineer-histories.jsonl and
+#      configs/engineer-histories-range.jsonl, the runs on the 2..5-agent range: about 20 % of the
+#      contexts held out, by hash) and a fresh model (INIT, default the 5.04 M shape of
+#      scripts/llm-recipe/trainee.sh);
 #   2. SFT on 2..5 agents over sizes 3..10 with the engineer turns mixed in (STEPS, default 6000,
 #      batch BATCH, default 32; what is left of the budget less 360 s), evaluated greedily on EVAL
 #      (default 192) held-out instances: valid % per agent count;
 #   then at once, on the one GPU:
-#   3. the SFT checkpoint as the engineer on the 18 held-out contexts (engineer score: valid JSON %,
+#   3. the SFT checkpoint as the engineer on the held-out contexts (engineer score: valid JSON %,
 #      accepted %), the "base" figures;
 #   4. GRPO from it (GRPO_STAGES, default 4, on CURRICULUM, default configs/two-to-five-agents.json:
 #      2..5 agents on sizes 3..6, a stage-0 config the engineer may change) with itself as the
@@ -88,15 +90,18 @@ PY
 }
 
 echo "== trainee: engineer turns and a fresh model =="
-"$T2T" engineer turns --histories "$root/configs/engineer-histories.jsonl" --out "$w/turns.jsonl" \
+cat "$root/configs/engineer-histories.jsonl" "$root/configs/engineer-histories-range.jsonl" > "$w/histories.jsonl"
+"$T2T" engineer turns --histories "$w/histories.jsonl" --out "$w/turns.jsonl" \
 	--teacher learnability --prompt compact --modules F,G,H0,T || exit 1
+ntrain=$(grep -sc '"held_out":false' "$w/turns.jsonl")
+nheld=$(grep -sc '"held_out":true' "$w/turns.jsonl")
 # shellcheck disable=SC2086 # INIT is a list of flags
 "$T2T" model init $INIT --out "$w/M" || exit 1
 
 echo "== trainee: SFT, $STEPS steps of $BATCH on 2..5 agents, sizes 3..10 (${DEVICE}) =="
 t0=$SECONDS
 timeout "$(left 360)" "$T2T" sft "${engine[@]}" --model "$w/M" --out "$w/S" --prompt compact --agents 2,3,4,5 \
-	--sizes 3-10 --steps "$STEPS" --batch "$BATCH" --lr 1e-3 --seed 1001 --engineer-turns 62 \
+	--sizes 3-10 --steps "$STEPS" --batch "$BATCH" --lr 1e-3 --seed 1001 --engineer-turns "${ntrain:-0}" \
 	--engineer-data "$w/turns.jsonl" --engineer-every 4 --eval "$EVAL" --eval-seed 99 --eval-before=false \
 	--max-tokens 256 --report-every 250 --save-every 500 > "$out/sft.log" 2>&1
 echo "sft: exit $? after $((SECONDS - t0))s"
@@ -117,7 +122,7 @@ score() { # score NAME MODEL: the engineer figures of MODEL on the held-out cont
 		--max-tokens "$scoretokens" --json "$out/score_$1.json" > "$scratch/score_$1.txt" 2>&1
 	echo "engineer score ($1): exit $?; $(tail -1 "$scratch/score_$1.txt")"
 	figure "engineer_$1_json_pct" "$(jget "$out/score_$1.json" '100 * d["json_rate"]')" 80 ge % \
-		"valid JSON on the 18 held-out engineer contexts: t2t engineer score --model ($1) --contexts turns.jsonl"
+		"valid JSON on the ${nheld:-0} held-out engineer contexts: t2t engineer score --model ($1) --contexts turns.jsonl"
 	figure "engineer_$1_accepted_pct" "$(jget "$out/score_$1.json" '100 * d["accepted_rate"]')" 80 ge % \
 		"accepted by the guardrails on the same contexts ($1)"
 }
