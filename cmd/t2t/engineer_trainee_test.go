@@ -86,12 +86,13 @@ func TestEngineerTurnsInSFTData(t *testing.T) {
 }
 
 // traineeRun returns the t2t train arguments args followed by the run shape that
-// TestTraineeAsEngineer records a context on and then trains with: the LLM recipe's stage-0
-// config (2 agents, sizes 3..5), 4 instances, 2 stages, and the smallest validation and
+// TestTraineeAsEngineer records a context on and then trains with: issue #28's 2–5-agent
+// curriculum (configs/two-to-five-agents.json: agents 2..5, sizes 3..6), 4 instances, 2 stages,
+// and the smallest validation and
 // benchmark sets. The recorded run and the self run share it, so that the self engineer's
 // stage-1 prompt is the taught one.
 func traineeRun(args ...string) []string {
-	return append(append([]string{"train"}, args...), "--stages", "2", "--config", "../../configs/two-agents-3to5.json", "--instances", "4",
+	return append(append([]string{"train"}, args...), "--stages", "2", "--config", "../../configs/two-to-five-agents.json", "--instances", "4",
 		"--instances-per-unit", "2", "--group", "2", "--learner-batch", "2", "--val-per-size", "1", "--eval-per-size", "1")
 }
 
@@ -161,6 +162,9 @@ func TestTraineeAsEngineer(t *testing.T) {
 		t.Fatalf("turns %+v, %v: want one training turn for stage 1", all, err)
 	}
 	turn := all[0]
+	if !turn.Config.HasAgentRange() || !strings.Contains(turn.User, "agents 2..5") || !strings.Contains(turn.Answer, `"agents_max": 5`) {
+		t.Fatalf("the taught turn is not on the 2..5-agent range: config %+v, prompt %q, answer %s", turn.Config, turn.User, turn.Answer)
+	}
 	t.Logf("taught prompt %s:\n%s\nanswer: %s", turn.PromptHash, turn.User, turn.Answer)
 
 	// SFT on that one turn until the guardrails accept the greedy answer.
@@ -235,6 +239,9 @@ func TestTraineeAsEngineer(t *testing.T) {
 	}
 	if stage1.Hash() != proposed.Hash() || stage1.Diff(proposed) != "" {
 		t.Fatalf("stage 1's config %s is not the accepted proposal %s", cfgs[1].JSON, a.Projected)
+	}
+	if lo, hi := stage1.AgentRange(); lo != 2 || hi != 5 {
+		t.Fatalf("stage 1's config has agents %d..%d, want the curriculum's 2..5", lo, hi)
 	}
 	t.Logf("stage 1 config %s = the self engineer's proposal (the taught one: %v), rationale %q", cfgs[1].Version, stage1.Hash() == turn.Config.Hash(), cfgs[1].Rationale)
 }
