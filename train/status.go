@@ -433,7 +433,8 @@ func (s *SamplingStatus) String() string {
 }
 
 // writeConfigs prints the configuration over stages: per map size, each
-// stage's data, hole and wait ratio ("*": changed from the stage before).
+// stage's data, hole and wait ratio ("*": changed from the stage before),
+// and the agents row where the agent count is a range or changed.
 func writeConfigs(b *strings.Builder, stages []StatusStage) {
 	if len(stages) == 0 {
 		return
@@ -471,5 +472,28 @@ func writeConfigs(b *strings.Builder, stages []StatusStage) {
 		}
 		fmt.Fprintln(tw)
 	}
+	writeAgentsRow(tw, stages)
 	tw.Flush()
+}
+
+// writeAgentsRow adds the agents row to the config table ("2..5" for a
+// range, "*": changed), when some stage has an agent range or the count
+// changed over the stages; a run on one count keeps the table of sizes.
+func writeAgentsRow(tw *tabwriter.Writer, stages []StatusStage) {
+	show := false
+	for _, s := range stages {
+		show = show || s.Config.HasAgentRange() || s.Config.AgentsText() != stages[0].Config.AgentsText()
+	}
+	if !show {
+		return
+	}
+	fmt.Fprint(tw, "agents\t")
+	for i, s := range stages {
+		mark := " "
+		if i > 0 && s.Config.AgentsText() != stages[i-1].Config.AgentsText() {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "%s%s\t", s.Config.AgentsText(), mark)
+	}
+	fmt.Fprintln(tw)
 }
