@@ -100,15 +100,21 @@ func engCompactPrompt(h *History, m Modules, base env.Config) Prompt {
 	if m.S && last != nil && strings.TrimSpace(last.Rationale) != "" {
 		b.WriteString("S: " + promptOneLine(engTruncate(last.Rationale, 200)) + "\n")
 	}
-	if cur.HasAgentRange() {
-		b.WriteString(`answer: {"rationale": "<one line>", "config": {"sizes": [{"size": N, "data_ratio": x, "hole_ratio": x, "wait_ratio": x} for each size above], "agents": k, "agents_max": m, "instances": n}}` + "\n")
-	} else {
-		b.WriteString(`answer: {"rationale": "<one line>", "config": {"sizes": [{"size": N, "data_ratio": x, "hole_ratio": x, "wait_ratio": x} for each size above], "agents": k, "instances": n}}` + "\n")
-	}
+	b.WriteString(compactAnswerLine(cur))
 	p := Prompt{System: promptSystemCompact, User: b.String()}
 	p.Tokens = ApproxTokens(p.System) + ApproxTokens(p.User)
 	p.Hash = PromptHash(p.System, p.User)
 	return p
+}
+
+// compactAnswerLine is the compact prompt's answer schema; agents_max is
+// in it only when cur has an agent range.
+func compactAnswerLine(cur env.Config) string {
+	agents := `"agents": k, `
+	if cur.HasAgentRange() {
+		agents += `"agents_max": m, `
+	}
+	return `answer: {"rationale": "<one line>", "config": {"sizes": [{"size": N, "data_ratio": x, "hole_ratio": x, "wait_ratio": x} for each size above], ` + agents + `"instances": n}}` + "\n"
 }
 
 // compactPct is 100·k/n with one decimal, "-" without episodes.

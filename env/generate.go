@@ -199,14 +199,8 @@ func genCheck(cfg Config) error {
 	invalid := func(field string, v any, reason string) error {
 		return fmt.Errorf("%w: %w: %w", ErrInfeasible, ErrInvalidConfig, &FieldError{Field: field, Value: v, Reason: reason})
 	}
-	if cfg.Agents < 1 || cfg.Agents > MaxAgents {
-		return invalid("agents", cfg.Agents, fmt.Sprintf("must be in [1,%d]", MaxAgents))
-	}
-	if cfg.AgentsMax != 0 && (cfg.AgentsMax < cfg.Agents || cfg.AgentsMax > MaxAgents) {
-		return invalid("agents_max", cfg.AgentsMax, fmt.Sprintf("must be 0 (no range) or in [agents=%d,%d]", cfg.Agents, MaxAgents))
-	}
-	if cfg.Instances < 0 {
-		return invalid("instances", cfg.Instances, "must be >= 0")
+	if err := genCheckCounts(cfg); err != nil {
+		return invalid(err.Field, err.Value, err.Reason)
 	}
 	if len(cfg.Sizes) == 0 {
 		return invalid("sizes", 0, "need at least one size")
@@ -253,6 +247,19 @@ func genCheck(cfg Config) error {
 		if waits[i] > 0 && k == 1 {
 			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("wait ratio %g asks for %d instances that need a wait, but a single agent never needs one", sc.WaitRatio, waits[i])}
 		}
+	}
+	return nil
+}
+
+// genCheckCounts checks agents, agents_max and instances.
+func genCheckCounts(cfg Config) *FieldError {
+	switch {
+	case cfg.Agents < 1 || cfg.Agents > MaxAgents:
+		return &FieldError{Field: "agents", Value: cfg.Agents, Reason: fmt.Sprintf("must be in [1,%d]", MaxAgents)}
+	case cfg.AgentsMax != 0 && (cfg.AgentsMax < cfg.Agents || cfg.AgentsMax > MaxAgents):
+		return &FieldError{Field: "agents_max", Value: cfg.AgentsMax, Reason: fmt.Sprintf("must be 0 (no range) or in [agents=%d,%d]", cfg.Agents, MaxAgents)}
+	case cfg.Instances < 0:
+		return &FieldError{Field: "instances", Value: cfg.Instances, Reason: "must be >= 0"}
 	}
 	return nil
 }
