@@ -93,7 +93,7 @@ func TestLLMAgentRange(t *testing.T) {
 		answer  env.Config
 		want    int
 		project bool
-	}{{"omitted", good, 5, false}, {"narrowed", narrow, 3, false}, {"below agents", low, 2, true}} {
+	}{{"omitted", good, 5, false}, {"narrowed", narrow, 3, false}, {"below agents", low, 0, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newEngServer(t, engReply(engAnswerText("ok", tc.answer)))
 			l := engLLM(t, s, func(o *Options) { o.Feasible = env.CheckFeasible })
@@ -145,5 +145,49 @@ func TestTurnsOnAgentRange(t *testing.T) {
 	b.AgentsMax = 2
 	if d := ConfigDistance(a, b); d != 0 {
 		t.Errorf("agents_max 2 vs none: distance %v, want 0", d)
+	}
+}
+
+// No hidden range: an answer that spells out agents_max == agents is no
+// range (written as 0), and a previous config without a range lends none
+// to an answer that leaves the field out.
+func TestLLMNoHiddenRange(t *testing.T) {
+	spelled := engGoodConfig()
+	spelled.AgentsMax = spelled.Agents
+	s := newEngServer(t, engReply(engAnswerText("ok", spelled)))
+	p := engPropose(t, engLLM(t, s, nil), engRangeHistory())
+	if p.Config.AgentsMax != 0 || p.Attempts[0].Reason != "accepted" || strings.Contains(p.Attempts[0].Projected, "agents_max") {
+		t.Fatalf("agents_max == agents: proposal agents_max %d, attempt %+v", p.Config.AgentsMax, p.Attempts[0])
+	}
+	h := engHandHistory() // a hidden bound in the history: agents 2, agents_max 2
+	for i := range h.Stages {
+		h.Stages[i].Config.AgentsMax = 2
+	}
+	three := engGoodConfig()
+	three.Agents = 3
+	s = newEngServer(t, engReply(engAnswerText("ok", three)))
+	if p := engPropose(t, engLLM(t, s, nil), h); p.Config.AgentsMax != 0 || p.Config.Agents != 3 {
+		t.Fatalf("after agents_max == agents, an answer of 3 agents became %d..%d", p.Config.Agents, p.Config.AgentsMax)
+	}
+}
+
+// A teacher that drops the previous range says so in its answer (leaving
+// the field out would keep the range).
+func TestTeacherAnswerDropsRange(t *testing.T) {
+	prev := env.DefaultConfig()
+	prev.AgentsMax = 5
+	ans, cfg := TeacherAnswer(NameRules, prev, env.DefaultConfig())
+	if !strings.Contains(ans, `"agents": 2, "agents_max": 2, "instances"`) {
+		t.Fatalf("answer %s: want agents_max 2", ans)
+	}
+	a, err := ParseAnswer(ans)
+	if err != nil || !a.HasAgentsMax {
+		t.Fatalf("%+v, %v", a, err)
+	}
+	if a.Config.HasAgentRange() || cfg.HasAgentRange() {
+		t.Errorf("the answer keeps a range: %+v", a.Config)
+	}
+	if plain, _ := TeacherAnswer(NameRules, env.DefaultConfig(), env.DefaultConfig()); strings.Contains(plain, "agents_max") {
+		t.Errorf("no range before or after, yet %s", plain)
 	}
 }

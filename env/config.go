@@ -22,8 +22,9 @@ type Config struct {
 	// Sizes lists one entry per map size, in increasing size order.
 	// Default: sizes 3..10.
 	Sizes []SizeConfig `json:"sizes" msgpack:"sizes"`
-	// Agents is the number of agents per instance. Default 2 (the paper
-	// trains on 2-agent instances only).
+	// Agents is the number of agents per instance, or the fewest when
+	// AgentsMax makes a range. Default 2 (the paper trains on 2-agent
+	// instances only).
 	Agents int `json:"agents" msgpack:"agents"`
 	// AgentsMax, when above Agents, makes the agent count a range: each
 	// size's instances are spread evenly over the counts

@@ -592,11 +592,11 @@ func TestConfigValidateNoAlloc(t *testing.T) {
 	}
 }
 
-// Project clamps a non-zero agents_max into [agents, MaxAgents] and keeps a
-// valid range as it is.
+// Project clamps agents_max to MaxAgents, keeps a valid range as it is and
+// writes 0 for one that makes no range.
 func TestConfigProjectAgentsMax(t *testing.T) {
 	for _, tc := range []struct{ agents, max, want int }{
-		{2, 0, 0}, {2, 5, 5}, {2, 2, 2}, {3, 1, 3}, {2, -4, 2}, {2, 99, MaxAgents}, {0, 4, 4},
+		{2, 0, 0}, {2, 5, 5}, {2, 2, 0}, {3, 1, 0}, {2, -4, 0}, {2, 99, MaxAgents}, {0, 4, 4}, {12, 12, 0},
 	} {
 		c := DefaultConfig()
 		c.Agents, c.AgentsMax = tc.agents, tc.max

@@ -91,7 +91,9 @@ func (c Config) Validate() error {
 // Project maps any config onto the valid space (the paper's projection of
 // an engineer's proposal) and returns the result; c is not modified. Its
 // output always passes Validate, and a valid config comes back with equal
-// fields up to the rounding of the data-ratio renormalisation.
+// fields up to the rounding of the data-ratio renormalisation (and an
+// agents_max equal to agents written as 0: the same config, Hash and Diff
+// agree).
 //
 // Steps, in order:
 //   - an empty size list becomes DefaultConfig's sizes;
@@ -99,8 +101,9 @@ func (c Config) Validate() error {
 //     duplicates dropped, keeping the first entry of each size in the
 //     original order;
 //   - hole and wait ratios are clipped to [0,1], NaN becomes 0;
-//   - agents are clamped to [1, MaxAgents] and to the largest size; a
-//     non-zero agents_max is clamped to [agents, MaxAgents];
+//   - agents are clamped to [1, MaxAgents] and to the largest size;
+//     agents_max is clamped to MaxAgents, and one that makes no range (at
+//     most agents) becomes 0, so no hidden bound is carried along;
 //   - sizes smaller than the agent count get data ratio 0 (they cannot hold
 //     the agents), as do NaN, infinite and negative data ratios;
 //   - the data ratios are renormalised to sum to 1; when all are 0 they
@@ -121,8 +124,8 @@ func (c Config) Project() Config {
 	out.Sizes = slices.CompactFunc(out.Sizes, func(a, b SizeConfig) bool { return a.Size == b.Size })
 
 	out.Agents = min(max(out.Agents, 1), MaxAgents, out.Sizes[len(out.Sizes)-1].Size)
-	if out.AgentsMax != 0 {
-		out.AgentsMax = min(max(out.AgentsMax, out.Agents), MaxAgents)
+	if out.AgentsMax = min(out.AgentsMax, MaxAgents); out.AgentsMax <= out.Agents {
+		out.AgentsMax = 0
 	}
 
 	// Data ratios: zero the unusable ones, scale by the largest so the sum

@@ -86,10 +86,12 @@ func InstanceSeed(seed uint64, index int) uint64 {
 // cfg.Instances by largest remainder of DataRatio (normalised to sum 1;
 // ties go to the earlier size), and round(WaitRatio*count) of its slots
 // target NeedsWait=true, the rest NeedsWait=false. With an agent range
-// (Config.AgentsMax), slot j of a size's stratum has the agent count
-// AgentCounts(N)[j mod len(AgentCounts(N))], so the counts split the
-// stratum, and its wait and no-wait slots, evenly. A permutation of the
-// slots drawn from (seed, a fixed stream) maps indices to slots.
+// (Config.AgentsMax), the counts a size holds (AgentCounts) take turns over
+// the stage's wait slots and, separately, over its no-wait slots, in size
+// order (genPlan.agents): each kind of slot of a size splits over the
+// counts within one instance, and a wait slot never gets a single agent. A
+// permutation of the slots drawn from (seed, a fixed stream) maps indices
+// to slots.
 //
 // The instance itself is drawn by rejection sampling: exactly
 // round(HoleRatio*N*N) holes uniformly at random, then the slot's k agents
@@ -163,11 +165,10 @@ func GenerateSeeded(size, holes, agents int, needsWait bool, instSeed uint64) (*
 // [1,MaxAgents], AgentsMax 0 or in [Agents,MaxAgents], Instances >= 0, data
 // ratios not all zero) and, for every size that gets instances, that the
 // fewest agents fit (at most min(N,10)), that the holes leave 2k free cells
-// for the most agents k of that size (AgentCounts), that NeedsWait targets
-// have at least two agents, and that at least 4 of 4096 random hole layouts
-// and placements of that many agents
-// placements (drawn as the generator draws them, from a fixed seed)
-// connect every agent's start to its goal. The field and count checks take
+// for the most agents k of that size (AgentCounts), that a size with
+// NeedsWait targets holds two agents or more, and that at least 4 of 4096
+// random hole layouts and placements of k agents (drawn as the generator
+// draws them, from a fixed seed) connect every agent's start to its goal. The field and count checks take
 // microseconds; the probe stops at its fourth success, so it takes tens of
 // microseconds on common configurations and a few milliseconds on sparse
 // ones (5 agents, 50% holes on 10x10) or when it rejects. Every error wraps
@@ -244,7 +245,7 @@ func genCheck(cfg Config) error {
 		if most := ks[len(ks)-1]; n*n-nh < 2*most {
 			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("hole ratio %g leaves %d free cells; %d agents need %d distinct start and goal cells", sc.HoleRatio, n*n-nh, most, 2*most)}
 		}
-		if waits[i] > 0 && k == 1 {
+		if waits[i] > 0 && ks[len(ks)-1] == 1 {
 			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("wait ratio %g asks for %d instances that need a wait, but a single agent never needs one", sc.WaitRatio, waits[i])}
 		}
 	}
@@ -340,6 +341,10 @@ type genPlan struct {
 	waits  []int
 	first  []int   // first slot of each size's stratum
 	perm   []int32 // index -> slot
+	// waitsBefore and restBefore count the wait and no-wait slots of the
+	// sizes before each one: the agent counts rotate over each kind of slot
+	// across sizes (genPlan.agents).
+	waitsBefore, restBefore []int
 }
 
 func genNewPlan(cfg Config, seed uint64) (*genPlan, error) {
@@ -349,10 +354,11 @@ func genNewPlan(cfg Config, seed uint64) (*genPlan, error) {
 	p := &genPlan{cfg: cfg, seed: seed}
 	p.counts, p.waits = genAlloc(cfg)
 	p.first = make([]int, len(p.counts))
-	off := 0
+	p.waitsBefore, p.restBefore = make([]int, len(p.counts)), make([]int, len(p.counts))
+	off, waits, rest := 0, 0, 0
 	for i, c := range p.counts {
-		p.first[i] = off
-		off += c
+		p.first[i], p.waitsBefore[i], p.restBefore[i] = off, waits, rest
+		off, waits, rest = off+c, waits+p.waits[i], rest+c-p.waits[i]
 	}
 	p.perm = make([]int32, cfg.Instances)
 	for i := range p.perm {
@@ -370,11 +376,30 @@ func (p *genPlan) slot(index int) (si int, wait bool, agents int) {
 	for i := len(p.first) - 1; i >= 0; i-- {
 		if p.counts[i] > 0 && sl >= p.first[i] {
 			j := sl - p.first[i]
-			ks := p.cfg.AgentCounts(p.cfg.Sizes[i].Size)
-			return i, j < p.waits[i], ks[j%len(ks)]
+			wait := j < p.waits[i]
+			return i, wait, p.agents(i, j, wait)
 		}
 	}
 	panic("env: generator slot outside every stratum")
+}
+
+// agents returns the agent count of slot j of size entry i. Without a range
+// it is Config.Agents. With one, the counts the size holds (AgentCounts)
+// take turns over the stage's wait slots, and separately over its no-wait
+// slots, in size order, continuing from one size to the next: so within a
+// size each kind of slot splits over the counts within one, and a stage
+// smaller than the number of counts still reaches the larger ones. A wait
+// slot never gets a single agent (one agent never needs a wait).
+func (p *genPlan) agents(i, j int, wait bool) int {
+	ks := p.cfg.AgentCounts(p.cfg.Sizes[i].Size)
+	turn := p.restBefore[i] + j - p.waits[i]
+	if wait {
+		turn = p.waitsBefore[i] + j
+		if ks[0] == 1 && len(ks) > 1 {
+			ks = ks[1:]
+		}
+	}
+	return ks[turn%len(ks)]
 }
 
 func (p *genPlan) instance(g *genScratch, s *Solver, index int) (*Instance, error) {

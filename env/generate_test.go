@@ -176,21 +176,26 @@ func TestGenerateAgentRange(t *testing.T) {
 			gotWait[k]++
 		}
 	}
-	// The rule, stated independently: slot j of a stratum of c slots, the
-	// first w of which need a wait, has ks[j mod len(ks)] agents.
+	// The rule, stated independently: the counts a size holds take turns
+	// over the stage's wait slots, and separately over its no-wait slots,
+	// size after size.
 	want, wantWait := map[key]int{}, map[key]int{}
 	counts, waits := genAlloc(cfg)
+	turnWait, turnRest := 0, 0
 	for i, sc := range cfg.Sizes {
 		ks := []int{2, 3, 4}
 		if sc.Size == 3 {
 			ks = []int{2, 3}
 		}
-		for j := range counts[i] {
-			k := key{sc.Size, ks[j%len(ks)]}
+		for range waits[i] {
+			k := key{sc.Size, ks[turnWait%len(ks)]}
 			want[k]++
-			if j < waits[i] {
-				wantWait[k]++
-			}
+			wantWait[k]++
+			turnWait++
+		}
+		for range counts[i] - waits[i] {
+			want[key{sc.Size, ks[turnRest%len(ks)]}]++
+			turnRest++
 		}
 	}
 	if !maps.Equal(got, want) || !maps.Equal(gotWait, wantWait) {
@@ -216,6 +221,51 @@ func TestGenerateAgentRange(t *testing.T) {
 	}
 	if genHash(t, x) != genHash(t, y) {
 		t.Fatal("agents_max == agents changed the stage")
+	}
+}
+
+// TestGenerateAgentRangeSmall: a stage with fewer instances than sizes ×
+// counts still reaches the larger counts, and a range from one agent gives
+// its wait instances two agents or more.
+func TestGenerateAgentRangeSmall(t *testing.T) {
+	seed := solvTestSeed(t, 5)
+	cfg := Config{Agents: 2, AgentsMax: 5, Instances: 4}
+	for n := 3; n <= 6; n++ {
+		cfg.Sizes = append(cfg.Sizes, SizeConfig{Size: n, DataRatio: 0.25, HoleRatio: 0.2, WaitRatio: 0.3})
+	}
+	ins, err := Generate(cfg, seed, 0, cfg.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[[2]int]bool{}
+	for _, in := range ins {
+		got[[2]int{in.Width, len(in.Agents)}] = true
+	}
+	want := map[[2]int]bool{{3, 2}: true, {4, 3}: true, {5, 4}: true, {6, 5}: true}
+	if !maps.Equal(got, want) {
+		t.Errorf("4 instances of 2..5 agents on sizes 3..6: (size, agents) %v, want %v", got, want)
+	}
+
+	one := Config{Agents: 1, AgentsMax: 3, Instances: 40, Sizes: []SizeConfig{
+		{Size: 4, DataRatio: 0.5, HoleRatio: 0.1, WaitRatio: 0.5}, {Size: 5, DataRatio: 0.5, HoleRatio: 0.1, WaitRatio: 0.5}}}
+	if err := CheckFeasible(one); err != nil {
+		t.Fatalf("1..3 agents with waits: %v", err)
+	}
+	ins, err = Generate(one, seed, 0, one.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single := 0
+	for _, in := range ins {
+		if in.NeedsWait && len(in.Agents) < 2 {
+			t.Fatalf("a wait instance with %d agent", len(in.Agents))
+		}
+		if len(in.Agents) == 1 {
+			single++
+		}
+	}
+	if single == 0 {
+		t.Error("1..3 agents: no single-agent instance")
 	}
 }
 
@@ -295,6 +345,7 @@ func TestCheckFeasible(t *testing.T) {
 		{"agents_max below agents", mod(func(c *Config) { c.AgentsMax = 1 }), 0, true, false},
 		{"agents_max above 10", mod(func(c *Config) { c.AgentsMax = MaxAgents + 1 }), 0, true, false},
 		{"range: holes leave too few cells for the most agents", mod(func(c *Config) { c.AgentsMax = 4; c.Sizes[1].HoleRatio = 0.6 }), 4, false, false},
+		{"range: the probe fails for the most agents", Config{Agents: 2, AgentsMax: 5, Instances: 10, Sizes: []SizeConfig{{Size: 8, DataRatio: 1, HoleRatio: 0.7}}}, 8, false, true},
 		{"negative instances", mod(func(c *Config) { c.Instances = -1 }), 0, true, false},
 		{"size too small", mod(func(c *Config) { c.Sizes[0].Size = 1 }), 0, true, false},
 		{"size twice", mod(func(c *Config) { c.Sizes[1].Size = 3 }), 0, true, false},
@@ -332,6 +383,10 @@ func TestCheckFeasible(t *testing.T) {
 				t.Fatalf("GenerateOne: want ErrInfeasible, got %v", err)
 			}
 		})
+	}
+	// The probe's case passes for its fewest agents alone.
+	if err := CheckFeasible(Config{Agents: 2, Instances: 10, Sizes: []SizeConfig{{Size: 8, DataRatio: 1, HoleRatio: 0.7}}}); err != nil {
+		t.Errorf("2 agents at 70%% holes on 8x8: %v", err)
 	}
 	// A size with no instances is not checked.
 	c := mod(func(c *Config) { c.Sizes[0].DataRatio = 0; c.Sizes[0].HoleRatio = 0.99 })

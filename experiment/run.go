@@ -47,7 +47,8 @@ func Run(ctx context.Context, opt Options) (*report.Experiment, error) {
 	exp := &report.Experiment{
 		Title: opt.Title, Command: opt.Command, Seeds: opt.Seeds,
 		Budget: report.Budget{Policy: opt.Policy, Stages: opt.Stages, Instances: opt.Config.Instances, GroupSize: opt.GroupSize,
-			ValPerSize: opt.ValPerSize, EvalPerSize: opt.EvalPerSize, Epochs: opt.Epochs, SuiteSeed: uint64(opt.SuiteSeed)},
+			ValPerSize: opt.ValPerSize, EvalPerSize: opt.EvalPerSize, Epochs: opt.Epochs, SuiteSeed: uint64(opt.SuiteSeed),
+			Agents: env.Config(opt.Config).AgentsText()},
 	}
 	for _, a := range opt.Arms {
 		exp.Strategies = append(exp.Strategies, a.Label)

@@ -86,6 +86,9 @@ type Budget struct {
 	Epochs int `json:"epochs,omitempty"`
 	// SuiteSeed seeds the validation set and the benchmark suite.
 	SuiteSeed uint64 `json:"suite_seed,omitempty"`
+	// Agents is the stage-0 config's agent count as env.Config.AgentsText
+	// writes it ("2", or "2..5" for a range); "" (older files) reads as 2.
+	Agents string `json:"agents,omitempty"`
 }
 
 // Experiment is several strategies trained with the same seeds.
@@ -328,8 +331,12 @@ func budgetLine(e *Experiment) string {
 	if bd.Epochs > 1 {
 		epochs = fmt.Sprintf(" × %d epochs", bd.Epochs)
 	}
-	return fmt.Sprintf("Policy %s; %d stages × %d training instances%s (2 agents, group %d); validation %d per size (2 agents, sizes 3..10); benchmark %d per (agents, size, wait subset) for 3/4/5 agents; seeds %s.",
-		bd.Policy, bd.Stages, bd.Instances, epochs, bd.GroupSize, bd.ValPerSize, bd.EvalPerSize, strings.Join(seeds, ", "))
+	agents := bd.Agents
+	if agents == "" {
+		agents = "2"
+	}
+	return fmt.Sprintf("Policy %s; %d stages × %d training instances%s (%s agents, group %d); validation %d per size (2 agents, sizes 3..10); benchmark %d per (agents, size, wait subset) for 3/4/5 agents; seeds %s.",
+		bd.Policy, bd.Stages, bd.Instances, epochs, agents, bd.GroupSize, bd.ValPerSize, bd.EvalPerSize, strings.Join(seeds, ", "))
 }
 
 // experimentTables builds the final-results table (initial policy first)
