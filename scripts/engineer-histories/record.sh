@@ -20,6 +20,12 @@ SEEDS=${SEEDS:-1 2}
 STAGES=${STAGES:-5}
 INSTANCES=${INSTANCES:-128}
 CONFIGS=${CONFIGS:-default small range}
+for cfg in $CONFIGS; do
+	case $cfg in
+	default | small | range) ;;
+	*) echo "record.sh: unknown config $cfg in CONFIGS (want default, small or range)" >&2; exit 2 ;;
+	esac
+done
 SMALL=$(dirname "$0")/../../configs/two-agents-3to5.json
 RANGE=$(dirname "$0")/../../configs/two-to-five-agents.json
 tmp=$(mktemp -d)
@@ -31,10 +37,8 @@ for cfg in $CONFIGS; do
 			run="hist-$cfg-$strategy-$seed"
 			cfgflag=""
 			case $cfg in
-			default) ;;
 			small) cfgflag="--config $SMALL" ;;
 			range) cfgflag="--config $RANGE" ;;
-			*) echo "record.sh: unknown config $cfg in CONFIGS (want default, small or range)" >&2; exit 2 ;;
 			esac
 			warm=none
 			if [ $((seed % 2)) -eq 0 ]; then warm=bc; fi
