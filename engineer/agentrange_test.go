@@ -17,6 +17,8 @@ func engRangeHistory() *History {
 	h.RunID = "run-range"
 	for i := range h.Stages {
 		h.Stages[i].Config.AgentsMax = 5
+		h.Stages[i].TrainByAgents = []AgentStats{{Agents: 2, Episodes: 1600, Valid: 1040, Optimal: 700}, {Agents: 3, Episodes: 1200, Valid: 300, Optimal: 100},
+			{Agents: 4, Episodes: 700, Valid: 70, Optimal: 7}, {Agents: 5, Episodes: 500, Valid: 0}}
 	}
 	return h
 }
@@ -36,6 +38,8 @@ func TestAgentRangePrompts(t *testing.T) {
 		`"agents": <integer>, "agents_max": <integer>, "instances": <integer>`,
 		"- agents_max is the most agents per instance, from agents to 10",
 		"(currently 5; leave it out to keep it)",
+		"training by agent count (the config's agent range):\n| agents | episodes | valid% | optimal% |\n|---|---|---|---|\n| 2 | 1600 | 65.00 | 43.75 |\n",
+		"| 5 | 500 | 0.00 | 0.00 |\n",
 	} {
 		if !strings.Contains(full.User, want) {
 			t.Errorf("full prompt lacks %q", want)
@@ -51,8 +55,11 @@ func TestAgentRangePrompts(t *testing.T) {
 		t.Fatal(err)
 	}
 	plainCompact := BuildCompactPrompt(engHandHistory(), mods)
-	if strings.Contains(plain.User, "agents_max") || strings.Contains(plainCompact.User, "agents_max") {
-		t.Error("a prompt without an agent range mentions agents_max")
+	if strings.Contains(plain.User, "agents_max") || strings.Contains(plainCompact.User, "agents_max") || strings.Contains(plain.User, "by agent count") {
+		t.Error("a prompt without an agent range mentions agents_max or per-agent statistics")
+	}
+	if strings.Contains(compact.User, "by agent count") {
+		t.Error("the compact prompt shows per-agent statistics")
 	}
 }
 

@@ -365,6 +365,12 @@ func (r *promptRenderer) renderF(b *strings.Builder, examples []Example) {
 		}
 	}
 	b.WriteString("(failure counts: answers failing each check; one answer may fail several)\n")
+	if len(last.TrainByAgents) > 0 {
+		b.WriteString("\ntraining by agent count (the config's agent range):\n| agents | episodes | valid% | optimal% |\n|---|---|---|---|\n")
+		for _, a := range last.TrainByAgents {
+			fmt.Fprintf(b, "| %d | %d | %s | %s |\n", a.Agents, a.Episodes, promptPct(a.Valid, a.Episodes), promptPct(a.Optimal, a.Episodes))
+		}
+	}
 	if len(examples) == 0 {
 		return
 	}

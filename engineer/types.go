@@ -17,6 +17,12 @@ type SizeStats struct {
 	MeanReward float64
 }
 
+// AgentStats aggregates one stage's training episodes of one agent count.
+type AgentStats struct {
+	Agents                   int
+	Episodes, Valid, Optimal int64
+}
+
 // ValidRate is Valid/Episodes, 0 without episodes.
 func (s SizeStats) ValidRate() float64 { return engRate(s.Valid, s.Episodes) }
 
@@ -54,6 +60,10 @@ type StageResult struct {
 	// stage's generated training instances, Val over the fixed validation
 	// set after the stage.
 	Train, Val []SizeStats
+	// TrainByAgents holds the training statistics per agent count, sorted,
+	// for a stage whose config has an agent range (nil otherwise, and
+	// absent from the JSON: a history without ranges reads as before).
+	TrainByAgents []AgentStats `json:",omitempty"`
 	// Examples are a few concrete failures (validation first, if the
 	// caller can tell).
 	Examples []Example

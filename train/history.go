@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 
 	"github.com/t2t-lab/t2t/cluster/store"
@@ -76,6 +77,9 @@ func History(ctx context.Context, st *store.Store, runID string, stages int) (*e
 			stats := sizeStats(agg)
 			if split == store.SplitTrain {
 				sr.Train = stats
+				if cfg.HasAgentRange() {
+					sr.TrainByAgents = agentStats(agg)
+				}
 			} else {
 				sr.Val = stats
 			}
@@ -93,6 +97,17 @@ func History(ctx context.Context, st *store.Store, runID string, stages int) (*e
 		h.Stages = append(h.Stages, sr)
 	}
 	return h, nil
+}
+
+// agentStats folds (size, agents) buckets into per-agent-count statistics,
+// sorted by agent count.
+func agentStats(agg map[store.Key]store.Counts) []engineer.AgentStats {
+	var out []engineer.AgentStats
+	for a, c := range store.SumSplit(agg).ByAgents {
+		out = append(out, engineer.AgentStats{Agents: a, Episodes: c.Episodes, Valid: c.Valid, Optimal: c.Optimal})
+	}
+	slices.SortFunc(out, func(x, y engineer.AgentStats) int { return x.Agents - y.Agents })
+	return out
 }
 
 // sizeStats folds (size, agents) buckets into per-size statistics.

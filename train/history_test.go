@@ -62,6 +62,9 @@ func TestHistoryMatchesWhatTheEngineerSaw(t *testing.T) {
 	if h.Stages[2].Rationale == "" || len(h.Stages[2].Val) == 0 || len(h.Stages[2].Train) == 0 {
 		t.Fatalf("last stage incomplete: %+v", h.Stages[2])
 	}
+	if h.Stages[2].TrainByAgents != nil {
+		t.Fatalf("a run on one agent count has per-agent stats: %+v", h.Stages[2].TrainByAgents)
+	}
 	if empty, err := History(context.Background(), st, "nosuchrun", 0); err != nil || len(empty.Stages) != 0 {
 		t.Fatalf("unknown run: %+v, %v", empty, err)
 	}
@@ -90,5 +93,39 @@ func TestHistoryMatchesWhatTheEngineerSaw(t *testing.T) {
 	var fe *fielderr.Error
 	if !errors.As(err, &fe) || fe.Usage() != fmt.Sprintf("run %q has no finished stage in %s", "nosuchrun", st.URL()) {
 		t.Fatalf("RunHistory of an unknown run: %v", err)
+	}
+}
+
+// TestHistoryByAgents: a run on an agent range records its training
+// statistics per agent count in the history (what the engineer's F module
+// shows), summing to the per-size ones; a run on one count records none.
+func TestHistoryByAgents(t *testing.T) {
+	seed := testSeed(t)
+	st := openStore(t)
+	cfg := smallConfig()
+	cfg.AgentsMax = 4
+	opt := Options{RunID: "hist-range", Stages: 2, Seed: seed, Config: cfg, InstancesPerUnit: 10, GroupSize: 2, LearnerBatch: 4, ValPerSize: 1, EvalPerSize: 1,
+		Strategy: engineer.NewFixed(engineer.Options{Base: &cfg})}
+	if _, err := Run(context.Background(), opt, &ScriptedPolicy{MistakeRate: 0.2}, st); err != nil {
+		t.Fatal(err)
+	}
+	h, err := History(context.Background(), st, "hist-range", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range h.Stages {
+		var agents []int
+		var episodes, valid int64
+		for _, a := range s.TrainByAgents {
+			agents = append(agents, a.Agents)
+			episodes, valid = episodes+a.Episodes, valid+a.Valid
+		}
+		var sizeEpisodes, sizeValid int64
+		for _, z := range s.Train {
+			sizeEpisodes, sizeValid = sizeEpisodes+z.Episodes, sizeValid+z.Valid
+		}
+		if !reflect.DeepEqual(agents, []int{2, 3, 4}) || episodes != sizeEpisodes || valid != sizeValid || episodes == 0 {
+			t.Errorf("stage %d: agents %v, %d episodes (%d valid); per size %d (%d)", s.Stage, agents, episodes, valid, sizeEpisodes, sizeValid)
+		}
 	}
 }
