@@ -166,6 +166,21 @@ func TestLLMNoHiddenRange(t *testing.T) {
 	if p.Config.AgentsMax != 0 || p.Attempts[0].Reason != "accepted" || strings.Contains(p.Attempts[0].Projected, "agents_max") {
 		t.Fatalf("agents_max == agents: proposal agents_max %d, attempt %+v", p.Config.AgentsMax, p.Attempts[0])
 	}
+	// A range the answer's agents reach past does not carry over: 2..3 and
+	// an answer of 4 agents (size 3 left without data) is 4 agents, as
+	// written, not a projection that blames agents_max.
+	four := engGoodConfig()
+	four.Sizes[1].DataRatio += four.Sizes[0].DataRatio
+	four.Sizes[0].DataRatio = 0
+	four.Agents = 4
+	upTo3 := engHandHistory()
+	for i := range upTo3.Stages {
+		upTo3.Stages[i].Config.AgentsMax = 3
+	}
+	s = newEngServer(t, engReply(engAnswerText("ok", four)))
+	if p := engPropose(t, engLLM(t, s, nil), upTo3); p.Config.Agents != 4 || p.Config.AgentsMax != 0 || p.Attempts[0].Reason != "accepted" {
+		t.Fatalf("2..3, then an answer of 4 agents: %d..%d, %q", p.Config.Agents, p.Config.AgentsMax, p.Attempts[0].Reason)
+	}
 	h := engHandHistory() // a hidden bound in the history: agents 2, agents_max 2
 	for i := range h.Stages {
 		h.Stages[i].Config.AgentsMax = 2

@@ -455,7 +455,7 @@ func (r *promptRenderer) renderSchema(b *strings.Builder) {
 	b.WriteString("- hole_ratio and wait_ratio are in [0,1] (values outside are clipped);\n")
 	if c.HasAgentRange() {
 		fmt.Fprintf(b, "- agents is the fewest agents per instance, at least 1 and at most the smallest size with a positive data_ratio (currently %d);\n", c.Agents)
-		fmt.Fprintf(b, "- agents_max is the most agents per instance, from agents to %d: each size's instances are spread evenly over agents..min(agents_max, size) (currently %d; leave it out to keep it);\n", env.MaxAgents, c.AgentsMax)
+		fmt.Fprintf(b, "- agents_max is the most agents per instance, from agents to %d: each size's instances are spread over agents..min(agents_max, size) (currently %d; leave it out to keep it);\n", env.MaxAgents, c.AgentsMax)
 	} else {
 		fmt.Fprintf(b, "- agents is the number of agents per instance, at least 1 and at most the smallest size with a positive data_ratio (currently %d);\n", c.Agents)
 	}

@@ -288,8 +288,8 @@ func (l *LLM) judge(raw string, prev env.Config) (Attempt, Answer, env.Config, b
 		a.Reason = err.Error()
 		return a, ans, env.Config{}, false
 	}
-	if !ans.HasAgentsMax && prev.HasAgentRange() {
-		ans.Config.AgentsMax = prev.AgentsMax // an optional field: the range carries over
+	if !ans.HasAgentsMax && prev.AgentsMax > ans.Config.Agents {
+		ans.Config.AgentsMax = prev.AgentsMax // an optional field: the range carries over (while agents stay below it)
 	}
 	if ans.Config.AgentsMax == ans.Config.Agents {
 		ans.Config.AgentsMax = 0 // no range, spelled out: no hidden bound for a later answer to bring back

@@ -27,8 +27,10 @@ type Config struct {
 	// instances only).
 	Agents int `json:"agents" msgpack:"agents"`
 	// AgentsMax, when above Agents, makes the agent count a range: each
-	// size's instances are spread evenly over the counts
-	// Agents..min(AgentsMax, size) (AgentCounts). A 2–5-agent curriculum
+	// size's instances are spread over the counts Agents..min(AgentsMax,
+	// size) (AgentCounts; its wait and its no-wait instances each split
+	// within one, and a wait instance never has one agent: see
+	// GenerateOne). A 2–5-agent curriculum
 	// is agents 2, agents_max 5. 0 (omitted from JSON and msgpack) or a
 	// value equal to Agents means every instance has Agents agents, so a
 	// config without a range encodes and hashes as it did before the field.

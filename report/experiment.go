@@ -332,10 +332,15 @@ func budgetLine(e *Experiment) string {
 		epochs = fmt.Sprintf(" × %d epochs", bd.Epochs)
 	}
 	agents := bd.Agents
-	if agents == "" {
-		agents = "2"
+	switch agents {
+	case "":
+		agents = "2 agents" // written before the field
+	case "1":
+		agents = "1 agent"
+	default:
+		agents += " agents"
 	}
-	return fmt.Sprintf("Policy %s; %d stages × %d training instances%s (%s agents, group %d); validation %d per size (2 agents, sizes 3..10); benchmark %d per (agents, size, wait subset) for 3/4/5 agents; seeds %s.",
+	return fmt.Sprintf("Policy %s; %d stages × %d training instances%s (%s, group %d); validation %d per size (2 agents, sizes 3..10); benchmark %d per (agents, size, wait subset) for 3/4/5 agents; seeds %s.",
 		bd.Policy, bd.Stages, bd.Instances, epochs, agents, bd.GroupSize, bd.ValPerSize, bd.EvalPerSize, strings.Join(seeds, ", "))
 }
 
