@@ -35,16 +35,16 @@ for cfg in $CONFIGS; do
 	for strategy in random learnability rules fixed; do
 		for seed in $SEEDS; do
 			run="hist-$cfg-$strategy-$seed"
-			cfgflag=""
+			set -- # the --config flag, quoted, in "$@"
 			case $cfg in
-			small) cfgflag="--config $SMALL" ;;
-			range) cfgflag="--config $RANGE" ;;
+			small) set -- --config "$SMALL" ;;
+			range) set -- --config "$RANGE" ;;
 			esac
 			warm=none
 			if [ $((seed % 2)) -eq 0 ]; then warm=bc; fi
 			# shellcheck disable=SC2086
 			$T2T train --policy gridnet --stages "$STAGES" --instances "$INSTANCES" --val-per-size 8 --eval-per-size 1 \
-				--strategy "$strategy" --warmstart "$warm" --bc-steps 20 --seed "$seed" $cfgflag \
+				--strategy "$strategy" --warmstart "$warm" --bc-steps 20 --seed "$seed" "$@" \
 				--redis "$REDIS" --run-id "$run" >"$tmp/train.log" 2>&1 || { cat "$tmp/train.log" >&2; exit 1; }
 			$T2T engineer propose --run "$run" --redis "$REDIS" --total-stages "$STAGES" --strategy fixed \
 				--dump-history "$tmp/h.json" >/dev/null
