@@ -418,18 +418,20 @@ func promptConfigJSON(c env.Config) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "], \"agents\": %d, %s\"instances\": %d}\n", c.Agents, promptAgentsMax(c), c.Instances)
+	fmt.Fprintf(&b, "], \"agents\": %d, %s\"instances\": %d}\n", c.Agents, agentsMaxField(c, c), c.Instances)
 	return b.String()
 }
 
-// promptAgentsMax is c's `"agents_max": k, ` when its agent count is a
-// range, else nothing: a prompt without a range reads as it did before
-// the field.
-func promptAgentsMax(c env.Config) string {
-	if !c.HasAgentRange() {
+// agentsMaxField is c's JSON field `"agents_max": k, ` when c or prev has
+// an agent range, else nothing, so a prompt or answer without a range reads
+// as it did before the field. k is agents when c drops prev's range (an
+// answer that left the field out would keep the range).
+func agentsMaxField(prev, c env.Config) string {
+	if !c.HasAgentRange() && !prev.HasAgentRange() {
 		return ""
 	}
-	return fmt.Sprintf("\"agents_max\": %d, ", c.AgentsMax)
+	_, hi := c.AgentRange()
+	return fmt.Sprintf("\"agents_max\": %d, ", hi)
 }
 
 func (r *promptRenderer) renderSchema(b *strings.Builder) {
@@ -444,11 +446,11 @@ func (r *promptRenderer) renderSchema(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+	agentsMax := ""
 	if c.HasAgentRange() {
-		b.WriteString(" ], \"agents\": <integer>, \"agents_max\": <integer>, \"instances\": <integer>}}\n")
-	} else {
-		b.WriteString(" ], \"agents\": <integer>, \"instances\": <integer>}}\n")
+		agentsMax = "\"agents_max\": <integer>, "
 	}
+	b.WriteString(" ], \"agents\": <integer>, " + agentsMax + "\"instances\": <integer>}}\n")
 	b.WriteString("Rules:\n")
 	fmt.Fprintf(b, "- list each of the sizes %s exactly once and no other size;\n", promptSizeList(c))
 	b.WriteString("- data_ratio is the share of the stage's instances at that size, in [0,1], summing to 1 over the sizes (other sums are renormalised);\n")

@@ -209,19 +209,8 @@ func teacherAnswer(teacher string, prev, cfg env.Config, round3 bool) (string, e
 		}
 		fmt.Fprintf(&b, `{"size": %d, "data_ratio": %s, "hole_ratio": %s, "wait_ratio": %s}`, s.Size, num(s.DataRatio), num(s.HoleRatio), num(s.WaitRatio))
 	}
-	fmt.Fprintf(&b, `], "agents": %d, %s"instances": %d}}`, r.Agents, answerAgentsMax(prev, r), r.Instances)
+	fmt.Fprintf(&b, `], "agents": %d, %s"instances": %d}}`, r.Agents, agentsMaxField(prev, r), r.Instances)
 	return b.String(), r
-}
-
-// answerAgentsMax is an answer's `"agents_max": k, ` when c or prev has an
-// agent range (k = agents when c drops prev's range: leaving the field out
-// would keep it), else nothing.
-func answerAgentsMax(prev, c env.Config) string {
-	if !c.HasAgentRange() && !prev.HasAgentRange() {
-		return ""
-	}
-	_, hi := c.AgentRange()
-	return fmt.Sprintf("\"agents_max\": %d, ", hi)
 }
 
 // Round3 rounds c's ratios to three decimals; the data ratios are

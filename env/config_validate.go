@@ -71,8 +71,8 @@ func (c Config) Validate() error {
 	if c.Agents < 1 || c.Agents > MaxAgents {
 		return cfgErr("agents", c.Agents, fmt.Sprintf("must be in [1,%d]", MaxAgents))
 	}
-	if c.AgentsMax != 0 && (c.AgentsMax < c.Agents || c.AgentsMax > MaxAgents) {
-		return cfgErr("agents_max", c.AgentsMax, fmt.Sprintf("must be 0 (no range) or in [agents=%d,%d]", c.Agents, MaxAgents))
+	if fe := c.agentsMaxError(); fe != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, fe)
 	}
 	for _, s := range c.Sizes {
 		if s.DataRatio > 0 {
@@ -84,6 +84,15 @@ func (c Config) Validate() error {
 	}
 	if c.Instances < 0 || c.Instances > MaxConfigInstances {
 		return cfgErr("instances", c.Instances, fmt.Sprintf("must be in [0,%d]", MaxConfigInstances))
+	}
+	return nil
+}
+
+// agentsMaxError is the field error of an agents_max that is neither 0 (no
+// range) nor in [agents, MaxAgents]; nil when it is.
+func (c Config) agentsMaxError() *FieldError {
+	if c.AgentsMax != 0 && (c.AgentsMax < c.Agents || c.AgentsMax > MaxAgents) {
+		return &FieldError{Field: "agents_max", Value: c.AgentsMax, Reason: fmt.Sprintf("must be 0 (no range) or in [agents=%d,%d]", c.Agents, MaxAgents)}
 	}
 	return nil
 }

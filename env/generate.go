@@ -168,10 +168,11 @@ func GenerateSeeded(size, holes, agents int, needsWait bool, instSeed uint64) (*
 // for the most agents k of that size (AgentCounts), that a size with
 // NeedsWait targets holds two agents or more, and that at least 4 of 4096
 // random hole layouts and placements of k agents (drawn as the generator
-// draws them, from a fixed seed) connect every agent's start to its goal. The field and count checks take
-// microseconds; the probe stops at its fourth success, so it takes tens of
-// microseconds on common configurations and a few milliseconds on sparse
-// ones (5 agents, 50% holes on 10x10) or when it rejects. Every error wraps
+// draws them, from a fixed seed) connect every agent's start to its goal.
+// The field and count checks take microseconds; the probe stops at its
+// fourth success, so it takes tens of microseconds on common
+// configurations and a few milliseconds on sparse ones (5 agents, 50% holes
+// on 10x10) or when it rejects. Every error wraps
 // ErrInfeasible; field errors also wrap ErrInvalidConfig and a *FieldError,
 // size errors are *GenError with Index -1.
 func CheckFeasible(cfg Config) error {
@@ -242,10 +243,11 @@ func genCheck(cfg Config) error {
 		}
 		nh := genHoleCount(sc.HoleRatio, n)
 		ks := cfg.AgentCounts(n)
-		if most := ks[len(ks)-1]; n*n-nh < 2*most {
+		most := ks[len(ks)-1]
+		if n*n-nh < 2*most {
 			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("hole ratio %g leaves %d free cells; %d agents need %d distinct start and goal cells", sc.HoleRatio, n*n-nh, most, 2*most)}
 		}
-		if waits[i] > 0 && ks[len(ks)-1] == 1 {
+		if waits[i] > 0 && most == 1 {
 			return &GenError{Size: n, Index: -1, Reason: fmt.Sprintf("wait ratio %g asks for %d instances that need a wait, but a single agent never needs one", sc.WaitRatio, waits[i])}
 		}
 	}
@@ -254,12 +256,13 @@ func genCheck(cfg Config) error {
 
 // genCheckCounts checks agents, agents_max and instances.
 func genCheckCounts(cfg Config) *FieldError {
-	switch {
-	case cfg.Agents < 1 || cfg.Agents > MaxAgents:
+	if cfg.Agents < 1 || cfg.Agents > MaxAgents {
 		return &FieldError{Field: "agents", Value: cfg.Agents, Reason: fmt.Sprintf("must be in [1,%d]", MaxAgents)}
-	case cfg.AgentsMax != 0 && (cfg.AgentsMax < cfg.Agents || cfg.AgentsMax > MaxAgents):
-		return &FieldError{Field: "agents_max", Value: cfg.AgentsMax, Reason: fmt.Sprintf("must be 0 (no range) or in [agents=%d,%d]", cfg.Agents, MaxAgents)}
-	case cfg.Instances < 0:
+	}
+	if fe := cfg.agentsMaxError(); fe != nil {
+		return fe
+	}
+	if cfg.Instances < 0 {
 		return &FieldError{Field: "instances", Value: cfg.Instances, Reason: "must be >= 0"}
 	}
 	return nil

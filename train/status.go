@@ -480,20 +480,22 @@ func writeConfigs(b *strings.Builder, stages []StatusStage) {
 // range, "*": changed), when some stage has an agent range or the count
 // changed over the stages; a run on one count keeps the table of sizes.
 func writeAgentsRow(tw *tabwriter.Writer, stages []StatusStage) {
+	texts := make([]string, len(stages))
 	show := false
-	for _, s := range stages {
-		show = show || s.Config.HasAgentRange() || s.Config.AgentsText() != stages[0].Config.AgentsText()
+	for i, s := range stages {
+		texts[i] = s.Config.AgentsText()
+		show = show || s.Config.HasAgentRange() || texts[i] != texts[0]
 	}
 	if !show {
 		return
 	}
 	fmt.Fprint(tw, "agents\t")
-	for i, s := range stages {
+	for i, text := range texts {
 		mark := " "
-		if i > 0 && s.Config.AgentsText() != stages[i-1].Config.AgentsText() {
+		if i > 0 && text != texts[i-1] {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "%s%s\t", s.Config.AgentsText(), mark)
+		fmt.Fprintf(tw, "%s%s\t", text, mark)
 	}
 	fmt.Fprintln(tw)
 }

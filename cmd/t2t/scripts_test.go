@@ -23,15 +23,7 @@ type scriptCheck struct {
 // subcommand and flags this t2t has. A device session is scarce; a flag a script passes and t2t
 // dropped would be found only there.
 func TestScriptsUseRealFlags(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash: the scripts are bash and sh")
-	}
-	bin := nodeBinary(t)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	shim := filepath.Join(root, "scripts/gpu-check/flagcheck.sh")
+	root, bin, shim := flagCheckSetup(t)
 	dir := t.TempDir()
 	for _, s := range []scriptCheck{
 		{"scripts/gpu-check/run.sh", []string{shim}, nil, 12},
@@ -68,14 +60,7 @@ func TestScriptsUseRealFlags(t *testing.T) {
 // TestFlagCheckFindsBadFlags: the stand-in reports a flag the subcommand does not have, with
 // = or without, and a subcommand t2t does not have; a good call is one "ok" line.
 func TestFlagCheckFindsBadFlags(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
-	}
-	bin := nodeBinary(t)
-	shim, err := filepath.Abs("../../scripts/gpu-check/flagcheck.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, bin, shim := flagCheckSetup(t)
 	log := filepath.Join(t.TempDir(), "calls.log")
 	for _, args := range [][]string{
 		{"bench", "grpo", "--preset", "tiny", "--no-such-flag", "1", "--micro-batch=2"},
@@ -97,4 +82,20 @@ func TestFlagCheckFindsBadFlags(t *testing.T) {
 	if string(b) != want {
 		t.Fatalf("the check wrote:\n%s\nwant:\n%s", b, want)
 	}
+}
+
+// flagCheckSetup skips without bash (the scripts are bash and sh) and
+// returns the repository root, the t2t binary and the flagcheck.sh
+// stand-in.
+func flagCheckSetup(t *testing.T) (root, bin, shim string) {
+	t.Helper()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash: the scripts are bash and sh")
+	}
+	bin = nodeBinary(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, bin, filepath.Join(root, "scripts/gpu-check/flagcheck.sh")
 }
