@@ -61,8 +61,8 @@ func ReadScoredTurns(path string, all bool) ([]Turn, error) {
 }
 
 // ReadTrainingTurns reads a turns file and returns its first n training
-// turns (TrainingTurns with heldOutPercent). A file with fewer is a
-// *fielderr.Error about flag --engineer-turns.
+// turns (TrainingTurns with heldOutPercent), or all of them when n < 0. A
+// file with fewer is a *fielderr.Error about flag --engineer-turns.
 func ReadTrainingTurns(path string, heldOutPercent, n int) ([]Turn, error) {
 	all, err := ReadTurnsFile(path)
 	if err != nil {
@@ -71,6 +71,9 @@ func ReadTrainingTurns(path string, heldOutPercent, n int) ([]Turn, error) {
 	train, err := TrainingTurns(all, heldOutPercent)
 	if err != nil {
 		return nil, &fielderr.Error{File: path, Err: err}
+	}
+	if n < 0 {
+		return train, nil
 	}
 	if len(train) < n {
 		return nil, &fielderr.Error{Flag: "engineer-turns", Value: n,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
@@ -32,7 +33,8 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Preset, "preset", hfmodel.PresetTiny, "shape: tiny, 0.6b-shape or 4b-shape")
 	out := fs.String("out", "", "checkpoint directory to write (required)")
 	fs.StringVar(&o.TokenizerPath, "tokenizer", "", "tokenizer.json to copy in (the vocabulary grows to fit it); default: learn the tiny byte-level BPE")
-	vocab := fs.Int("tokenizer-vocab", textpolicy.DefaultTinyVocab, fmt.Sprintf("vocabulary size of the learned tiny tokenizer (without --tokenizer); %d is all its corpus yields: a larger value gives the same %[1]d ids", textpolicy.DefaultTinyVocab))
+	vocab := fs.Int("tokenizer-vocab", 0, fmt.Sprintf("most ids of the learned tiny tokenizer (without --tokenizer); 0: all its corpus yields (%d from the testbed's texts alone)", textpolicy.DefaultTinyVocab))
+	turnsFile := fs.String("tokenizer-turns", "", "engineer turns (t2t engineer turns --out) whose training turns join the learned tokenizer's corpus, so that a model taught them (t2t sft --engineer-data) reads and writes them in about a third of the tokens; held-out turns are never read")
 	fs.Uint64Var(&o.Seed, "seed", 1, "weight initialisation seed")
 	fs.BoolVar(&o.Force, "force", false, "write a 4b-shape checkpoint (16 GB of float32 weights)")
 	fs.IntVar(&o.Shape.Layers, "layers", 0, "number of decoder layers (0: the preset's)")
@@ -47,8 +49,23 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return badInput("--out is required")
 	}
+	if o.TokenizerPath != "" && (*turnsFile != "" || *vocab != 0) {
+		return badInput("--tokenizer copies a tokenizer in: --tokenizer-vocab and --tokenizer-turns shape the learned one")
+	}
 	if o.TokenizerPath == "" {
-		js, err := textpolicy.TinyTokenizerJSON(*vocab)
+		var extra []string
+		if *turnsFile != "" {
+			turns, err := engineer.ReadTrainingTurns(*turnsFile, engineer.DefaultHeldOutPercent, -1)
+			if err != nil {
+				return err
+			}
+			if len(turns) == 0 {
+				return badInput("--tokenizer-turns %s: no training turn (every turn is held out)", *turnsFile)
+			}
+			extra = textpolicy.EngineerTexts(turns)
+			fmt.Fprintf(stdout, "tokenizer corpus: the testbed's texts and %d engineer training turns of %s\n", len(turns), *turnsFile)
+		}
+		js, err := textpolicy.TinyTokenizerJSON(*vocab, extra...)
 		if err != nil {
 			return badInput("--tokenizer-vocab: %v", err)
 		}

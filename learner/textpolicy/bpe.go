@@ -59,13 +59,21 @@ const TinySplitPattern = ` ?(?:UP|DOWN|LEFT|RIGHT|WAIT)(?![A-Za-z])|[0-9]| +[.H]
 // digit stays a token of its own that a model can read and write one at a time — a tokenizer
 // that merges whole answer lines ("Agent 0: UP RIGHT\n") leaves a model to classify opaque
 // plans. Training also never merges across a newline, so encoding text equals encoding its
-// lines one by one. vocab must be in [261+1, 1<<20].
-func TinyTokenizerJSON(vocab int) ([]byte, error) {
+// lines one by one. vocab must be 0 or in [261+1, 1<<20].
+//
+// extra texts join the corpus: EngineerTexts of the engineer turns a model will be taught, say,
+// whose fixed prompt text and JSON keys then become a few tokens each (an engineer turn of
+// configs/engineer-histories.jsonl takes about a third of the tokens). vocab 0 means all the
+// corpus yields (DefaultTinyVocab without extra texts).
+func TinyTokenizerJSON(vocab int, extra ...string) ([]byte, error) {
 	corpus, err := TinyCorpus()
 	if err != nil {
 		return nil, err
 	}
-	return TrainBPEJSON(corpus, vocab)
+	if vocab == 0 {
+		vocab = tokenizer.MaxTrainVocab
+	}
+	return TrainBPEJSON(append(corpus, extra...), vocab)
 }
 
 // TinyCorpus returns the texts TinyTokenizerJSON learns from: each move word alone, and for 64

@@ -65,21 +65,41 @@ var _ engineer.ChatModel = (*EngineerChat)(nil)
 // EngineerPrompt is the token ids EngineerChat gives lm for msgs: the chat template with the
 // generation prompt (thinking on or off).
 func EngineerPrompt(lm *LM, msgs []engineer.ChatMessage, thinking bool) []int32 {
+	return lm.Tok.Encode(chatText(msgs, thinking))
+}
+
+// chatText is msgs in the chat template with the generation prompt (thinking on or off).
+func chatText(msgs []engineer.ChatMessage, thinking bool) string {
 	turns := make([]tokenizer.Message, len(msgs))
 	for i, m := range msgs {
 		turns[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
 	}
-	return lm.Tok.Encode(tokenizer.ChatPrompt(turns, true, thinking))
+	return tokenizer.ChatPrompt(turns, true, thinking)
 }
 
 // EngineerSample is an engineer turn as supervised data for lm: the prompt EngineerChat would
 // send for the turn's system and user messages, and the teacher's answer (after an empty think
 // block when thinking, as Target does for env answers) ended by the stop token.
 func EngineerSample(lm *LM, t *engineer.Turn, thinking bool) engine.Sample {
-	msgs := []engineer.ChatMessage{{Role: tokenizer.RoleSystem, Content: t.System}, {Role: tokenizer.RoleUser, Content: t.User}}
 	text := t.Answer
 	if thinking {
 		text = tokenizer.ThinkOpen + "\n\n" + tokenizer.ThinkClose + "\n\n" + text
 	}
-	return engine.Sample{Prompt: EngineerPrompt(lm, msgs, thinking), Completion: append(lm.Tok.Encode(text), lm.Stop[0])}
+	return engine.Sample{Prompt: EngineerPrompt(lm, turnMessages(t), thinking), Completion: append(lm.Tok.Encode(text), lm.Stop[0])}
+}
+
+// EngineerTexts are the texts of turns as EngineerSample teaches them (thinking off): each
+// turn's chat prompt, and its answer with the end-of-turn marker. They are a tokenizer corpus
+// (TinyTokenizerJSON's extra texts), so that a tiny model's engineer turns take few tokens.
+func EngineerTexts(turns []engineer.Turn) []string {
+	out := make([]string, 0, 2*len(turns))
+	for i := range turns {
+		out = append(out, chatText(turnMessages(&turns[i]), false), turns[i].Answer+tokenizer.ImEnd+"\n")
+	}
+	return out
+}
+
+// turnMessages are the system and user messages of t's prompt.
+func turnMessages(t *engineer.Turn) []engineer.ChatMessage {
+	return []engineer.ChatMessage{{Role: tokenizer.RoleSystem, Content: t.System}, {Role: tokenizer.RoleUser, Content: t.User}}
 }

@@ -57,3 +57,27 @@ func TestAddEngineerTurns(t *testing.T) {
 		t.Fatalf("wrote %q", got)
 	}
 }
+
+// TestEngineerTexts: the texts a tokenizer learns from for engineer turns
+// encode to exactly the prompt and completion EngineerSample teaches
+// (thinking off), the end-of-turn marker as the stop token.
+func TestEngineerTexts(t *testing.T) {
+	lm := tpLM(t, 1)
+	turns := []engineer.Turn{
+		{System: "sys", User: "user one", Answer: `{"rationale": "r", "config": {"agents": 2}}`},
+		{System: "sys", User: "user two", Answer: `{"rationale": "s"}`},
+	}
+	texts := EngineerTexts(turns)
+	if len(texts) != 2*len(turns) {
+		t.Fatalf("%d texts for %d turns", len(texts), len(turns))
+	}
+	for i := range turns {
+		s := EngineerSample(lm, &turns[i], false)
+		if got := lm.Tok.Encode(texts[2*i]); !reflect.DeepEqual(got, s.Prompt) {
+			t.Errorf("turn %d: prompt text encodes to %v, EngineerSample's prompt is %v", i, got, s.Prompt)
+		}
+		if got := lm.Tok.Encode(texts[2*i+1]); len(got) != len(s.Completion)+1 || !reflect.DeepEqual(got[:len(s.Completion)], s.Completion) {
+			t.Errorf("turn %d: answer text encodes to %v, EngineerSample's completion is %v (then a newline)", i, got, s.Completion)
+		}
+	}
+}

@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// maxTrainVocab bounds BPETrainOptions.Vocab.
-const maxTrainVocab = 1 << 20
+// MaxTrainVocab bounds BPETrainOptions.Vocab: a cap that no corpus here reaches, so TrainBPE
+// with it learns every merge its texts yield.
+const MaxTrainVocab = 1 << 20
 
 // BPETrainOptions configures TrainBPE.
 type BPETrainOptions struct {
@@ -44,8 +45,8 @@ type BPETrainOptions struct {
 // It fails with an error wrapping ErrTrain for options out of range.
 func TrainBPE(texts []string, opt BPETrainOptions) ([]byte, error) {
 	nAdded := len(opt.AddedTokens)
-	if opt.Vocab < 256+nAdded+1 || opt.Vocab > maxTrainVocab {
-		return nil, fmt.Errorf("%w: vocab %d: must be in [%d, %d]", ErrTrain, opt.Vocab, 256+nAdded+1, maxTrainVocab)
+	if opt.Vocab < 256+nAdded+1 || opt.Vocab > MaxTrainVocab {
+		return nil, fmt.Errorf("%w: vocab %d: must be in [%d, %d]", ErrTrain, opt.Vocab, 256+nAdded+1, MaxTrainVocab)
 	}
 	for i, a := range opt.AddedTokens {
 		if a.Content == "" {

@@ -7,8 +7,9 @@
 # the machine's start) and none stopping the others:
 #   1. the engineer turns (t2t engineer turns on configs/engineer-histories.jsonl and
 #      configs/engineer-histories-range.jsonl, the runs on the 2..5-agent range: about 20 % of the
-#      contexts held out, by hash) and a fresh model (INIT, default the 5.04 M shape of
-#      scripts/llm-recipe/trainee.sh);
+#      contexts held out, by hash) and a fresh model (INIT, default the 5.1 M shape of
+#      scripts/llm-recipe/trainee.sh) whose tokenizer learned the training turns too
+#      (--tokenizer-turns: an engineer turn in a third of the tokens);
 #   2. SFT on 2..5 agents over sizes 3..10 with the engineer turns mixed in (STEPS, default 6000,
 #      batch BATCH, default 32; what is left of the budget less 360 s), evaluated greedily on EVAL
 #      (default 192) held-out instances: valid % per agent count;
@@ -96,7 +97,7 @@ cat "$root/configs/engineer-histories.jsonl" "$root/configs/engineer-histories-r
 ntrain=$(grep -sc '"held_out":false' "$w/turns.jsonl")
 nheld=$(grep -sc '"held_out":true' "$w/turns.jsonl")
 # shellcheck disable=SC2086 # INIT is a list of flags
-"$T2T" model init $INIT --out "$w/M" || exit 1
+"$T2T" model init $INIT --tokenizer-turns "$w/turns.jsonl" --out "$w/M" || exit 1
 
 echo "== trainee: SFT, $STEPS steps of $BATCH on 2..5 agents, sizes 3..10 (${DEVICE}) =="
 t0=$SECONDS

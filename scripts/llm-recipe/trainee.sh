@@ -1,15 +1,17 @@
 #!/bin/sh
 # The trainee as trainer, step 1 (issue #28): supervised fine-tuning of a 5 M-parameter model on
-# 2..5-agent MAPF answers over sizes 3..10 with the engineer turns mixed in (every 4th step), torch
-# engine on one CPU thread, in chunks that each write a checkpoint, so that the run survives being
-# stopped and spreads over several sessions: rerun the same command and it goes on after the last
+# 2..5-agent MAPF answers over sizes 3..10 with the engineer turns mixed in (every 4th step: the
+# turns of configs/engineer-histories.jsonl and engineer-histories-range.jsonl, about 20 % held
+# out by hash; the model's tokenizer learned the training ones, t2t model init --tokenizer-turns),
+# torch engine on one CPU thread, in chunks that each write a checkpoint, so that the run survives
+# being stopped and spreads over several sessions: rerun the same command and it goes on after the last
 # finished chunk. Each chunk trains on fresh instances (seed 1000 + chunk) and evaluates greedily on
 # the same 64 held-out instances (--eval-seed 99), its lines kept in OUT/chunk-N.log.
 #   OUT=DIR      the run's folder: M (the initial model), turns.jsonl, chunk-1, chunk-2, ...
 #   START=DIR    start from this checkpoint instead of a fresh `t2t model init` (optional)
 #   CHUNK=N      steps per chunk (default 250); CHUNKS=N chunks in all (default 24: 6,000 steps)
 #   EVAL=N       held-out instances evaluated after each chunk (default 64)
-#   INIT="..."   t2t model init's shape flags (default the 5.04 M model: 6 layers, hidden 256)
+#   INIT="..."   t2t model init's shape flags (default the 5.1 M model: 6 layers, hidden 256)
 # A chunk stopped midway runs again from the previous chunk's checkpoint.
 set -eu
 : "${OUT:?set OUT to the run folder}"
@@ -21,13 +23,15 @@ INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 -
 ROOT=$(dirname "$0")/../..
 mkdir -p "$OUT"
 if [ ! -f "$OUT/turns.jsonl" ]; then
-	$T2T engineer turns --histories "$ROOT/configs/engineer-histories.jsonl" --out "$OUT/turns.jsonl" \
+	cat "$ROOT/configs/engineer-histories.jsonl" "$ROOT/configs/engineer-histories-range.jsonl" > "$OUT/histories.jsonl"
+	$T2T engineer turns --histories "$OUT/histories.jsonl" --out "$OUT/turns.jsonl" \
 		--teacher learnability --prompt compact --modules F,G,H0,T
 fi
+ntrain=$(grep -sc '"held_out":false' "$OUT/turns.jsonl" || true) # empty only under the flag check's stand-in
 prev=${START:-$OUT/M}
 if [ -z "${START:-}" ] && [ ! -f "$OUT/M/config.json" ]; then
 	# shellcheck disable=SC2086 # INIT is a list of flags
-	$T2T model init $INIT --out "$OUT/M"
+	$T2T model init $INIT --tokenizer-turns "$OUT/turns.jsonl" --out "$OUT/M"
 fi
 i=1
 before=true # evaluate before the first chunk only: each later one starts where the last one's evaluation was
@@ -36,7 +40,7 @@ while [ "$i" -le "$CHUNKS" ]; do
 	if [ ! -f "$ck.done" ]; then
 		$T2T sft --engine torch --threads 1 --autocast bf16 --model "$prev" --out "$ck" --prompt compact \
 			--agents 2,3,4,5 --sizes 3-10 --steps "$CHUNK" --batch 16 --lr 1e-3 --seed $((1000 + i)) \
-			--engineer-turns 62 --engineer-data "$OUT/turns.jsonl" --engineer-every 4 \
+			--engineer-turns "${ntrain:-0}" --engineer-data "$OUT/turns.jsonl" --engineer-every 4 \
 			--eval "$EVAL" --eval-seed 99 --eval-before="$before" --max-tokens 256 --report-every 25 --save-every 50 >"$ck.log" 2>&1
 		touch "$ck.done"
 	fi
