@@ -6,7 +6,9 @@
 # torch engine on one CPU thread, in chunks that each write a checkpoint, so that the run survives
 # being stopped and spreads over several sessions: rerun the same command and it goes on after the last
 # finished chunk. Each chunk trains on fresh instances (seed 1000 + chunk) and evaluates greedily on
-# the same 64 held-out instances (--eval-seed 99), its lines kept in OUT/chunk-N.log.
+# the same 64 held-out instances (--eval-seed 99), its lines kept in OUT/chunk-N.log; then its checkpoint
+# answers the held-out engineer contexts (t2t engineer score: OUT/chunk-N.score, per context in
+# OUT/chunk-N.score.json).
 #   OUT=DIR      the run's folder: M (the initial model), turns.jsonl, chunk-1, chunk-2, ...
 #   START=DIR    start from this checkpoint instead of a fresh `t2t model init` (optional)
 #   CHUNK=N      steps per chunk (default 250); CHUNKS=N chunks in all (default 24: 6,000 steps)
@@ -44,7 +46,13 @@ while [ "$i" -le "$CHUNKS" ]; do
 			--eval "$EVAL" --eval-seed 99 --eval-before="$before" --max-tokens 256 --report-every 25 --save-every 50 >"$ck.log" 2>&1
 		touch "$ck.done"
 	fi
+	if [ ! -f "$ck.score" ]; then
+		# the chunk's checkpoint as the engineer on the held-out contexts (about 30 s): valid JSON %, accepted %
+		$T2T engineer score --engine torch --threads 1 --model "$ck" --contexts "$OUT/turns.jsonl" --max-tokens 512 \
+			--json "$ck.score.json" >"$ck.score.tmp" 2>&1 && mv "$ck.score.tmp" "$ck.score"
+	fi
 	echo "chunk $i ($((i * CHUNK)) steps): $(grep '^after:' "$ck.log" || echo 'no evaluation line')"
+	echo "  engineer: $(grep '^valid JSON' "$ck.score" 2>/dev/null || echo 'not scored')"
 	prev=$ck
 	before=false
 	i=$((i + 1))
