@@ -40,6 +40,7 @@ func TestAgentRangePrompts(t *testing.T) {
 		"(currently 5; leave it out to keep it)",
 		"training by agent count (the config's agent range):\n| agents | episodes | valid% | optimal% |\n|---|---|---|---|\n| 2 | 1600 | 65.00 | 43.75 |\n",
 		"| 5 | 500 | 0.00 | 0.00 |\n",
+		"This run trains a range of agent counts (agents to agents_max), and F shows its results per agent count",
 	} {
 		if !strings.Contains(full.User, want) {
 			t.Errorf("full prompt lacks %q", want)
@@ -57,6 +58,9 @@ func TestAgentRangePrompts(t *testing.T) {
 	plainCompact := BuildCompactPrompt(engHandHistory(), mods)
 	if strings.Contains(plain.User, "agents_max") || strings.Contains(plainCompact.User, "agents_max") || strings.Contains(plain.User, "by agent count") {
 		t.Error("a prompt without an agent range mentions agents_max or per-agent statistics")
+	}
+	if strings.Contains(full.User, "goes beyond training") || !strings.Contains(plain.User, "goes beyond training") {
+		t.Error("the G module's evaluation line: want the range's in a range prompt only")
 	}
 	if strings.Contains(compact.User, "by agent count") {
 		t.Error("the compact prompt shows per-agent statistics")

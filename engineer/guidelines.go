@@ -15,5 +15,12 @@ const promptGuidelines = `- Difficulty grows with map size (longer paths and ans
 - Raise hole_ratio and wait_ratio step by step where success is high; lower them where success is near 0. Change each number by a moderate step (about 0.1 or less) per stage: large jumps make the next results hard to read.
 - Read the failure categories: many conflicts mean coordination is the bottleneck (lower wait_ratio there, or train it on smaller maps); many hole collisions point at hole_ratio; many parse errors or illegal moves mean the answer format or the moves themselves are not yet mastered (favour smaller maps, whose answers are shorter); goal failures often come from long paths on large maps.
 - A valid answer counts first; the optimal rate tells whether the paths are also shortest. When a size is mostly valid but rarely optimal, it still has something to teach.
-- The evaluation goes beyond training: 3 to 5 agents, wait ratios 0.25, 0.50 and 0.75, hole ratios 0.1 to 0.5. Move toward such settings once the easier ones are mastered.
-`
+` + promptGuidelinesEval
+
+// promptGuidelinesEval is G's last line; promptGuidelinesEvalRange replaces
+// it when the config trains a range of agent counts, whose training may
+// already hold the evaluation's agent counts.
+const (
+	promptGuidelinesEval      = "- The evaluation goes beyond training: 3 to 5 agents, wait ratios 0.25, 0.50 and 0.75, hole ratios 0.1 to 0.5. Move toward such settings once the easier ones are mastered.\n"
+	promptGuidelinesEvalRange = "- The evaluation holds 3 to 5 agents, wait ratios 0.25, 0.50 and 0.75, hole ratios 0.1 to 0.5. This run trains a range of agent counts (agents to agents_max), and F shows its results per agent count: move the range and the ratios toward the evaluation's settings once the easier ones are mastered.\n"
+)
