@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -215,5 +216,83 @@ func TestTeacherAnswerDropsRange(t *testing.T) {
 	}
 	if plain, _ := TeacherAnswer(NameRules, env.DefaultConfig(), env.DefaultConfig()); strings.Contains(plain, "agents_max") {
 		t.Errorf("no range before or after, yet %s", plain)
+	}
+}
+
+// The rules strategy moves a range by one count from the training valid
+// rate of its most agents: wider when they are mastered, narrower when they
+// are near zero (down to two counts), never beyond the largest size; a
+// config without a range, or a top count with too few episodes, keeps it.
+// An infeasible wider range is not taken at the partial steps.
+func TestRulesMoveRange(t *testing.T) {
+	withTop := func(agentsMax int, valid, episodes int64) *History {
+		h := engRangeHistory()
+		last := &h.Stages[len(h.Stages)-1]
+		last.Config.AgentsMax = agentsMax
+		last.TrainByAgents = []AgentStats{{Agents: 2, Episodes: 1600, Valid: 1040}, {Agents: agentsMax, Episodes: episodes, Valid: valid}}
+		return h
+	}
+	sizesTo := func(h *History, largest int) *History {
+		last := &h.Stages[len(h.Stages)-1]
+		last.Config.Sizes = slices.DeleteFunc(last.Config.Sizes, func(s env.SizeConfig) bool { return s.Size > largest })
+		return h
+	}
+	for _, tc := range []struct {
+		name    string
+		h       *History
+		want    int
+		wantWhy string
+	}{
+		{"mastered", withTop(5, 450, 500), 6, "agents 5: train valid 0.90, range 2..5 → 2..6"},
+		{"near zero", withTop(5, 0, 500), 4, "agents 5: train valid 0.00, range 2..5 → 2..4"},
+		{"in between", withTop(5, 200, 500), 5, "agents 5: train valid 0.40, range 2..5 kept"},
+		{"two counts stay", withTop(3, 0, 500), 3, "agents 3: train valid 0.00, range 2..3 kept"},
+		{"most agents", withTop(10, 500, 500), 10, "agents 10: train valid 1.00, range 2..10 kept"},
+		{"largest size", sizesTo(withTop(6, 500, 500), 6), 6, "agents 6: train valid 1.00, range 2..6 kept"},
+		{"too few episodes", withTop(5, 10, 10), 5, ""},
+		{"no range", engHandHistory(), 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewRules(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := r.Propose(context.Background(), tc.h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Fallback || p.Config.AgentsMax != tc.want {
+				t.Errorf("agents_max %d (fallback %v), want %d: %s", p.Config.AgentsMax, p.Fallback, tc.want, p.Rationale)
+			}
+			if tc.wantWhy != "" && !strings.Contains(p.Rationale, tc.wantWhy) {
+				t.Errorf("rationale %q lacks %q", p.Rationale, tc.wantWhy)
+			}
+			if tc.wantWhy == "" && strings.Contains(p.Rationale, "range") {
+				t.Errorf("rationale %q speaks of a range", p.Rationale)
+			}
+		})
+	}
+
+	// Wider is infeasible: the half step keeps 2..5 and still moves the data.
+	noSix := func(c env.Config) error {
+		if c.AgentsMax > 5 {
+			return errors.New("6 agents do not fit")
+		}
+		return nil
+	}
+	r, err := NewRules(Options{Feasible: noSix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := withTop(5, 450, 500)
+	p, err := r.Propose(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Fallback || p.Config.AgentsMax != 5 || len(p.Attempts) != 2 || p.Attempts[0].Accepted || !p.Attempts[1].Accepted {
+		t.Fatalf("infeasible widening: agents_max %d, fallback %v, attempts %+v", p.Config.AgentsMax, p.Fallback, p.Attempts)
+	}
+	if p.Config.Hash() == h.Last().Config.Hash() {
+		t.Error("the half step changed nothing: want the data and difficulty moves at half")
 	}
 }

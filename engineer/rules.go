@@ -92,6 +92,16 @@ func (o RulesOptions) Validate() error {
 // of the failures, wait_ratio when conflicts are; when neither dominates
 // both fall by Step. In between nothing changes. Ratios are clipped to
 // [0, Limits.HoleMax] and [0, Limits.WaitMax].
+//
+// Agent range: in a config with one (agents_max above agents), the most
+// agents the last stage trained decide it, by their training valid rate
+// (when they had MinEpisodes episodes). At or above High the range widens
+// by one count (agents_max + 1, up to the largest size and env.MaxAgents);
+// below NearZero it narrows by one, down to two counts (agents + 1), so
+// that it can widen again. The fewest agents never change (their data is
+// what keeps the skill), and a config without a range keeps its one count:
+// only the user starts a range. When the new config is infeasible, the
+// partial steps back to the previous one keep the previous range.
 type Rules struct {
 	opts   Options
 	ro     RulesOptions
@@ -184,7 +194,43 @@ func (r *Rules) Propose(ctx context.Context, h *History) (Proposal, error) {
 		notes = append(notes, note+fmt.Sprintf(" %s valid %.2f, hole %+.2f, wait %+.2f", split, p, dh, dw))
 	}
 	engMixData(&cand, prev, weights, r.ro.Keep, r.ro.MinDataRatio)
+	if note := r.moveRange(&cand, last); note != "" {
+		notes = append(notes, note)
+	}
 	return engSettle(prev, cand, r.opts.Feasible, "rules: "+strings.Join(notes, "; ")), nil
+}
+
+// moveRange widens or narrows c's agent range by one count from the
+// training valid rate of its most agents in last (see Rules), and says
+// what it did ("" when c has no range or the rate says nothing).
+func (r *Rules) moveRange(c *env.Config, last *StageResult) string {
+	if !c.HasAgentRange() {
+		return ""
+	}
+	var top AgentStats
+	for _, a := range last.TrainByAgents {
+		if a.Agents == c.AgentsMax {
+			top = a
+		}
+	}
+	if top.Episodes == 0 || top.Episodes < r.ro.MinEpisodes {
+		return ""
+	}
+	largest := 0
+	for _, s := range c.Sizes {
+		largest = max(largest, s.Size)
+	}
+	p := engRate(top.Valid, top.Episodes)
+	from := c.AgentsMax
+	switch {
+	case p >= r.ro.High && c.AgentsMax < min(largest, env.MaxAgents):
+		c.AgentsMax++
+	case p < r.ro.NearZero && c.AgentsMax > c.Agents+1:
+		c.AgentsMax--
+	default:
+		return fmt.Sprintf("agents %d: train valid %.2f, range %d..%d kept", from, p, c.Agents, from)
+	}
+	return fmt.Sprintf("agents %d: train valid %.2f, range %d..%d → %d..%d", from, p, c.Agents, from, c.Agents, c.AgentsMax)
 }
 
 // engDifficultyStats returns the statistics that steer a size's hole and

@@ -145,9 +145,12 @@ func engFallback(prev env.Config, reason string, attempts []Attempt) Proposal {
 
 // engBlend moves from prev toward cand by t in [0,1], per size and ratio;
 // sizes missing from prev keep cand's values. Agents and instances follow
-// cand.
+// cand, agents_max only at t = 1 (a range moves by whole counts).
 func engBlend(prev, cand env.Config, t float64) env.Config {
 	out := cand.Clone()
+	if t < 1 {
+		out.AgentsMax = prev.AgentsMax
+	}
 	for i := range out.Sizes {
 		s := &out.Sizes[i]
 		j := slices.IndexFunc(prev.Sizes, func(p env.SizeConfig) bool { return p.Size == s.Size })
