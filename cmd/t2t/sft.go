@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/cpuprofile"
+	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
@@ -24,6 +29,7 @@ type sftFlags struct {
 	maxTokens                       *int
 	evalBefore                      *bool
 	thinking                        *bool
+	resume                          *bool
 	engine                          *engine.Flags
 }
 
@@ -39,6 +45,9 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	fs.IntVar(&o.EvalEvery, "eval-every", 0, "also evaluate every this many steps (0: before and after only)")
 	f.evalBefore = fs.Bool("eval-before", true, "evaluate before the first step (false: a run continuing a checkpoint already evaluated on this set)")
 	fs.IntVar(&o.SaveEvery, "save-every", 0, "also write the checkpoint to --out every this many steps, so a stopped run keeps its progress (0: at the end only)")
+	f.resume = fs.Bool("resume", false, "a run in pieces: when --model is a checkpoint of t2t sft --resume, go on after its step to --steps in all, with its AdamW state and\n"+
+		"the instances and engineer turns of one run (keep --seed, --batch, --agents and the turns); write checkpoints that can be continued\n"+
+		"(AdamW's state and the step beside the weights: about 3× their size)")
 	f.maxTokens = fs.Int("max-tokens", 64, "completion cap during evaluation")
 	f.thinking = fs.Bool("thinking", false, "render the chat template with thinking (the target then starts with an empty think block)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the training instances")
@@ -102,12 +111,37 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("%v", err)
 	}
+	if *f.resume {
+		if err := resumeSFT(stdout, pol, *f.dir, &o); err != nil {
+			return err
+		}
+	}
 	o.AddEngineerTurns(stdout, lm, turns, *f.thinking, *f.engData)
 	o.Progress = textpolicy.PrintSFTProgress(stdout, o.Dir)
 	if err := pol.RunSFT(context.Background(), o); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.Dir)
+	return nil
+}
+
+// resumeSFT makes o resumable and, when dir holds a checkpoint (a manifest), continues it:
+// its weights and AdamW state go into pol and o starts after its step.
+func resumeSFT(stdout io.Writer, pol *textpolicy.Policy, dir string, o *textpolicy.SFTOptions) error {
+	o.Resumable = true
+	if _, err := os.Stat(filepath.Join(dir, learner.CheckpointManifestFile)); errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(stdout, "resume: %s is not a t2t sft --resume checkpoint: starting at step 0\n", dir)
+		return nil
+	}
+	step, err := pol.LoadSFTCheckpoint(dir)
+	if err != nil {
+		return badInput("--resume: %v", err)
+	}
+	if step > o.Steps {
+		return badInput("--resume: %s was saved after step %d, beyond --steps %d (the steps of the whole run)", dir, step, o.Steps)
+	}
+	o.StartStep = step
+	fmt.Fprintf(stdout, "resume: %s was saved after step %d: steps %d..%d now, with its AdamW state\n", dir, step, step+1, o.Steps)
 	return nil
 }
 

@@ -17,11 +17,16 @@ import (
 // checkpointFormat names the manifest layout of SaveCheckpoint.
 const checkpointFormat = "t2t-textpolicy-1"
 
+// kindSFT is the manifest kind of SaveSFTCheckpoint, whose data position counts SFT steps
+// (a training run's counts stages).
+const kindSFT = "sft"
+
 // checkpointManifest is the manifest.json of a text-policy checkpoint: the policy's state
 // beside the Hugging Face files, and their SHA-256.
 type checkpointManifest struct {
 	Format       string             `json:"format"`
-	Model        string             `json:"model"` // "qwen3"
+	Kind         string             `json:"kind,omitempty"` // "" (a training run's) or kindSFT
+	Model        string             `json:"model"`          // "qwen3"
 	Engine       string             `json:"engine"`
 	Version      int64              `json:"policy_version"`
 	DataPosition int64              `json:"data_position"`
@@ -38,6 +43,16 @@ type checkpointManifest struct {
 // step are saved beside the weights as engine.OptimizerFile, so that LoadCheckpoint continues
 // exactly where the run stopped.
 func (p *Policy) SaveCheckpoint(dir string, dataPosition int64) error {
+	return p.saveCheckpoint(dir, "", dataPosition)
+}
+
+// SaveSFTCheckpoint is SaveCheckpoint for supervised fine-tuning after step steps: the
+// manifest says so (kind "sft"), and LoadSFTCheckpoint continues it.
+func (p *Policy) SaveSFTCheckpoint(dir string, step int) error {
+	return p.saveCheckpoint(dir, kindSFT, int64(step))
+}
+
+func (p *Policy) saveCheckpoint(dir, kind string, dataPosition int64) error {
 	return fsutil.ReplaceDir(dir, func(tmp string) error {
 		if err := p.Save(tmp); err != nil { // each file written through a synced temporary
 			return err
@@ -47,7 +62,7 @@ func (p *Policy) SaveCheckpoint(dir string, dataPosition int64) error {
 				return err
 			}
 		}
-		man := checkpointManifest{Format: checkpointFormat, Model: "qwen3", Engine: p.lm.Model.Engine(),
+		man := checkpointManifest{Format: checkpointFormat, Kind: kind, Model: "qwen3", Engine: p.lm.Model.Engine(),
 			Version: p.Version(), DataPosition: dataPosition, Schedule: p.Schedule(), Files: map[string]string{}}
 		entries, err := os.ReadDir(tmp)
 		if err != nil {
@@ -78,8 +93,21 @@ func (p *Policy) SaveCheckpoint(dir string, dataPosition int64) error {
 // the learning rate would drop it), and the version and length schedule are restored. A
 // checkpoint without an optimizer file (written before t2t saved one) leaves the optimizer as
 // the model has it: in a fresh process, AdamW starts with fresh moments. It returns the
-// manifest's data position.
+// manifest's data position. An SFT checkpoint (SaveSFTCheckpoint) is refused, unchanged, with
+// an error wrapping learner.ErrCheckpointMismatch: its position counts steps, not stages.
 func (p *Policy) LoadCheckpoint(dir string) (int64, error) {
+	return p.loadCheckpoint(dir, "")
+}
+
+// LoadSFTCheckpoint restores a SaveSFTCheckpoint directory as LoadCheckpoint does and returns
+// the steps it was saved after; a training run's checkpoint is refused, unchanged (an error
+// wrapping learner.ErrCheckpointMismatch).
+func (p *Policy) LoadSFTCheckpoint(dir string) (int, error) {
+	pos, err := p.loadCheckpoint(dir, kindSFT)
+	return int(pos), err
+}
+
+func (p *Policy) loadCheckpoint(dir, kind string) (int64, error) {
 	js, err := limits.ReadFile(filepath.Join(dir, learner.CheckpointManifestFile), limits.Config)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s: %w", learner.ErrCorruptCheckpoint, dir, err)
@@ -87,6 +115,12 @@ func (p *Policy) LoadCheckpoint(dir string) (int64, error) {
 	var man checkpointManifest
 	if err := json.Unmarshal(js, &man); err != nil || man.Format != checkpointFormat {
 		return 0, fmt.Errorf("%w: %s: manifest is not a %s manifest (%v)", learner.ErrCorruptCheckpoint, dir, checkpointFormat, err)
+	}
+	if man.Kind != kind {
+		return 0, fmt.Errorf("%w: %s is %s, not %s", learner.ErrCheckpointMismatch, dir, kindName(man.Kind), kindName(kind))
+	}
+	if man.DataPosition < 0 {
+		return 0, fmt.Errorf("%w: %s: data position %d", learner.ErrCorruptCheckpoint, dir, man.DataPosition)
 	}
 	names := make([]string, 0, len(man.Files))
 	for n := range man.Files {
@@ -133,4 +167,12 @@ func (p *Policy) LoadCheckpoint(dir string) (int64, error) {
 	p.version.Store(man.Version)
 	p.SetSchedule(man.Schedule)
 	return man.DataPosition, nil
+}
+
+// kindName words a manifest kind for an error.
+func kindName(kind string) string {
+	if kind == kindSFT {
+		return "a t2t sft checkpoint"
+	}
+	return "a training run's checkpoint"
 }

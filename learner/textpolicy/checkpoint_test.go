@@ -54,6 +54,17 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if _, err := dst.LoadCheckpoint(bad); !errors.Is(err, learner.ErrCorruptCheckpoint) {
 		t.Fatalf("corrupt checkpoint: %v, want ErrCorruptCheckpoint", err)
 	}
+	// The other kind: an SFT checkpoint counts steps, a training run's stages.
+	sft := filepath.Join(t.TempDir(), "sft")
+	if err := src.SaveSFTCheckpoint(sft, 9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.LoadCheckpoint(sft); !errors.Is(err, learner.ErrCheckpointMismatch) {
+		t.Fatalf("an SFT checkpoint as a training run's: %v, want ErrCheckpointMismatch", err)
+	}
+	if _, err := dst.LoadSFTCheckpoint(dir); !errors.Is(err, learner.ErrCheckpointMismatch) {
+		t.Fatalf("a training run's checkpoint as an SFT one: %v, want ErrCheckpointMismatch", err)
+	}
 	after, _ := dst.lm.Model.Logits(seqs)
 	if dst.Version() != 0 || after[0][0] != before[0][0] {
 		t.Fatal("a refused checkpoint changed the policy")
@@ -71,5 +82,8 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	}
 	if pos != 4 || dst.Version() != 7 || dst.Schedule() != src.Schedule() {
 		t.Fatalf("restored position %d, version %d, schedule %+v", pos, dst.Version(), dst.Schedule())
+	}
+	if step, err := dst.LoadSFTCheckpoint(sft); err != nil || step != 9 {
+		t.Fatalf("LoadSFTCheckpoint: step %d, %v; want 9", step, err)
 	}
 }

@@ -232,6 +232,12 @@ type SFTOptions struct {
 	EngineerEvery int
 	// Dir receives the checkpoint (Policy.Save) at the end and every SaveEvery steps.
 	Dir string
+	// Resumable saves SaveSFTCheckpoint instead: AdamW's state and the step beside the
+	// weights, so that LoadSFTCheckpoint and StartStep continue the run exactly.
+	Resumable bool
+	// StartStep is the steps already taken (a resumed run, in [0, Steps]): training runs steps
+	// StartStep+1..Steps, on the instances and engineer turns those steps get in one run.
+	StartStep int
 	// Progress receives the run's reports.
 	Progress SFTProgress
 }
@@ -251,6 +257,8 @@ func (o *SFTOptions) Validate() error {
 		return &fielderr.Error{Kind: ErrOptions, Field: "EvalEvery", Value: o.EvalEvery, Reason: "must be ≥ 0"}
 	case o.SaveEvery < 0:
 		return &fielderr.Error{Kind: ErrOptions, Field: "SaveEvery", Value: o.SaveEvery, Reason: "must be ≥ 0"}
+	case o.StartStep < 0 || o.StartStep > o.Steps:
+		return &fielderr.Error{Kind: ErrOptions, Field: "StartStep", Value: o.StartStep, Reason: fmt.Sprintf("must be in [0, Steps = %d]", o.Steps)}
 	case o.Dir == "":
 		return &fielderr.Error{Kind: ErrOptions, Field: "Dir", Value: o.Dir, Reason: "must name the checkpoint directory"}
 	case o.EngineerEvery < 0:
@@ -412,7 +420,14 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 		}
 	}
 	run := &sftRun{p: p, opt: &opt, agents: opt.agents(), every: cmp.Or(opt.EngineerEvery, 4), start: time.Now()}
-	for step := 1; step <= opt.Steps; step++ {
+	run.nextTurn = opt.StartStep / run.every * opt.Batch // the turns the engineer steps before StartStep took
+	save := func(step int) error {
+		if opt.Resumable {
+			return p.SaveSFTCheckpoint(opt.Dir, step)
+		}
+		return p.Save(opt.Dir)
+	}
+	for step := opt.StartStep + 1; step <= opt.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -428,7 +443,7 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 			}
 		}
 		if opt.SaveEvery > 0 && step%opt.SaveEvery == 0 && step < opt.Steps {
-			if err := p.Save(opt.Dir); err != nil {
+			if err := save(step); err != nil {
 				return err
 			}
 			if pr.Saved != nil {
@@ -441,7 +456,7 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 			return err
 		}
 	}
-	return p.Save(opt.Dir)
+	return save(opt.Steps)
 }
 
 // sftRun is RunSFT's training loop: which step trains on what, and the

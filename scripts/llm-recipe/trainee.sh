@@ -4,17 +4,18 @@
 # turns of configs/engineer-histories.jsonl and engineer-histories-range.jsonl, about 20 % held
 # out by hash; the model's tokenizer learned the training ones, t2t model init --tokenizer-turns),
 # torch engine on one CPU thread, in chunks that each write a checkpoint, so that the run survives
-# being stopped and spreads over several sessions: rerun the same command and it goes on after the last
-# finished chunk. Each chunk trains on fresh instances (seed 1000 + chunk) and evaluates greedily on
+# being stopped and spreads over several sessions: rerun the same command and it goes on from the
+# last save (every 50 steps). The chunks are one run of CHUNKS × CHUNK steps (t2t sft --resume: each
+# goes on with the last one's AdamW state, instances and engineer turns). Each evaluates greedily on
 # the same 64 held-out instances (--eval-seed 99), its lines kept in OUT/chunk-N.log; then its checkpoint
 # answers the held-out engineer contexts (t2t engineer score: OUT/chunk-N.score, per context in
 # OUT/chunk-N.score.json).
 #   OUT=DIR      the run's folder: M (the initial model), turns.jsonl, chunk-1, chunk-2, ...
-#   START=DIR    start from this checkpoint instead of a fresh `t2t model init` (optional)
+#   START=DIR    start from this checkpoint (at step 0) instead of a fresh `t2t model init` (optional)
 #   CHUNK=N      steps per chunk (default 250); CHUNKS=N chunks in all (default 24: 6,000 steps)
 #   EVAL=N       held-out instances evaluated after each chunk (default 64)
 #   INIT="..."   t2t model init's shape flags (default the 5.1 M model: 6 layers, hidden 256)
-# A chunk stopped midway runs again from the previous chunk's checkpoint.
+# A chunk stopped midway goes on from its last save (or the previous chunk's checkpoint).
 set -eu
 : "${OUT:?set OUT to the run folder}"
 T2T=${T2T:-t2t}
@@ -40,10 +41,15 @@ before=true # evaluate before the first chunk only: each later one starts where 
 while [ "$i" -le "$CHUNKS" ]; do
 	ck="$OUT/chunk-$i"
 	if [ ! -f "$ck.done" ]; then
-		$T2T sft --engine torch --threads 1 --autocast bf16 --model "$prev" --out "$ck" --prompt compact \
-			--agents 2,3,4,5 --sizes 3-10 --steps "$CHUNK" --batch 16 --lr 1e-3 --seed $((1000 + i)) \
+		from=$prev
+		if [ -f "$ck/manifest.json" ]; then # a chunk stopped after a save goes on from it
+			from=$ck
+			before=false
+		fi
+		$T2T sft --engine torch --threads 1 --autocast bf16 --model "$from" --out "$ck" --resume --prompt compact \
+			--agents 2,3,4,5 --sizes 3-10 --steps $((i * CHUNK)) --batch 16 --lr 1e-3 --seed 1001 \
 			--engineer-turns "${ntrain:-0}" --engineer-data "$OUT/turns.jsonl" --engineer-every 4 \
-			--eval "$EVAL" --eval-seed 99 --eval-before="$before" --max-tokens 256 --report-every 25 --save-every 50 >"$ck.log" 2>&1
+			--eval "$EVAL" --eval-seed 99 --eval-before="$before" --max-tokens 256 --report-every 25 --save-every 50 >>"$ck.log" 2>&1
 		touch "$ck.done"
 	fi
 	if [ ! -f "$ck.score" ]; then
