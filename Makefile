@@ -8,7 +8,7 @@ PLAIN_PKGS := $(shell $(GO) list ./... 2>/dev/null | grep -vE '/(actors|cluster|
 # over 6 min under -race on 2 cores: the tiny Qwen3 with the atomic tokenizer
 # reads ~200–600-token prompts) run in the plain pass instead; the gridnet
 # node and train tests keep the race detector on those paths.
-RACE_SKIP := ^(TestREADMECommands|TestTraineeAsEngineer|TestTrainQwen3Policy|TestTrainPushesToServe|TestNodePushesToServe|TestTrainPushesFullWeights|TestNodeLLMThroughEndpoint|TestEngineTorchCommands|TestTrainTorchWorkerKilledResumes|TestTrainTorchRanksKilledResumes|TestTrainTorchDevices|TestBenchTorchDevices|TestTrainEngineerSelfAndBase|TestExperimentSelfAndBaseArms|TestTrainRunWithServedPolicyAsEngineer|TestSFTCommand|TestTorchServesAdapters|TestTorchWorkerKilledMidBatch|TestRunSamplingStats)$$
+RACE_SKIP := ^(TestREADMECommands|TestTraineeAsEngineer|TestTrainQwen3Policy|TestTrainPushesToServe|TestNodePushesToServe|TestTrainPushesFullWeights|TestNodeLLMThroughEndpoint|TestEngineTorchCommands|TestTrainTorchWorkerKilledResumes|TestTrainTorchRanksKilledResumes|TestTrainTorchDevices|TestBenchTorchDevices|TestTrainEngineerSelfAndBase|TestExperimentSelfAndBaseArms|TestTrainRunWithServedPolicyAsEngineer|TestSFTCommand|TestSFTResume|TestTorchServesAdapters|TestTorchWorkerKilledMidBatch|TestRunSamplingStats)$$
 # daemon's in-process cluster tests start protoactor remotes in one process, whose grpc logger
 # setup races (protoactor-go: remote.Start resets grpc's global logger unlocked); they run in the
 # plain pass, as the cluster's full protoactor test does.
