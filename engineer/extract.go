@@ -70,7 +70,11 @@ func extractASCIILower(s string) string {
 // left to right, outside one another: markdown fences and text around the
 // object are ignored. A balanced {…} span that is not valid JSON is skipped
 // whole (its inner objects are not candidates) and its syntax error is
-// reported when nothing else is found. One object is returned as it stands. With several,
+// reported when nothing else is found. An object that never closes (an
+// answer cut short, out of tokens) is no answer, and neither are the
+// complete pieces inside it, such as one size's {…} of a truncated config:
+// after it only an object with a top-level "config" key (a fresh answer
+// after a stray brace) counts. One object is returned as it stands. With several,
 // the only one whose top level has a "config" key is returned; otherwise
 // the answer is ambiguous. Errors wrap ErrNoJSON or ErrAmbiguousJSON.
 func ExtractJSON(answer string) (string, error) {
@@ -80,7 +84,7 @@ func ExtractJSON(answer string) (string, error) {
 	}
 	var found []string
 	var firstBad error
-	starts := 0
+	starts, openAt := 0, -1
 	for i := 0; i < len(s); i++ {
 		if s[i] != '{' {
 			continue
@@ -90,6 +94,13 @@ func ExtractJSON(answer string) (string, error) {
 		}
 		end := extractObjectEnd(s, i)
 		if end < 0 {
+			if openAt < 0 {
+				openAt = i
+			}
+			continue
+		}
+		if openAt >= 0 && !extractHasConfig(s[i:end]) {
+			i = end - 1 // a piece of the object that never closes
 			continue
 		}
 		var v any
@@ -109,6 +120,9 @@ func ExtractJSON(answer string) (string, error) {
 		if firstBad != nil {
 			return "", fmt.Errorf("%w: %w", ErrNoJSON, firstBad)
 		}
+		if openAt >= 0 {
+			return "", fmt.Errorf("%w: the object that opens at byte %d never closes (the answer was cut short: out of tokens?)", ErrNoJSON, openAt)
+		}
 		if unclosed {
 			return "", fmt.Errorf("%w: the answer ended inside an unclosed <think> block (out of tokens?)", ErrNoJSON)
 		}
@@ -118,17 +132,25 @@ func ExtractJSON(answer string) (string, error) {
 	}
 	var withConfig []string
 	for _, f := range found {
-		var top map[string]json.RawMessage
-		if json.Unmarshal([]byte(f), &top) == nil {
-			if _, ok := top["config"]; ok {
-				withConfig = append(withConfig, f)
-			}
+		if extractHasConfig(f) {
+			withConfig = append(withConfig, f)
 		}
 	}
 	if len(withConfig) == 1 {
 		return withConfig[0], nil
 	}
 	return "", fmt.Errorf("%w: %d objects, %d with a \"config\" key", ErrAmbiguousJSON, len(found), len(withConfig))
+}
+
+// extractHasConfig reports whether the JSON object obj has a top-level
+// "config" key (false for text that is not a JSON object).
+func extractHasConfig(obj string) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal([]byte(obj), &top) != nil {
+		return false
+	}
+	_, ok := top["config"]
+	return ok
 }
 
 // extractObjectEnd returns the index after the '}' that balances the '{'

@@ -56,6 +56,9 @@ func TestExtractJSON(t *testing.T) {
 		{"unclosed think", "<think>" + engObj, "", ErrNoJSON},
 		{"trailing comma", `{"rationale": "x", "config": {"agents": 2,}}`, "", ErrNoJSON},
 		{"unbalanced", `{"rationale": "x"`, "", ErrNoJSON},
+		{"cut short, a piece inside", `{"rationale": "r", "config": {"sizes": [{"size": 3, "data_ratio": 0.28}}`, "", ErrNoJSON},
+		{"stray brace, then the answer", "I use { for sets. " + engObj, engObj, nil},
+		{"object, then one cut short", other + ` {"rationale": "r", "config": {"sizes": [{"size": 3}`, other, nil},
 		{"array only", `[1, 2]`, "", ErrNoJSON},
 	}
 	for _, c := range cases {
@@ -70,9 +73,14 @@ func TestExtractJSON(t *testing.T) {
 			t.Errorf("%s: got %q, %v; want %q", c.name, got, err, c.want)
 		}
 	}
+	// An answer cut short says so.
+	_, err := ExtractJSON(`x {"rationale": "r", "config": {"sizes": [{"size": 3, "data_ratio": 0.28}}`)
+	if err == nil || !strings.Contains(err.Error(), "opens at byte 2 never closes") {
+		t.Errorf("cut short: %v", err)
+	}
 	// A broken object is reported with its syntax error, and its inner
 	// objects are not taken for the answer.
-	_, err := ExtractJSON(`{"rationale": "x", "config": {"agents": 2},}`)
+	_, err = ExtractJSON(`{"rationale": "x", "config": {"agents": 2},}`)
 	if err == nil || !strings.Contains(err.Error(), "not valid JSON") {
 		t.Errorf("broken object: %v", err)
 	}
