@@ -31,6 +31,7 @@ func TestScriptsUseRealFlags(t *testing.T) {
 		{"scripts/llm-recipe/trainee.sh", nil, []string{"CHUNKS=2"}, 4},
 		{"scripts/llm-recipe/grpo.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m"), "REDIS=redis://127.0.0.1:1/0"}, 7},
 		{"scripts/llm-recipe/compare.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m")}, 1},
+		{"scripts/llm-recipe/trainee-compare.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m")}, 1},
 		{"scripts/engineer-histories/record.sh", nil, []string{"REDIS=redis://127.0.0.1:1/0", "OUT=" + filepath.Join(dir, "h.jsonl")}, 2},
 	} {
 		t.Run(filepath.Base(filepath.Dir(s.path))+"/"+filepath.Base(s.path), func(t *testing.T) {

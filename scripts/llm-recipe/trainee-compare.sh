@@ -1,0 +1,19 @@
+#!/bin/sh
+# Issue #28, the comparison at CPU scale: the arms fixed, learnability, self and base, 3 seeds, 4
+# stages of GRPO on the 2..5-agent curriculum (configs/two-to-five-agents.json: 128 instances a
+# stage, here group 4), from a checkpoint of the trainee SFT (scripts/llm-recipe/trainee.sh), on one
+# CPU thread. The self and base engineers answer greedily (--engineer-temperature 0): the 5 M model
+# writes the taught answers by rote, and sampled at the default 0.6 its answers drift into MAPF
+# plans (README, "The trainee as trainer"). Resumable: rerun the same command, and the finished
+# runs (one per arm and seed) are reused from OUT/runs.
+#   MODEL=DIR  the SFT checkpoint
+#   OUT=DIR    the report (experiment.md, .csv, .html, .json) and the run files
+set -eu
+: "${MODEL:?set MODEL to the SFT checkpoint}" "${OUT:?set OUT}"
+T2T=${T2T:-t2t}
+CFG=$(dirname "$0")/../../configs/two-to-five-agents.json
+exec $T2T experiment --policy qwen3 --model "$MODEL" --engine torch --threads 1 --prompt compact \
+	--max-new-tokens 256 --config "$CFG" --strategies fixed,learnability,self,base --baseline fixed \
+	--seeds 3 --stages 4 --group 4 --instances-per-unit 8 --learner-batch 8 --lr 1e-4 --rollouts 1 \
+	--val-per-size 2 --eval-per-size 2 --engineer-prompt compact --modules F,G,H0,T \
+	--engineer-max-tokens 512 --engineer-temperature 0 --out "$OUT"
