@@ -33,6 +33,8 @@ func TestScriptsUseRealFlags(t *testing.T) {
 		{"scripts/llm-recipe/compare.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m")}, 1},
 		{"scripts/llm-recipe/trainee-compare.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m")}, 1},
 		{"scripts/engineer-histories/record.sh", nil, []string{"REDIS=redis://127.0.0.1:1/0", "OUT=" + filepath.Join(dir, "h.jsonl")}, 2},
+		{"scripts/engineer-histories/record.sh", nil, []string{"REDIS=redis://127.0.0.1:1/0", "OUT=" + filepath.Join(dir, "h2.jsonl"),
+			"POLICY=qwen3", "MODEL=" + filepath.Join(dir, "m")}, 2},
 	} {
 		t.Run(filepath.Base(filepath.Dir(s.path))+"/"+filepath.Base(s.path), func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "calls.log")

@@ -10,12 +10,21 @@
 # configs/engineer-histories.jsonl was written by this script with CONFIGS="default small" (16
 # runs, 80 contexts; about 2 minutes a run on a loaded 2-core machine), and
 # configs/engineer-histories-range.jsonl with CONFIGS=range (8 runs, 40 contexts).
+# POLICY=qwen3 MODEL=DIR records runs of an LLM policy instead (torch engine, one CPU thread,
+# compact prompt, group 4; run ids hist-llm-*): the contexts a trainee's own run shows its self
+# engineer, whose valid rates and bookkeeping differ from a gridnet run's.
 #   REDIS=URL  a Redis database without runs of these ids (run ids hist-*), e.g. redis://127.0.0.1:6391/0
 #   OUT=FILE   the JSON Lines file to write (replaced)
-#   SEEDS="1 2" STAGES=5 INSTANCES=128 CONFIGS="default small range"   the defaults
+#   SEEDS="1 2" STAGES=5 INSTANCES=128 CONFIGS="default small range" POLICY=gridnet   the defaults
 set -eu
 : "${REDIS:?set REDIS}" "${OUT:?set OUT}"
 T2T=${T2T:-t2t}
+POLICY=${POLICY:-gridnet}
+case $POLICY in
+gridnet) prefix=hist ;;
+qwen3) : "${MODEL:?POLICY=qwen3 needs MODEL, a checkpoint}"; prefix=hist-llm ;;
+*) echo "record.sh: POLICY $POLICY: want gridnet or qwen3" >&2; exit 2 ;;
+esac
 SEEDS=${SEEDS:-1 2}
 STAGES=${STAGES:-5}
 INSTANCES=${INSTANCES:-128}
@@ -34,18 +43,24 @@ trap 'rm -rf "$tmp"' EXIT
 for cfg in $CONFIGS; do
 	for strategy in random learnability rules fixed; do
 		for seed in $SEEDS; do
-			run="hist-$cfg-$strategy-$seed"
+			run="$prefix-$cfg-$strategy-$seed"
 			set -- # the --config flag, quoted, in "$@"
 			case $cfg in
 			small) set -- --config "$SMALL" ;;
 			range) set -- --config "$RANGE" ;;
 			esac
-			warm=none
-			if [ $((seed % 2)) -eq 0 ]; then warm=bc; fi
-			# shellcheck disable=SC2086
-			$T2T train --policy gridnet --stages "$STAGES" --instances "$INSTANCES" --val-per-size 8 --eval-per-size 1 \
-				--strategy "$strategy" --warmstart "$warm" --bc-steps 20 --seed "$seed" "$@" \
-				--redis "$REDIS" --run-id "$run" >"$tmp/train.log" 2>&1 || { cat "$tmp/train.log" >&2; exit 1; }
+			if [ "$POLICY" = qwen3 ]; then
+				$T2T train --policy qwen3 --model "$MODEL" --engine torch --threads 1 --prompt compact --max-new-tokens 256 \
+					--group 4 --instances-per-unit 8 --learner-batch 8 --lr 1e-4 --stages "$STAGES" --instances "$INSTANCES" \
+					--val-per-size 2 --eval-per-size 1 --strategy "$strategy" --seed "$seed" "$@" \
+					--redis "$REDIS" --run-id "$run" >"$tmp/train.log" 2>&1 || { cat "$tmp/train.log" >&2; exit 1; }
+			else
+				warm=none
+				if [ $((seed % 2)) -eq 0 ]; then warm=bc; fi
+				$T2T train --policy gridnet --stages "$STAGES" --instances "$INSTANCES" --val-per-size 8 --eval-per-size 1 \
+					--strategy "$strategy" --warmstart "$warm" --bc-steps 20 --seed "$seed" "$@" \
+					--redis "$REDIS" --run-id "$run" >"$tmp/train.log" 2>&1 || { cat "$tmp/train.log" >&2; exit 1; }
+			fi
 			$T2T engineer propose --run "$run" --redis "$REDIS" --total-stages "$STAGES" --strategy fixed \
 				--dump-history "$tmp/h.json" >/dev/null
 			jq -c . "$tmp/h.json" >>"$OUT.part"
