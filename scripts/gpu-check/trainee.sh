@@ -5,9 +5,10 @@
 #   OUT=DIR ./scripts/gpu-check/trainee.sh ./t2t
 # Steps, each bounded by what is left of BUDGET_S (default 660 s: a 15-minute device session less
 # the machine's start) and none stopping the others:
-#   1. the engineer turns (t2t engineer turns on configs/engineer-histories.jsonl and
-#      configs/engineer-histories-range.jsonl, the runs on the 2..5-agent range: about 20 % of the
-#      contexts held out, by hash) and a fresh model (INIT, default the 5.1 M shape of
+#   1. the engineer turns (t2t engineer turns on configs/engineer-histories.jsonl,
+#      configs/engineer-histories-range.jsonl, the runs on the 2..5-agent range, and
+#      configs/engineer-histories-llm.jsonl, LLM-policy runs on it: about 20 % of the contexts held
+#      out, by hash) and a fresh model (INIT, default the 5.1 M shape of
 #      scripts/llm-recipe/trainee.sh) whose tokenizer learned the training turns too
 #      (--tokenizer-turns: an engineer turn in a third of the tokens);
 #   2. SFT on 2..5 agents over sizes 3..10 with the engineer turns mixed in (STEPS, default 6000,
@@ -92,7 +93,8 @@ PY
 }
 
 echo "== trainee: engineer turns and a fresh model =="
-cat "$root/configs/engineer-histories.jsonl" "$root/configs/engineer-histories-range.jsonl" > "$w/histories.jsonl"
+cat "$root/configs/engineer-histories.jsonl" "$root/configs/engineer-histories-range.jsonl" \
+	"$root/configs/engineer-histories-llm.jsonl" > "$w/histories.jsonl"
 "$T2T" engineer turns --histories "$w/histories.jsonl" --out "$w/turns.jsonl" \
 	--teacher learnability --prompt compact --modules F,G,H0,T || exit 1
 ntrain=$(grep -sc '"held_out":false' "$w/turns.jsonl")

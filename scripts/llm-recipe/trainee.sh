@@ -1,8 +1,9 @@
 #!/bin/sh
 # The trainee as trainer, step 1 (issue #28): supervised fine-tuning of a 5 M-parameter model on
 # 2..5-agent MAPF answers over sizes 3..10 with the engineer turns mixed in (every 4th step: the
-# turns of configs/engineer-histories.jsonl and engineer-histories-range.jsonl, about 20 % held
-# out by hash; the model's tokenizer learned the training ones, t2t model init --tokenizer-turns),
+# turns of configs/engineer-histories.jsonl, engineer-histories-range.jsonl and
+# engineer-histories-llm.jsonl, about 20 % held out by hash; the model's tokenizer learned the
+# training ones, t2t model init --tokenizer-turns),
 # torch engine on one CPU thread, in chunks that each write a checkpoint, so that the run survives
 # being stopped and spreads over several sessions: rerun the same command and it goes on from the
 # last save (every 50 steps). The chunks are one run of CHUNKS × CHUNK steps (t2t sft --resume: each
@@ -26,7 +27,8 @@ INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 -
 ROOT=$(dirname "$0")/../..
 mkdir -p "$OUT"
 if [ ! -f "$OUT/turns.jsonl" ]; then
-	cat "$ROOT/configs/engineer-histories.jsonl" "$ROOT/configs/engineer-histories-range.jsonl" > "$OUT/histories.jsonl"
+	cat "$ROOT/configs/engineer-histories.jsonl" "$ROOT/configs/engineer-histories-range.jsonl" \
+		"$ROOT/configs/engineer-histories-llm.jsonl" > "$OUT/histories.jsonl"
 	$T2T engineer turns --histories "$OUT/histories.jsonl" --out "$OUT/turns.jsonl" \
 		--teacher learnability --prompt compact --modules F,G,H0,T
 fi
