@@ -224,10 +224,11 @@ func (r *promptRenderer) render(dropExamples, dropStages int) Prompt {
 	fmt.Fprintf(&b, "# Design the training environment of stage %d\n", next)
 	if r.m.G {
 		b.WriteString("\n## G. Design guidelines\n")
+		b.WriteString(promptGuidelines)
 		if r.cur.HasAgentRange() {
-			b.WriteString(strings.TrimSuffix(promptGuidelines, promptGuidelinesEval) + promptGuidelinesEvalRange)
+			b.WriteString(promptGuidelinesEvalRange)
 		} else {
-			b.WriteString(promptGuidelines)
+			b.WriteString(promptGuidelinesEval)
 		}
 	}
 	if r.m.T {

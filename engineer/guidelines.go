@@ -8,17 +8,19 @@ Training runs in stages. Before each stage you choose the generator configuratio
 Answer with one JSON object as specified at the end of the user message.`
 
 // promptGuidelines is the G module: what the paper and the curriculum
-// literature (PLR, ACCEL, SFL learnability) found about this testbed.
+// literature (PLR, ACCEL, SFL learnability) found about this testbed, its
+// last line (promptGuidelinesEval, or promptGuidelinesEvalRange for a config
+// that trains a range of agent counts) written after it.
 const promptGuidelines = `- Difficulty grows with map size (longer paths and answers, more cells to track), with hole_ratio (detours, dead ends, hole collisions) and with wait_ratio (agents must coordinate in time to avoid conflicts).
 - Too hard collapses the learning signal. GRPO learns from the differences between several answers to the same instance: when all of them fail (success near 0) or all succeed (success near 1), that instance teaches nothing. Put most data where the validation success rate is neither near 0 nor near 1; around 0.5 is best.
 - Keep some data at every size, so that nothing already learned is forgotten and every size stays measured.
 - Raise hole_ratio and wait_ratio step by step where success is high; lower them where success is near 0. Change each number by a moderate step (about 0.1 or less) per stage: large jumps make the next results hard to read.
 - Read the failure categories: many conflicts mean coordination is the bottleneck (lower wait_ratio there, or train it on smaller maps); many hole collisions point at hole_ratio; many parse errors or illegal moves mean the answer format or the moves themselves are not yet mastered (favour smaller maps, whose answers are shorter); goal failures often come from long paths on large maps.
 - A valid answer counts first; the optimal rate tells whether the paths are also shortest. When a size is mostly valid but rarely optimal, it still has something to teach.
-` + promptGuidelinesEval
+`
 
-// promptGuidelinesEval is G's last line; promptGuidelinesEvalRange replaces
-// it when the config trains a range of agent counts, whose training may
+// promptGuidelinesEval is G's last line; promptGuidelinesEvalRange takes its
+// place when the config trains a range of agent counts, whose training may
 // already hold the evaluation's agent counts.
 const (
 	promptGuidelinesEval      = "- The evaluation goes beyond training: 3 to 5 agents, wait ratios 0.25, 0.50 and 0.75, hole ratios 0.1 to 0.5. Move toward such settings once the easier ones are mastered.\n"

@@ -213,7 +213,7 @@ func (r *Rules) moveRange(c *env.Config, last *StageResult) string {
 			top = a
 		}
 	}
-	if top.Episodes == 0 || top.Episodes < r.ro.MinEpisodes {
+	if top.Episodes < max(r.ro.MinEpisodes, 1) {
 		return ""
 	}
 	largest := 0

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
@@ -55,15 +54,12 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	if o.TokenizerPath == "" {
 		var extra []string
 		if *turnsFile != "" {
-			turns, err := engineer.ReadTrainingTurns(*turnsFile, engineer.DefaultHeldOutPercent, -1)
+			texts, n, err := textpolicy.TrainingTurnTexts(*turnsFile)
 			if err != nil {
 				return err
 			}
-			if len(turns) == 0 {
-				return badInput("--tokenizer-turns %s: no training turn (every turn is held out)", *turnsFile)
-			}
-			extra = textpolicy.EngineerTexts(turns)
-			fmt.Fprintf(stdout, "tokenizer corpus: the testbed's texts and %d engineer training turns of %s\n", len(turns), *turnsFile)
+			extra = texts
+			fmt.Fprintf(stdout, "tokenizer corpus: the testbed's texts and %d engineer training turns of %s\n", n, *turnsFile)
 		}
 		js, err := textpolicy.TinyTokenizerJSON(*vocab, extra...)
 		if err != nil {

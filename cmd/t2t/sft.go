@@ -2,18 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/cpuprofile"
-	"github.com/t2t-lab/t2t/learner"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
@@ -112,8 +107,14 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return badInput("%v", err)
 	}
 	if *f.resume {
-		if err := resumeSFT(stdout, pol, *f.dir, &o); err != nil {
-			return err
+		step, ok, err := pol.ResumeSFT(*f.dir, &o)
+		if err != nil {
+			return badInput("--resume: %v", err)
+		}
+		if ok {
+			fmt.Fprintf(stdout, "resume: %s was saved after step %d: steps %d..%d now, with its AdamW state\n", *f.dir, step, step+1, o.Steps)
+		} else {
+			fmt.Fprintf(stdout, "resume: %s is not a t2t sft --resume checkpoint: starting at step 0\n", *f.dir)
 		}
 	}
 	o.AddEngineerTurns(stdout, lm, turns, *f.thinking, *f.engData)
@@ -122,26 +123,6 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.Dir)
-	return nil
-}
-
-// resumeSFT makes o resumable and, when dir holds a checkpoint (a manifest), continues it:
-// its weights and AdamW state go into pol and o starts after its step.
-func resumeSFT(stdout io.Writer, pol *textpolicy.Policy, dir string, o *textpolicy.SFTOptions) error {
-	o.Resumable = true
-	if _, err := os.Stat(filepath.Join(dir, learner.CheckpointManifestFile)); errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(stdout, "resume: %s is not a t2t sft --resume checkpoint: starting at step 0\n", dir)
-		return nil
-	}
-	step, err := pol.LoadSFTCheckpoint(dir)
-	if err != nil {
-		return badInput("--resume: %v", err)
-	}
-	if step > o.Steps {
-		return badInput("--resume: %s was saved after step %d, beyond --steps %d (the steps of the whole run)", dir, step, o.Steps)
-	}
-	o.StartStep = step
-	fmt.Fprintf(stdout, "resume: %s was saved after step %d: steps %d..%d now, with its AdamW state\n", dir, step, step+1, o.Steps)
 	return nil
 }
 

@@ -2,7 +2,9 @@ package textpolicy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -105,6 +107,25 @@ func (p *Policy) LoadCheckpoint(dir string) (int64, error) {
 func (p *Policy) LoadSFTCheckpoint(dir string) (int, error) {
 	pos, err := p.loadCheckpoint(dir, kindSFT)
 	return int(pos), err
+}
+
+// ResumeSFT makes o resumable (SFTOptions.Resumable) and, when dir holds a checkpoint (a
+// manifest), continues it: LoadSFTCheckpoint into p, and o.StartStep becomes its step. ok is
+// false for a directory without a manifest (a plain checkpoint: the run starts at step 0). A
+// checkpoint saved after more than o.Steps steps is an error.
+func (p *Policy) ResumeSFT(dir string, o *SFTOptions) (step int, ok bool, err error) {
+	o.Resumable = true
+	if _, err := os.Stat(filepath.Join(dir, learner.CheckpointManifestFile)); errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if step, err = p.LoadSFTCheckpoint(dir); err != nil {
+		return 0, false, err
+	}
+	if step > o.Steps {
+		return 0, false, fmt.Errorf("%s was saved after step %d, beyond --steps %d (the steps of the whole run)", dir, step, o.Steps)
+	}
+	o.StartStep = step
+	return step, true, nil
 }
 
 func (p *Policy) loadCheckpoint(dir, kind string) (int64, error) {

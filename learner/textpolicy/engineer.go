@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/t2t-lab/t2t/engineer"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
@@ -97,6 +98,20 @@ func EngineerTexts(turns []engineer.Turn) []string {
 		out = append(out, chatText(turnMessages(&turns[i]), false), turns[i].Answer+tokenizer.ImEnd+"\n")
 	}
 	return out
+}
+
+// TrainingTurnTexts reads a turns file (t2t engineer turns --out) and returns the EngineerTexts
+// of its training turns and how many there are: the held-out ones (engineer.ReadTrainingTurns at
+// the default share) are never read. A file with no training turn is a *fielderr.Error naming it.
+func TrainingTurnTexts(path string) ([]string, int, error) {
+	turns, err := engineer.ReadTrainingTurns(path, engineer.DefaultHeldOutPercent, -1)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(turns) == 0 {
+		return nil, 0, &fielderr.Error{File: path, Reason: "no training turn (every turn is held out)"}
+	}
+	return EngineerTexts(turns), len(turns), nil
 }
 
 // turnMessages are the system and user messages of t's prompt.
