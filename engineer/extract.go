@@ -117,16 +117,7 @@ func ExtractJSON(answer string) (string, error) {
 	}
 	switch len(found) {
 	case 0:
-		if firstBad != nil {
-			return "", fmt.Errorf("%w: %w", ErrNoJSON, firstBad)
-		}
-		if openAt >= 0 {
-			return "", fmt.Errorf("%w: the object that opens at byte %d never closes (the answer was cut short: out of tokens?)", ErrNoJSON, openAt)
-		}
-		if unclosed {
-			return "", fmt.Errorf("%w: the answer ended inside an unclosed <think> block (out of tokens?)", ErrNoJSON)
-		}
-		return "", ErrNoJSON
+		return "", extractNoJSON(firstBad, openAt, unclosed)
 	case 1:
 		return found[0], nil
 	}
@@ -140,6 +131,21 @@ func ExtractJSON(answer string) (string, error) {
 		return withConfig[0], nil
 	}
 	return "", fmt.Errorf("%w: %d objects, %d with a \"config\" key", ErrAmbiguousJSON, len(found), len(withConfig))
+}
+
+// extractNoJSON is ExtractJSON's error when it found no object: the first
+// balanced but broken object's syntax error, else the object that never
+// closes (openAt ≥ 0), else a think block the answer ended in.
+func extractNoJSON(firstBad error, openAt int, unclosedThink bool) error {
+	switch {
+	case firstBad != nil:
+		return fmt.Errorf("%w: %w", ErrNoJSON, firstBad)
+	case openAt >= 0:
+		return fmt.Errorf("%w: the object that opens at byte %d never closes (the answer was cut short: out of tokens?)", ErrNoJSON, openAt)
+	case unclosedThink:
+		return fmt.Errorf("%w: the answer ended inside an unclosed <think> block (out of tokens?)", ErrNoJSON)
+	}
+	return ErrNoJSON
 }
 
 // extractHasConfig reports whether the JSON object obj has a top-level

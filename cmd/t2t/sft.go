@@ -41,8 +41,7 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	f.evalBefore = fs.Bool("eval-before", true, "evaluate before the first step (false: a run continuing a checkpoint already evaluated on this set)")
 	fs.IntVar(&o.SaveEvery, "save-every", 0, "also write the checkpoint to --out every this many steps, so a stopped run keeps its progress (0: at the end only)")
 	f.resume = fs.Bool("resume", false, "a run in pieces: when --model is a checkpoint of t2t sft --resume, go on after its step to --steps in all, with its AdamW state and\n"+
-		"the instances and engineer turns of one run (keep --seed, --batch, --agents and the turns); write checkpoints that can be continued\n"+
-		"(AdamW's state and the step beside the weights: about 3× their size)")
+		"the instances and engineer turns of one run (keep --seed, --batch, --agents and the turns); write checkpoints that can be continued (about 3× the weights' size)")
 	f.maxTokens = fs.Int("max-tokens", 64, "completion cap during evaluation")
 	f.thinking = fs.Bool("thinking", false, "render the chat template with thinking (the target then starts with an empty think block)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the training instances")
@@ -107,14 +106,8 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return badInput("%v", err)
 	}
 	if *f.resume {
-		step, ok, err := pol.ResumeSFT(*f.dir, &o)
-		if err != nil {
+		if err := pol.ResumeSFT(stdout, *f.dir, &o); err != nil {
 			return badInput("--resume: %v", err)
-		}
-		if ok {
-			fmt.Fprintf(stdout, "resume: %s was saved after step %d: steps %d..%d now, with its AdamW state\n", *f.dir, step, step+1, o.Steps)
-		} else {
-			fmt.Fprintf(stdout, "resume: %s is not a t2t sft --resume checkpoint: starting at step 0\n", *f.dir)
 		}
 	}
 	o.AddEngineerTurns(stdout, lm, turns, *f.thinking, *f.engData)

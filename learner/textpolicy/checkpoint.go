@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -110,38 +111,51 @@ func (p *Policy) LoadSFTCheckpoint(dir string) (int, error) {
 }
 
 // ResumeSFT makes o resumable (SFTOptions.Resumable) and, when dir holds a checkpoint (a
-// manifest), continues it: LoadSFTCheckpoint into p, and o.StartStep becomes its step. ok is
-// false for a directory without a manifest (a plain checkpoint: the run starts at step 0). A
-// checkpoint saved after more than o.Steps steps is an error.
-func (p *Policy) ResumeSFT(dir string, o *SFTOptions) (step int, ok bool, err error) {
+// manifest), continues it: LoadSFTCheckpoint into p, and o.StartStep becomes its step. It says
+// on w where the run starts, as t2t sft --resume does; a directory without a manifest (a plain
+// checkpoint) starts at step 0. A checkpoint saved after more than o.Steps steps is an error.
+func (p *Policy) ResumeSFT(w io.Writer, dir string, o *SFTOptions) error {
 	o.Resumable = true
 	if _, err := os.Stat(filepath.Join(dir, learner.CheckpointManifestFile)); errors.Is(err, fs.ErrNotExist) {
-		return 0, false, nil
+		fmt.Fprintf(w, "resume: %s is not a t2t sft --resume checkpoint: starting at step 0\n", dir)
+		return nil
 	}
-	if step, err = p.LoadSFTCheckpoint(dir); err != nil {
-		return 0, false, err
+	step, err := p.LoadSFTCheckpoint(dir)
+	if err != nil {
+		return err
 	}
 	if step > o.Steps {
-		return 0, false, fmt.Errorf("%s was saved after step %d, beyond --steps %d (the steps of the whole run)", dir, step, o.Steps)
+		return fmt.Errorf("%s was saved after step %d, beyond --steps %d (the steps of the whole run)", dir, step, o.Steps)
 	}
 	o.StartStep = step
-	return step, true, nil
+	fmt.Fprintf(w, "resume: %s was saved after step %d: steps %d..%d now, with its AdamW state\n", dir, step, step+1, o.Steps)
+	return nil
+}
+
+// readManifest reads dir's manifest and checks its format, its kind (want) and its data
+// position; it reads nothing else.
+func readManifest(dir, want string) (checkpointManifest, error) {
+	var man checkpointManifest
+	js, err := limits.ReadFile(filepath.Join(dir, learner.CheckpointManifestFile), limits.Config)
+	if err != nil {
+		return man, fmt.Errorf("%w: %s: %w", learner.ErrCorruptCheckpoint, dir, err)
+	}
+	if err := json.Unmarshal(js, &man); err != nil || man.Format != checkpointFormat {
+		return man, fmt.Errorf("%w: %s: manifest is not a %s manifest (%v)", learner.ErrCorruptCheckpoint, dir, checkpointFormat, err)
+	}
+	if man.Kind != want {
+		return man, fmt.Errorf("%w: %s is %s, not %s", learner.ErrCheckpointMismatch, dir, kindName(man.Kind), kindName(want))
+	}
+	if man.DataPosition < 0 {
+		return man, fmt.Errorf("%w: %s: data position %d", learner.ErrCorruptCheckpoint, dir, man.DataPosition)
+	}
+	return man, nil
 }
 
 func (p *Policy) loadCheckpoint(dir, kind string) (int64, error) {
-	js, err := limits.ReadFile(filepath.Join(dir, learner.CheckpointManifestFile), limits.Config)
+	man, err := readManifest(dir, kind)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %w", learner.ErrCorruptCheckpoint, dir, err)
-	}
-	var man checkpointManifest
-	if err := json.Unmarshal(js, &man); err != nil || man.Format != checkpointFormat {
-		return 0, fmt.Errorf("%w: %s: manifest is not a %s manifest (%v)", learner.ErrCorruptCheckpoint, dir, checkpointFormat, err)
-	}
-	if man.Kind != kind {
-		return 0, fmt.Errorf("%w: %s is %s, not %s", learner.ErrCheckpointMismatch, dir, kindName(man.Kind), kindName(kind))
-	}
-	if man.DataPosition < 0 {
-		return 0, fmt.Errorf("%w: %s: data position %d", learner.ErrCorruptCheckpoint, dir, man.DataPosition)
+		return 0, err
 	}
 	names := make([]string, 0, len(man.Files))
 	for n := range man.Files {
