@@ -30,6 +30,20 @@ const (
 	DefaultRetries     = 3
 )
 
+// Retry modes of LLMOptions.Retry: what follows a rejected answer.
+const (
+	// RetryConversation (the default, as in the paper) appends the answer and a user message
+	// with the reason to the conversation, so the model can mend what the guardrails named.
+	RetryConversation = "conversation"
+	// RetryResample asks the first prompt again, sampled at LLMOptions.RetryTemperature: for a
+	// small engineer taught single-turn answers, to which a rejection in the prompt is text it
+	// never saw (its retries drift), while a fresh sample of the prompt it knows often passes.
+	RetryResample = "resample"
+)
+
+// RetryModeHelp describes the retry modes for a command line.
+const RetryModeHelp = "engineer LLM: what follows a rejected answer: conversation (the answer and the reason are appended, as in the paper) or resample (the first prompt again, sampled at --engineer-retry-temperature: for small engineers taught single-turn answers)"
+
 // LLMOptions configures the llm strategy: a chat model behind an
 // OpenAI-compatible endpoint (vLLM, SGLang, Ollama, hosted APIs) writes the
 // proposal, as in the paper where the current policy checkpoint does.
@@ -59,6 +73,12 @@ type LLMOptions struct {
 	// MaxRetries is the number of further calls after the first when an
 	// answer is unusable or a call fails. 0: DefaultRetries; negative: none.
 	MaxRetries int
+	// Retry is what follows a rejected answer: RetryConversation ("" too) or RetryResample.
+	// A failed call is retried with the same messages either way.
+	Retry string
+	// RetryTemperature samples the retries of RetryResample (the first attempt keeps
+	// Temperature). It must be > 0 there, or each retry repeats a greedy first answer.
+	RetryTemperature float64
 	// Temperature is sent as is (0 is greedy decoding; Qwen3 recommends 0.6
 	// when thinking).
 	Temperature float64
@@ -106,6 +126,15 @@ func (o LLMOptions) Validate() error {
 	if math.IsNaN(o.Temperature) || o.Temperature < 0 || o.Temperature > 2 {
 		return bad("temperature", o.Temperature, "must be in [0,2]")
 	}
+	switch o.Retry {
+	case "", RetryConversation:
+	case RetryResample:
+		if math.IsNaN(o.RetryTemperature) || o.RetryTemperature <= 0 || o.RetryTemperature > 2 {
+			return bad("retry_temperature", o.RetryTemperature, "must be in (0,2] for resampled retries (at 0 each retry repeats the first answer)")
+		}
+	default:
+		return bad("retry", fmt.Sprintf("%q", o.Retry), "want conversation or resample")
+	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -144,7 +173,8 @@ const (
 // the projection changed; a valid one is kept bit for bit. Then Feasible
 // dry-runs the (projected) config. A rejected
 // answer is followed by a retry in the same conversation: the answer (think
-// blocks removed) and a user message with the reason are appended. A failed
+// blocks removed) and a user message with the reason are appended (or, with
+// RetryResample, by the first prompt again at RetryTemperature). A failed
 // call (transport error, timeout, non-2xx status, unusable body) is retried
 // after a backoff with the same messages. Failed calls and rejected
 // answers both count against MaxRetries. When no attempt is left, or the
@@ -227,7 +257,8 @@ func (l *LLM) Propose(ctx context.Context, h *History) (Proposal, error) {
 		reason := "llm: cannot build the prompt: " + err.Error()
 		return engFallback(prev, reason, []Attempt{{Reason: reason}}), nil
 	}
-	msgs := []ChatMessage{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}}
+	first := []ChatMessage{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}}
+	msgs, temperature := first, l.o.Temperature
 	tries := 1 + l.o.MaxRetries
 	var atts []Attempt
 	lastReason := ""
@@ -238,7 +269,7 @@ func (l *LLM) Propose(ctx context.Context, h *History) (Proposal, error) {
 			atts = append(atts, Attempt{PromptHash: p.Hash, Reason: "no call: " + err.Error()})
 			return engFallback(prev, "llm: "+err.Error(), atts), nil
 		}
-		ans, err := l.chat.Chat(ctx, msgs, l.o.Temperature, l.o.MaxTokens)
+		ans, err := l.chat.Chat(ctx, msgs, temperature, l.o.MaxTokens)
 		raw, used := ans.Content, ans.Tokens
 		if err == nil && used == 0 {
 			for _, m := range msgs {
@@ -271,12 +302,22 @@ func (l *LLM) Propose(ctx context.Context, h *History) (Proposal, error) {
 		}
 		log.Warn("engineer answer rejected", "attempt", try+1, "reason", a.Reason)
 		lastReason = a.Reason
-		msgs = append(msgs,
-			ChatMessage{Role: "assistant", Content: llmEcho(raw)},
-			ChatMessage{Role: "user", Content: "Your answer was rejected: " + a.Reason +
-				"\nReply again with exactly one JSON object that follows the output schema given above (every size listed once, every field present, no other fields)."})
+		msgs, temperature = l.retryMessages(first, msgs, raw, a.Reason)
 	}
 	return engFallback(prev, fmt.Sprintf("llm: no acceptable proposal in %d attempt(s); last: %s", tries, lastReason), atts), nil
+}
+
+// retryMessages returns the messages and temperature of the retry after a rejected answer
+// raw (its reason given): the conversation so far with the answer and the reason appended, at
+// Temperature, or the first messages again at RetryTemperature (RetryResample).
+func (l *LLM) retryMessages(first, msgs []ChatMessage, raw, reason string) ([]ChatMessage, float64) {
+	if l.o.Retry == RetryResample {
+		return first, l.o.RetryTemperature
+	}
+	return append(msgs,
+		ChatMessage{Role: "assistant", Content: llmEcho(raw)},
+		ChatMessage{Role: "user", Content: "Your answer was rejected: " + reason +
+			"\nReply again with exactly one JSON object that follows the output schema given above (every size listed once, every field present, no other fields)."}), l.o.Temperature
 }
 
 // judge checks one answer. It returns the attempt record, the decoded

@@ -176,6 +176,39 @@ func TestLLMInvalidJSONThenValid(t *testing.T) {
 	}
 }
 
+// RetryResample asks the first prompt again at RetryTemperature after each rejected answer
+// (the first attempt keeps Temperature), and the attempts are recorded as in a conversation.
+func TestLLMResampleRetry(t *testing.T) {
+	good := engGoodConfig()
+	s := newEngServer(t, engReply(`{"rationale": "x", "config": {`), engReply("no json here"), engReply(engAnswerText("fresh", good)))
+	l := engLLM(t, s, func(o *Options) {
+		o.LLM.Temperature, o.LLM.Retry, o.LLM.RetryTemperature = 0, RetryResample, 0.9
+	})
+	p := engPropose(t, l, engHandHistory())
+	if p.Fallback || p.Config.Hash() != good.Hash() || len(p.Attempts) != 3 || p.Attempts[0].Accepted || p.Attempts[1].Accepted {
+		t.Fatalf("got %+v", p)
+	}
+	reqs := s.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	for i, want := range []float64{0, 0.9, 0.9} {
+		if reqs[i].Temperature != want {
+			t.Errorf("request %d at temperature %g, want %g", i, reqs[i].Temperature, want)
+		}
+		if len(reqs[i].Messages) != 2 || reqs[i].Messages[0] != reqs[0].Messages[0] || reqs[i].Messages[1] != reqs[0].Messages[1] {
+			t.Errorf("request %d is not the first prompt again: %+v", i, reqs[i].Messages)
+		}
+	}
+	// Bad retry settings are refused before any call.
+	for _, o := range []LLMOptions{{Retry: "again"}, {Retry: RetryResample}, {Retry: RetryResample, RetryTemperature: 2.5}} {
+		o.BaseURL, o.Model = s.srv.URL+"/v1", "m"
+		if _, err := NewLLM(Options{LLM: o}); !errors.Is(err, ErrOptions) {
+			t.Errorf("retry %q at %g: err %v, want ErrOptions", o.Retry, o.RetryTemperature, err)
+		}
+	}
+}
+
 // (3) Out-of-range values are projected (as in the paper) and accepted
 // without a retry; the attempt says what the projection changed.
 func TestLLMOutOfRangeProjected(t *testing.T) {

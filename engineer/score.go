@@ -19,6 +19,11 @@ type ScoreOptions struct {
 	// the model's default cap).
 	Temperature float64
 	MaxTokens   int
+	// Retries are the further attempts after a rejected answer (0: none, the first answer
+	// alone is scored), made as Retry and RetryTemperature say (LLMOptions).
+	Retries          int
+	Retry            string
+	RetryTemperature float64
 	// Feasible is the generator's dry-run (env.CheckFeasible in a run).
 	Feasible func(env.Config) error
 }
@@ -28,9 +33,12 @@ type TurnScore struct {
 	RunID   string
 	Stage   int
 	Context string
-	// JSON: the answer holds a JSON object (ExtractJSON); Accepted: the
-	// llm strategy's guardrails took it in one attempt (no fall-back).
+	// JSON: the first answer holds a JSON object (ExtractJSON); Accepted:
+	// the llm strategy's guardrails took an answer (no fall-back), the
+	// first or, with ScoreOptions.Retries, a retry's; Attempts: the answers
+	// asked for.
 	JSON, Accepted bool
+	Attempts       int
 	// Distance is ConfigDistance from the proposal to the teacher's config
 	// (NaN when not accepted); Keep is the previous config's distance to
 	// the teacher's (what a fall-back would give).
@@ -41,9 +49,10 @@ type TurnScore struct {
 
 // Scores summarises ScoreTurns.
 type Scores struct {
-	// Turns is the number scored; JSON and Accepted count the answers
-	// holding a JSON object and those the guardrails accepted.
-	Turns, JSON, Accepted int
+	// Turns is the number scored; JSON and Accepted count the first
+	// answers holding a JSON object and the turns whose proposal the
+	// guardrails accepted, OnRetry those of them accepted after a retry.
+	Turns, JSON, Accepted, OnRetry int
 	// Distance is the mean ConfigDistance of the accepted proposals to the
 	// teacher's configs (NaN without any); Keep the mean distance of the
 	// previous configs to the teacher's over every turn, the reference a
@@ -89,8 +98,8 @@ func ConfigDistance(a, b env.Config) float64 {
 // ScoreTurns asks o.Chat each turn's context through the llm strategy
 // exactly as a run would (the turn's modules and prompt style, its
 // history, the guardrails: extraction, strict schema, the history's sizes,
-// projection, feasibility), once, without retries, and scores the answers
-// against the teacher's. A turn whose prompt no longer renders to its
+// projection, feasibility), once or with o.Retries retries, and scores the
+// answers against the teacher's. A turn whose prompt no longer renders to its
 // PromptHash (made by another version of the prompt) is an error wrapping
 // ErrSchema; ctx stops it.
 func ScoreTurns(ctx context.Context, turns []Turn, o ScoreOptions) (Scores, []TurnScore, error) {
@@ -103,7 +112,11 @@ func ScoreTurns(ctx context.Context, turns []Turn, o ScoreOptions) (Scores, []Tu
 			return sum, nil, fmt.Errorf("turn %d: %w", i+1, err)
 		}
 		base := t.History.Stages[0].Config
-		lo := LLMOptions{Chat: o.Chat, Modules: mods, Prompt: t.Prompt, MaxRetries: -1, Temperature: o.Temperature, MaxTokens: o.MaxTokens, Backoff: -1}
+		lo := LLMOptions{Chat: o.Chat, Modules: mods, Prompt: t.Prompt, MaxRetries: max(-1, o.Retries), Temperature: o.Temperature, MaxTokens: o.MaxTokens,
+			Retry: o.Retry, RetryTemperature: o.RetryTemperature, Backoff: -1}
+		if o.Retries == 0 {
+			lo.MaxRetries = -1 // LLMOptions: 0 is the default retries
+		}
 		p, err := engPromptFor(t.History, lo, base)
 		if err != nil {
 			return sum, nil, fmt.Errorf("turn %d: %w", i+1, err)
@@ -120,8 +133,8 @@ func ScoreTurns(ctx context.Context, turns []Turn, o ScoreOptions) (Scores, []Tu
 		if err != nil {
 			return sum, nil, err
 		}
-		ts := TurnScore{RunID: t.RunID, Stage: t.Stage, Context: t.Context, Accepted: !prop.Fallback, Distance: math.NaN(),
-			Keep: ConfigDistance(t.Previous, t.Config)}
+		ts := TurnScore{RunID: t.RunID, Stage: t.Stage, Context: t.Context, Accepted: !prop.Fallback, Attempts: len(prop.Attempts),
+			Distance: math.NaN(), Keep: ConfigDistance(t.Previous, t.Config)}
 		if len(prop.Attempts) > 0 {
 			a := prop.Attempts[0]
 			ts.Raw, ts.Reason = a.Raw, a.Reason
@@ -135,6 +148,9 @@ func ScoreTurns(ctx context.Context, turns []Turn, o ScoreOptions) (Scores, []Tu
 		}
 		if ts.Accepted {
 			sum.Accepted++
+			if ts.Attempts > 1 {
+				sum.OnRetry++
+			}
 			ts.Distance = ConfigDistance(prop.Config, t.Config)
 			dist += ts.Distance
 		}
@@ -192,8 +208,12 @@ func (s Scores) Summary() string {
 	if !math.IsNaN(s.Distance) {
 		dist = fmt.Sprintf("%.3f", s.Distance)
 	}
-	return fmt.Sprintf("valid JSON %.1f%% (%d/%d), accepted by the guardrails %.1f%% (%d/%d), distance to the teacher's config %s (accepted proposals; keeping the previous config: %.3f)",
-		100*s.JSONRate(), s.JSON, s.Turns, 100*s.AcceptedRate(), s.Accepted, s.Turns, dist, s.Keep)
+	retried := ""
+	if s.OnRetry > 0 {
+		retried = fmt.Sprintf(", %d of them on a retry", s.OnRetry)
+	}
+	return fmt.Sprintf("valid JSON %.1f%% (%d/%d), accepted by the guardrails %.1f%% (%d/%d%s), distance to the teacher's config %s (accepted proposals; keeping the previous config: %.3f)",
+		100*s.JSONRate(), s.JSON, s.Turns, 100*s.AcceptedRate(), s.Accepted, s.Turns, retried, dist, s.Keep)
 }
 
 // ScoreReport is `t2t engineer score --json`'s document: what was scored,
@@ -214,6 +234,7 @@ func (r ScoreReport) MarshalJSON() ([]byte, error) {
 		Context  string   `json:"context"`
 		JSON     bool     `json:"json"`
 		Accepted bool     `json:"accepted"`
+		Attempts int      `json:"attempts"`
 		Distance *float64 `json:"distance"`
 		Keep     float64  `json:"keep"`
 		Reason   string   `json:"reason"`
@@ -222,11 +243,11 @@ func (r ScoreReport) MarshalJSON() ([]byte, error) {
 	rows := make([]turnJSON, len(r.PerTurn))
 	for i, p := range r.PerTurn {
 		rows[i] = turnJSON{RunID: p.RunID, Stage: p.Stage, Context: p.Context, JSON: p.JSON, Accepted: p.Accepted,
-			Distance: nullNaN(p.Distance), Keep: p.Keep, Reason: p.Reason, Raw: p.Raw}
+			Attempts: p.Attempts, Distance: nullNaN(p.Distance), Keep: p.Keep, Reason: p.Reason, Raw: p.Raw}
 	}
 	sc := r.Scores
 	return json.Marshal(map[string]any{"model": r.Model, "contexts": r.Contexts, "scored": r.Scored,
-		"turns": sc.Turns, "json": sc.JSON, "accepted": sc.Accepted, "json_rate": sc.JSONRate(), "accepted_rate": sc.AcceptedRate(),
+		"turns": sc.Turns, "json": sc.JSON, "accepted": sc.Accepted, "accepted_on_retry": sc.OnRetry, "json_rate": sc.JSONRate(), "accepted_rate": sc.AcceptedRate(),
 		"distance": nullNaN(sc.Distance), "keep_distance": sc.Keep, "per_turn": rows})
 }
 

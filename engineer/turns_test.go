@@ -299,3 +299,41 @@ func TestConfigDistance(t *testing.T) {
 		t.Fatalf("agents differ: %v", d)
 	}
 }
+
+// tempChat answers garbage at temperature 0 and the turn's answer when sampled.
+type tempChat struct{ answers map[string]string }
+
+func (c tempChat) Chat(_ context.Context, msgs []ChatMessage, temp float64, _ int) (ChatAnswer, error) {
+	if temp == 0 {
+		return ChatAnswer{Content: "Agent 0: DOWN"}, nil
+	}
+	return ChatAnswer{Content: c.answers[msgs[len(msgs)-1].Content]}, nil
+}
+
+// With Retries and RetryResample, ScoreTurns scores what a run's engineer would end with: a
+// greedy first answer that fails, then a sampled retry of the same prompt that passes, counts
+// as accepted on a retry; the JSON rate stays the first answers'. Without retries none passes.
+func TestScoreTurnsWithRetries(t *testing.T) {
+	mods, _ := ParseModules("F,T")
+	turns, err := Turns(context.Background(), []*History{engHandHistory()}, TurnOptions{Teacher: NameRules, Modules: mods, Prompt: PromptCompact})
+	if err != nil || len(turns) != 3 {
+		t.Fatalf("%d turns: %v", len(turns), err)
+	}
+	chat := tempChat{answers: map[string]string{}}
+	for _, tu := range turns {
+		chat.answers[tu.User] = tu.Answer
+	}
+	sc, per, err := ScoreTurns(context.Background(), turns, ScoreOptions{Chat: chat, Retries: 2, Retry: RetryResample, RetryTemperature: 0.6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Turns != 3 || sc.JSON != 0 || sc.Accepted != 3 || sc.OnRetry != 3 || per[0].Attempts != 2 || sc.Distance != 0 {
+		t.Fatalf("%+v %+v", sc, per)
+	}
+	if !strings.Contains(sc.Summary(), "(3/3, 3 of them on a retry)") {
+		t.Errorf("summary %q", sc.Summary())
+	}
+	if sc, _, err := ScoreTurns(context.Background(), turns, ScoreOptions{Chat: chat}); err != nil || sc.Accepted != 0 || sc.OnRetry != 0 {
+		t.Fatalf("no retries: %+v, %v", sc, err)
+	}
+}

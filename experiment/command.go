@@ -151,8 +151,12 @@ func (f *Flags) llm(o *Options) error {
 	if style == engineer.PromptFull {
 		o.EngineerPrompt = "" // the fingerprints of runs made before the flag
 	}
+	if o.EngineerRetry, o.EngineerRetryTemperature, err = train.ParseRetry(o.EngineerRetry, o.EngineerRetryTemperature, "engineer-retry"); err != nil {
+		return err
+	}
 	if !checkpoint {
 		o.EngineerMaxTokens, o.EngineerTemperature, o.EngineerRetries, o.EngineerPrompt = 0, 0, 0, ""
+		o.EngineerRetry, o.EngineerRetryTemperature = "", 0
 	}
 	if !train.IsLLM(o.Policy) {
 		o.MaxNewTokens, o.Prompt, o.Thinking = 0, "", false

@@ -147,6 +147,10 @@ type legacyLLM struct {
 	EngineerTemperature float64 `json:",omitempty"`
 	EngineerRetries     int     `json:",omitempty"`
 	EngineerPrompt      string  `json:",omitempty"`
+	// EngineerRetry and EngineerRetryTemperature are "" and 0 for the paper's conversation
+	// retries: the fingerprints of runs made before the flags.
+	EngineerRetry            string  `json:",omitempty"`
+	EngineerRetryTemperature float64 `json:",omitempty"`
 }
 
 // legacy is o's fingerprinted settings.
@@ -159,7 +163,7 @@ func (o *Options) legacy() legacySettings {
 		LR: s.LR, SuiteSeed: o.SuiteSeed,
 		LLM: legacyLLM{Model: s.Model, Engine: o.Engine, MaxNewTokens: s.MaxNewTokens, Prompt: s.Prompt, Thinking: s.Thinking,
 			EngineerMaxTokens: s.EngineerMaxTokens, EngineerTemperature: s.EngineerTemperature, EngineerRetries: s.EngineerRetries,
-			EngineerPrompt: s.EngineerPrompt},
+			EngineerPrompt: s.EngineerPrompt, EngineerRetry: s.EngineerRetry, EngineerRetryTemperature: s.EngineerRetryTemperature},
 	}
 }
 

@@ -146,6 +146,7 @@ func (o *Options) strategy(ctx context.Context, arm Arm, seed uint64, base *env.
 		strat, closeEng, err := train.NewEngineer(ctx, train.EngineerSpec{
 			Strategy: arm.Strategy, Seed: seed, Target: arm.Engineer, Modules: arm.Modules.String(),
 			MaxTokens: o.EngineerMaxTokens, Temperature: o.EngineerTemperature, Retries: o.EngineerRetries,
+			Retry: o.EngineerRetry, RetryTemperature: o.EngineerRetryTemperature,
 			Prompt: o.EngineerPrompt, BaseModel: o.Model, Engine: o.EngineSpec, Logger: o.Logger,
 		}, base, pol)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
@@ -48,6 +50,9 @@ type EngineerSpec struct {
 	Temperature float64
 	Retries     int
 	Thinking    bool
+	// Retry and RetryTemperature are what follows a rejected answer (ParseRetry).
+	Retry            string
+	RetryTemperature float64
 	// BaseModel and Engine open the frozen copy for EngineerBase.
 	BaseModel string
 	Engine    engine.Spec
@@ -96,11 +101,16 @@ func llmEngineer(ctx context.Context, spec EngineerSpec, pol Policy) (engineer.L
 	case spec.Retries < 0:
 		return engineer.LLMOptions{}, nil, &fielderr.Error{Kind: ErrOptions, Flag: "engineer-retries", Value: spec.Retries, Reason: "must be ≥ 0"}
 	}
+	retry, retryTemp, err := ParseRetry(spec.Retry, spec.RetryTemperature, "engineer-retry")
+	if err != nil {
+		return engineer.LLMOptions{}, nil, err
+	}
 	retries := spec.Retries
 	if retries == 0 {
 		retries = -1 // LLMOptions: negative is none, 0 the default
 	}
-	lo := engineer.LLMOptions{Modules: mods, Prompt: style, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, MaxRetries: retries}
+	lo := engineer.LLMOptions{Modules: mods, Prompt: style, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, MaxRetries: retries,
+		Retry: retry, RetryTemperature: retryTemp}
 	tp, isLM := pol.(LMPolicy)
 	target := spec.Target
 	if target == "" {
@@ -163,4 +173,22 @@ func ProposeNext(ctx context.Context, spec EngineerSpec, base env.Config, h *eng
 		prev = last.Config
 	}
 	return prop, engineer.WriteProposal(w, strat.Name(), h.NextStage(), prop, prev)
+}
+
+// ParseRetry checks an engineer LLM's retry mode (the flag named flag, e.g. engineer-retry:
+// engineer.RetryConversation, "" too, or engineer.RetryResample) and the temperature of its
+// resampled retries (flag-temperature, in (0, 2]). It returns them normalised: a conversation
+// is "" at 0 (the temperature is unused there), as the settings of runs made before the flags.
+func ParseRetry(mode string, temperature float64, flag string) (string, float64, error) {
+	switch strings.ToLower(strings.TrimSpace(mode)) {
+	case "", engineer.RetryConversation:
+		return "", 0, nil
+	case engineer.RetryResample:
+		if math.IsNaN(temperature) || temperature <= 0 || temperature > 2 {
+			return "", 0, &fielderr.Error{Kind: ErrOptions, Flag: flag + "-temperature", Value: temperature,
+				Reason: "must be in (0, 2] for resampled retries (at 0 each retry repeats the first answer)"}
+		}
+		return engineer.RetryResample, temperature, nil
+	}
+	return "", 0, &fielderr.Error{Kind: ErrOptions, Flag: flag, Value: strconv.Quote(mode), Reason: "want conversation or resample"}
 }

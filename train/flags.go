@@ -59,13 +59,14 @@ type RunSettings struct {
 	Model, Prompt string
 	MaxNewTokens  int
 	Thinking      bool
-	// EngineerMaxTokens, EngineerRetries, EngineerTemperature and
-	// EngineerPrompt are the engineer LLM's (--strategy llm, and
-	// experiment's self and base arms): EngineerSpec's MaxTokens, Retries,
-	// Temperature and Prompt.
-	EngineerMaxTokens, EngineerRetries int
-	EngineerTemperature                float64
-	EngineerPrompt                     string
+	// EngineerMaxTokens, EngineerRetries, EngineerTemperature,
+	// EngineerPrompt, EngineerRetry and EngineerRetryTemperature are the
+	// engineer LLM's (--strategy llm, and experiment's self and base arms):
+	// EngineerSpec's MaxTokens, Retries, Temperature, Prompt, Retry and
+	// RetryTemperature.
+	EngineerMaxTokens, EngineerRetries            int
+	EngineerTemperature, EngineerRetryTemperature float64
+	EngineerPrompt, EngineerRetry                 string
 }
 
 // Register binds s's flags to fs with their defaults.
@@ -89,7 +90,9 @@ func (s *RunSettings) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.Thinking, "thinking", false, "--policy qwen3: let the model think (<think>…</think>) before answering")
 	fs.IntVar(&s.EngineerMaxTokens, "engineer-max-tokens", engineer.DefaultMaxTokens, "engineer LLM (--strategy llm, arms self and base): most tokens per answer")
 	fs.Float64Var(&s.EngineerTemperature, "engineer-temperature", engineer.DefaultTemperature, "engineer LLM: sampling temperature (0: greedy)")
-	fs.IntVar(&s.EngineerRetries, "engineer-retries", engineer.DefaultRetries, "engineer LLM: further attempts after a rejected answer or a failed call, each told why the last was rejected")
+	fs.IntVar(&s.EngineerRetries, "engineer-retries", engineer.DefaultRetries, "engineer LLM: further attempts after a rejected answer or a failed call (--engineer-retry says how)")
+	fs.StringVar(&s.EngineerRetry, "engineer-retry", engineer.RetryConversation, engineer.RetryModeHelp)
+	fs.Float64Var(&s.EngineerRetryTemperature, "engineer-retry-temperature", engineer.DefaultTemperature, "engineer LLM with --engineer-retry resample: the retries' sampling temperature, in (0, 2]")
 	fs.StringVar(&s.EngineerPrompt, "engineer-prompt", engineer.PromptFull, "engineer LLM: prompt style, full (the paper's modules in prose and tables, ~2k tokens) or compact\n"+
 		"(the same modules in a few lines, for small models fine-tuned on engineer turns: t2t sft --engineer-turns)")
 }
@@ -424,6 +427,7 @@ func (f *Flags) engineer(ctx context.Context, cfg *env.Config, logger *slog.Logg
 	spec := f.Engineer
 	spec.Strategy, spec.Seed, spec.BaseModel, spec.Logger = f.Strategy, f.Opt.Seed, f.Model, logger
 	spec.MaxTokens, spec.Retries, spec.Temperature, spec.Prompt = f.EngineerMaxTokens, f.EngineerRetries, f.EngineerTemperature, f.EngineerPrompt
+	spec.Retry, spec.RetryTemperature = f.EngineerRetry, f.EngineerRetryTemperature
 	spec.APIKey = os.Getenv("T2T_ENGINEER_API_KEY")
 	if spec.Target == "" {
 		spec.Target = f.EngineerURL

@@ -1,10 +1,14 @@
 package train
 
 import (
+	"errors"
+	"math"
 	"reflect"
 	"testing"
 
+	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 )
 
 // TestSetDefaults: zero options take DefaultOptions and the derived
@@ -33,5 +37,35 @@ func TestSetDefaults(t *testing.T) {
 	}
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ParseRetry normalises the paper's conversation retries to "" at 0 (the settings of runs made
+// before the flags) and refuses an unknown mode or resampling at a temperature outside (0, 2].
+func TestParseRetry(t *testing.T) {
+	for _, c := range []struct {
+		mode     string
+		temp     float64
+		wantMode string
+		wantTemp float64
+		flag     string
+	}{
+		{"", 0.6, "", 0, ""},
+		{"conversation", 0.6, "", 0, ""},
+		{" Resample ", 0.6, engineer.RetryResample, 0.6, ""},
+		{"resample", 2, engineer.RetryResample, 2, ""},
+		{"resample", 0, "", 0, "engineer-retry-temperature"},
+		{"resample", 2.1, "", 0, "engineer-retry-temperature"},
+		{"resample", math.NaN(), "", 0, "engineer-retry-temperature"},
+		{"again", 0.6, "", 0, "engineer-retry"},
+	} {
+		mode, temp, err := ParseRetry(c.mode, c.temp, "engineer-retry")
+		var fe *fielderr.Error
+		switch {
+		case c.flag == "" && (err != nil || mode != c.wantMode || temp != c.wantTemp):
+			t.Errorf("ParseRetry(%q, %g) = %q, %g, %v; want %q, %g", c.mode, c.temp, mode, temp, err, c.wantMode, c.wantTemp)
+		case c.flag != "" && (!errors.As(err, &fe) || fe.Flag != c.flag || !errors.Is(err, ErrOptions)):
+			t.Errorf("ParseRetry(%q, %g): err %v, want an ErrOptions error naming --%s", c.mode, c.temp, err, c.flag)
+		}
 	}
 }

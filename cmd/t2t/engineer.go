@@ -65,7 +65,9 @@ func addProposeFlags(fs *flag.FlagSet) *proposeFlags {
 	fs.StringVar(&f.keyEnv, "llm-key-env", "OPENAI_API_KEY", "llm: environment variable holding the API key (may be unset)")
 	fs.IntVar(&e.MaxTokens, "max-tokens", engineer.DefaultMaxTokens, "llm: most tokens per answer")
 	fs.Float64Var(&e.Temperature, "temperature", engineer.DefaultTemperature, "llm: sampling temperature (0: greedy)")
-	fs.IntVar(&e.Retries, "retries", engineer.DefaultRetries, "llm: further attempts after a rejected answer, each told why")
+	fs.IntVar(&e.Retries, "retries", engineer.DefaultRetries, "llm: further attempts after a rejected answer (--retry says how)")
+	fs.StringVar(&e.Retry, "retry", engineer.RetryConversation, strings.Replace(engineer.RetryModeHelp, "--engineer-retry-temperature", "--retry-temperature", 1))
+	fs.Float64Var(&e.RetryTemperature, "retry-temperature", engineer.DefaultTemperature, "llm with --retry resample: the retries' sampling temperature, in (0, 2]")
 	fs.BoolVar(&e.Thinking, "thinking", false, "llm with self or base: let the model think (<think>…</think>) before its JSON")
 	fs.StringVar(&f.dump, "dump-history", "", "also write the history used as JSON to this file (input for --config-history)")
 	fs.StringVar(&f.outPath, "out", "", "write the proposed config JSON to this file")
@@ -81,6 +83,10 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	f.spec.Strategy = strings.ToLower(strings.TrimSpace(f.spec.Strategy))
+	var err error
+	if f.spec.Retry, f.spec.RetryTemperature, err = train.ParseRetry(f.spec.Retry, f.spec.RetryTemperature, "retry"); err != nil {
+		return err
+	}
 	if (f.histPath == "") == (f.runID == "") {
 		return badInput("give exactly one of --config-history FILE and --run ID")
 	}

@@ -69,7 +69,7 @@ func engineerTurns(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-const scoreUsage = `t2t engineer score --model CKPT --contexts TURNS.jsonl [--all] [--engine torch] [--max-tokens 512] [--json FILE]
+const scoreUsage = `t2t engineer score --model CKPT --contexts TURNS.jsonl [--all] [--engine torch] [--max-tokens 512] [--retries N --retry resample] [--json FILE]
         (the checkpoint as the self engineer on the held-out contexts: valid JSON %, accepted %, distance to the teacher)`
 
 // engineerScore scores a checkpoint as the engineer on the held-out turns.
@@ -80,6 +80,10 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 	all := fs.Bool("all", false, "score every turn, not only the held-out ones")
 	maxTokens := fs.Int("max-tokens", 512, "most tokens per answer")
 	temp := fs.Float64("temperature", 0, "sampling temperature (0: greedy)")
+	var so engineer.ScoreOptions
+	fs.IntVar(&so.Retries, "retries", 0, "further attempts after a rejected answer, as a run's engineer makes them (0: the first answer alone)")
+	fs.StringVar(&so.Retry, "retry", engineer.RetryConversation, strings.Replace(engineer.RetryModeHelp, "--engineer-retry-temperature", "--retry-temperature", 1))
+	fs.Float64Var(&so.RetryTemperature, "retry-temperature", engineer.DefaultTemperature, "with --retry resample: the retries' sampling temperature, in (0, 2]")
 	thinking := fs.Bool("thinking", false, "let the model think (<think>…</think>) before its JSON")
 	jsonOut := fs.String("json", "", "also write the summary and every turn's score as JSON to this file")
 	verbose := fs.Bool("v", false, "print every turn's verdict")
@@ -91,8 +95,12 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 	if *model == "" || *contexts == "" {
 		return badInput("--model and --contexts are required")
 	}
-	if *maxTokens < 1 || math.IsNaN(*temp) || *temp < 0 || *temp > 2 {
-		return badInput("--max-tokens ≥ 1, --temperature in [0, 2]")
+	if *maxTokens < 1 || math.IsNaN(*temp) || *temp < 0 || *temp > 2 || so.Retries < 0 {
+		return badInput("--max-tokens ≥ 1, --temperature in [0, 2], --retries ≥ 0")
+	}
+	var err error
+	if so.Retry, so.RetryTemperature, err = train.ParseRetry(so.Retry, so.RetryTemperature, "retry"); err != nil {
+		return err
 	}
 	if *jsonOut != "" {
 		if err := checkOut("json", *jsonOut); err != nil {
@@ -111,7 +119,8 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 	}
 	defer lm.Close()
 	chat := &textpolicy.EngineerChat{LM: lm, Label: func() string { return *model }, Thinking: *thinking, Seed: 1}
-	sc, per, err := engineer.ScoreTurns(ctx, pick, engineer.ScoreOptions{Chat: chat, Temperature: *temp, MaxTokens: *maxTokens, Feasible: env.CheckFeasible})
+	so.Chat, so.Temperature, so.MaxTokens, so.Feasible = chat, *temp, *maxTokens, env.CheckFeasible
+	sc, per, err := engineer.ScoreTurns(ctx, pick, so)
 	if err != nil {
 		return badInput("%s: %v", *contexts, err)
 	}

@@ -20,7 +20,8 @@
 #   4. GRPO from it (GRPO_STAGES, default 4, on CURRICULUM, default configs/two-to-five-agents.json:
 #      2..5 agents on sizes 3..6, a stage-0 config the engineer may change) with itself as the
 #      engineer (--strategy llm --engineer self --engineer-prompt compact, greedy: --engineer-temperature 0,
-#      as the score is; sampled, the small model's answers drift into MAPF plans): the 3/4/5-agent
+#      as the score is; its retries ask the same prompt again sampled at 0.6, --engineer-retry resample:
+#      told its answer was rejected, the small model never mends it): the 3/4/5-agent
 #      benchmark before (the run's init row) and after (its last stage), the stage proposals the
 #      guardrails accepted, then the last checkpoint as the engineer ("self": does RL keep the
 #      engineer skill?);
@@ -138,7 +139,7 @@ grpo_run() {
 		--max-new-tokens "$maxnew" --config "$CURRICULUM" --stages "$GRPO_STAGES" --group "$group" \
 		--instances-per-unit "$unit" --learner-batch "$batch" --val-per-size "$valper" --eval-per-size "$evalper" --lr 1e-4 \
 		--strategy llm --engineer self --engineer-prompt compact --engineer-modules F,G,H0,T --engineer-max-tokens "$scoretokens" --engineer-temperature 0 \
-		--checkpoint-dir "$w/grpo" --rollouts 2 --gen-slots 64 --seed 5 > "$out/grpo.txt" 2> "$scratch/grpo.err"
+		--engineer-retry resample --checkpoint-dir "$w/grpo" --rollouts 2 --gen-slots 64 --seed 5 > "$out/grpo.txt" 2> "$scratch/grpo.err"
 	echo "t2t train (GRPO, self engineer): exit $? after $((SECONDS - t0))s"
 	tail -3 "$scratch/grpo.err"
 	local ck
@@ -158,7 +159,8 @@ experiment_runs() {
 	local common=(--policy qwen3 --model "$w/S" "${engine[@]}" --prompt compact --max-new-tokens "$maxnew"
 		--config "$CURRICULUM" --instances "$EXP_INSTANCES" --stages "$GRPO_STAGES" --group "$group"
 		--instances-per-unit "$unit" --learner-batch "$batch" --lr 1e-4 --rollouts 1 --val-per-size "$valper"
-		--eval-per-size "$evalper" --engineer-max-tokens "$scoretokens" --engineer-temperature 0 --engineer-prompt compact --modules F,G,H0,T
+		--eval-per-size "$evalper" --engineer-max-tokens "$scoretokens" --engineer-temperature 0 --engineer-retry resample
+		--engineer-prompt compact --modules F,G,H0,T
 		--baseline fixed --out "$w/exp")
 	local t0=$SECONDS pids=() arm seed
 	for arm in fixed learnability self base; do

@@ -4,7 +4,9 @@
 # stage, here group 4), from a checkpoint of the trainee SFT (scripts/llm-recipe/trainee.sh), on one
 # CPU thread. The self and base engineers answer greedily (--engineer-temperature 0): the 5 M model
 # writes the taught answers by rote, and sampled at the default 0.6 its answers drift into MAPF
-# plans (README, "The trainee as trainer"). Resumable: rerun the same command, and the finished
+# plans (README, "The trainee as trainer"); a rejected answer is followed by the same prompt
+# sampled at 0.6 (--engineer-retry resample), not by the paper's conversation, whose "your answer
+# was rejected" the model was never taught to mend. Resumable: rerun the same command, and the finished
 # runs (one per arm and seed) are reused from OUT/runs.
 #   MODEL=DIR  the SFT checkpoint
 #   OUT=DIR    the report (experiment.md, .csv, .html, .json) and the run files
@@ -16,4 +18,4 @@ exec $T2T experiment --policy qwen3 --model "$MODEL" --engine torch --threads 1 
 	--max-new-tokens 256 --config "$CFG" --strategies fixed,learnability,self,base --baseline fixed \
 	--seeds 3 --stages 4 --group 4 --instances-per-unit 8 --learner-batch 8 --lr 1e-4 --rollouts 1 \
 	--val-per-size 2 --eval-per-size 2 --engineer-prompt compact --modules F,G,H0,T \
-	--engineer-max-tokens 512 --engineer-temperature 0 --out "$OUT"
+	--engineer-max-tokens 512 --engineer-temperature 0 --engineer-retry resample --engineer-retry-temperature 0.6 --out "$OUT"
