@@ -41,8 +41,12 @@ const (
 	RetryResample = "resample"
 )
 
-// RetryModeHelp describes the retry modes for a command line.
-const RetryModeHelp = "engineer LLM: what follows a rejected answer: conversation (the answer and the reason are appended, as in the paper) or resample (the first prompt again, sampled at --engineer-retry-temperature: for small engineers taught single-turn answers)"
+// RetryHelp describes the retry modes for a command line whose retry temperature is the flag
+// tempFlag.
+func RetryHelp(tempFlag string) string {
+	return "engineer LLM: what follows a rejected answer: conversation (the answer and the reason are appended, as in the paper) or resample (the first prompt again, sampled at " +
+		tempFlag + ": for small engineers taught single-turn answers)"
+}
 
 // LLMOptions configures the llm strategy: a chat model behind an
 // OpenAI-compatible endpoint (vLLM, SGLang, Ollama, hosted APIs) writes the

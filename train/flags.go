@@ -91,7 +91,7 @@ func (s *RunSettings) Register(fs *flag.FlagSet) {
 	fs.IntVar(&s.EngineerMaxTokens, "engineer-max-tokens", engineer.DefaultMaxTokens, "engineer LLM (--strategy llm, arms self and base): most tokens per answer")
 	fs.Float64Var(&s.EngineerTemperature, "engineer-temperature", engineer.DefaultTemperature, "engineer LLM: sampling temperature (0: greedy)")
 	fs.IntVar(&s.EngineerRetries, "engineer-retries", engineer.DefaultRetries, "engineer LLM: further attempts after a rejected answer or a failed call (--engineer-retry says how)")
-	fs.StringVar(&s.EngineerRetry, "engineer-retry", engineer.RetryConversation, engineer.RetryModeHelp)
+	fs.StringVar(&s.EngineerRetry, "engineer-retry", engineer.RetryConversation, engineer.RetryHelp("--engineer-retry-temperature"))
 	fs.Float64Var(&s.EngineerRetryTemperature, "engineer-retry-temperature", engineer.DefaultTemperature, "engineer LLM with --engineer-retry resample: the retries' sampling temperature, in (0, 2]")
 	fs.StringVar(&s.EngineerPrompt, "engineer-prompt", engineer.PromptFull, "engineer LLM: prompt style, full (the paper's modules in prose and tables, ~2k tokens) or compact\n"+
 		"(the same modules in a few lines, for small models fine-tuned on engineer turns: t2t sft --engineer-turns)")

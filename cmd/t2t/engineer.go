@@ -66,14 +66,19 @@ func addProposeFlags(fs *flag.FlagSet) *proposeFlags {
 	fs.IntVar(&e.MaxTokens, "max-tokens", engineer.DefaultMaxTokens, "llm: most tokens per answer")
 	fs.Float64Var(&e.Temperature, "temperature", engineer.DefaultTemperature, "llm: sampling temperature (0: greedy)")
 	fs.IntVar(&e.Retries, "retries", engineer.DefaultRetries, "llm: further attempts after a rejected answer (--retry says how)")
-	fs.StringVar(&e.Retry, "retry", engineer.RetryConversation, strings.Replace(engineer.RetryModeHelp, "--engineer-retry-temperature", "--retry-temperature", 1))
-	fs.Float64Var(&e.RetryTemperature, "retry-temperature", engineer.DefaultTemperature, "llm with --retry resample: the retries' sampling temperature, in (0, 2]")
+	addRetryFlags(fs, &e.Retry, &e.RetryTemperature)
 	fs.BoolVar(&e.Thinking, "thinking", false, "llm with self or base: let the model think (<think>…</think>) before its JSON")
 	fs.StringVar(&f.dump, "dump-history", "", "also write the history used as JSON to this file (input for --config-history)")
 	fs.StringVar(&f.outPath, "out", "", "write the proposed config JSON to this file")
 	fs.StringVar(&f.device, "device", "cpu", train.DeviceHelp)
 	f.eng = addEngineFlags(fs)
 	return f
+}
+
+// addRetryFlags binds engineer propose's and score's --retry and --retry-temperature.
+func addRetryFlags(fs *flag.FlagSet, mode *string, temp *float64) {
+	fs.StringVar(mode, "retry", engineer.RetryConversation, engineer.RetryHelp("--retry-temperature"))
+	fs.Float64Var(temp, "retry-temperature", engineer.DefaultTemperature, "with --retry resample: the retries' sampling temperature, in (0, 2]")
 }
 
 func engineerPropose(args []string, stdout, stderr io.Writer) error {

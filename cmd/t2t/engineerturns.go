@@ -82,8 +82,7 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 	temp := fs.Float64("temperature", 0, "sampling temperature (0: greedy)")
 	var so engineer.ScoreOptions
 	fs.IntVar(&so.Retries, "retries", 0, "further attempts after a rejected answer, as a run's engineer makes them (0: the first answer alone)")
-	fs.StringVar(&so.Retry, "retry", engineer.RetryConversation, strings.Replace(engineer.RetryModeHelp, "--engineer-retry-temperature", "--retry-temperature", 1))
-	fs.Float64Var(&so.RetryTemperature, "retry-temperature", engineer.DefaultTemperature, "with --retry resample: the retries' sampling temperature, in (0, 2]")
+	addRetryFlags(fs, &so.Retry, &so.RetryTemperature)
 	thinking := fs.Bool("thinking", false, "let the model think (<think>…</think>) before its JSON")
 	jsonOut := fs.String("json", "", "also write the summary and every turn's score as JSON to this file")
 	verbose := fs.Bool("v", false, "print every turn's verdict")
