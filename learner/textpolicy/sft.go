@@ -213,9 +213,11 @@ type SFTOptions struct {
 	// SaveEvery also saves the checkpoint every this many steps, so that a stopped run keeps
 	// its progress (0: at the end only).
 	SaveEvery int
-	// Agents lists the agent counts to train and evaluate on (nil: 2 only); step s trains on
-	// Agents[(s-1) mod len(Agents)] agents (one agent count per batch: similar lengths pad
-	// little), and the evaluation set splits its instances evenly over them.
+	// Agents lists the agent counts to train and evaluate on (nil: 2 only); the k-th step on env
+	// instances trains on Agents[(k-1) mod len(Agents)] agents (one agent count per batch:
+	// similar lengths pad little; engineer steps are not counted, so that every count gets its
+	// share whatever EngineerEvery is), and the evaluation set splits its instances evenly over
+	// them.
 	Agents []int
 	// MinSize and MaxSize bound the map sizes, in equal shares (0: 3 and 5).
 	MinSize, MaxSize int
@@ -474,6 +476,17 @@ type sftRun struct {
 	}
 }
 
+// agentsAt is the agent count of step, a step on env instances: the agent counts in turn over
+// those steps alone. (Counted over all steps, an engineer step every len(Agents) steps would
+// always take the same count's turn: with 2,3,4,5 and every 4, no 5-agent batch was trained.)
+func (r *sftRun) agentsAt(step int) int {
+	k := step - 1 // the env steps before step
+	if len(r.opt.Engineer) > 0 {
+		k -= (step - 1) / r.every
+	}
+	return r.agents[k%len(r.agents)]
+}
+
 // step trains one step: a batch of engineer turns every r.every steps (when
 // there are any), else SFTStep on freshly generated instances.
 func (r *sftRun) step(step int) error {
@@ -490,7 +503,7 @@ func (r *sftRun) step(step int) error {
 		}
 		st, err = r.p.BCStep(batch)
 	} else {
-		ins, gerr := env.Generate(opt.config(r.agents[(step-1)%len(r.agents)], opt.Batch), opt.Seed+uint64(step), 0, opt.Batch)
+		ins, gerr := env.Generate(opt.config(r.agentsAt(step), opt.Batch), opt.Seed+uint64(step), 0, opt.Batch)
 		if gerr != nil {
 			return gerr
 		}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/internal/fielderr"
+	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/report"
 )
 
@@ -316,5 +318,38 @@ func TestSFTOptionsEngineerEvery(t *testing.T) {
 	o.EngineerEvery = 0
 	if err := o.Validate(); err != nil {
 		t.Fatalf("EngineerEvery 0: %v", err)
+	}
+}
+
+// TestSFTAgentsTakeTurnsOverEnvSteps: the agent counts take turns over the steps on env
+// instances, so an engineer step every len(Agents) steps does not always take the same count's
+// turn (with 2,3,4,5 and every 4, counted over all steps, no 5-agent batch was ever trained).
+func TestSFTAgentsTakeTurnsOverEnvSteps(t *testing.T) {
+	for _, c := range []struct {
+		agents   []int
+		every    int
+		engineer bool
+		want     string // the agent counts of steps 1..12, "e" for an engineer step
+	}{
+		{[]int{2, 3, 4, 5}, 4, true, "2 3 4 e 5 2 3 e 4 5 2 e"},
+		{[]int{2, 3, 4, 5}, 4, false, "2 3 4 5 2 3 4 5 2 3 4 5"},
+		{[]int{2, 3}, 3, true, "2 3 e 2 3 e 2 3 e 2 3 e"},
+		{[]int{2, 3, 4}, 2, true, "2 e 3 e 4 e 2 e 3 e 4 e"},
+	} {
+		r := &sftRun{opt: &SFTOptions{}, agents: c.agents, every: c.every}
+		if c.engineer {
+			r.opt.Engineer = make([]engine.Sample, 1)
+		}
+		var got []string
+		for step := 1; step <= 12; step++ {
+			if c.engineer && step%c.every == 0 {
+				got = append(got, "e")
+				continue
+			}
+			got = append(got, strconv.Itoa(r.agentsAt(step)))
+		}
+		if s := strings.Join(got, " "); s != c.want {
+			t.Errorf("agents %v, engineer every %d (turns: %v): %s, want %s", c.agents, c.every, c.engineer, s, c.want)
+		}
 	}
 }
