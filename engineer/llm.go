@@ -41,6 +41,15 @@ const (
 	RetryResample = "resample"
 )
 
+// ExactRetries is the LLMOptions.MaxRetries of n further attempts, 0 meaning none (where
+// MaxRetries' 0 is DefaultRetries): what a command's --retries N asks for.
+func ExactRetries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 // RetryHelp describes the retry modes for a command line whose retry temperature is the flag
 // tempFlag.
 func RetryHelp(tempFlag string) string {

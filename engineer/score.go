@@ -112,11 +112,8 @@ func ScoreTurns(ctx context.Context, turns []Turn, o ScoreOptions) (Scores, []Tu
 			return sum, nil, fmt.Errorf("turn %d: %w", i+1, err)
 		}
 		base := t.History.Stages[0].Config
-		lo := LLMOptions{Chat: o.Chat, Modules: mods, Prompt: t.Prompt, MaxRetries: max(-1, o.Retries), Temperature: o.Temperature, MaxTokens: o.MaxTokens,
+		lo := LLMOptions{Chat: o.Chat, Modules: mods, Prompt: t.Prompt, MaxRetries: ExactRetries(o.Retries), Temperature: o.Temperature, MaxTokens: o.MaxTokens,
 			Retry: o.Retry, RetryTemperature: o.RetryTemperature, Backoff: -1}
-		if o.Retries == 0 {
-			lo.MaxRetries = -1 // LLMOptions: 0 is the default retries
-		}
 		p, err := engPromptFor(t.History, lo, base)
 		if err != nil {
 			return sum, nil, fmt.Errorf("turn %d: %w", i+1, err)

@@ -105,11 +105,7 @@ func llmEngineer(ctx context.Context, spec EngineerSpec, pol Policy) (engineer.L
 	if err != nil {
 		return engineer.LLMOptions{}, nil, err
 	}
-	retries := spec.Retries
-	if retries == 0 {
-		retries = -1 // LLMOptions: negative is none, 0 the default
-	}
-	lo := engineer.LLMOptions{Modules: mods, Prompt: style, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, MaxRetries: retries,
+	lo := engineer.LLMOptions{Modules: mods, Prompt: style, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature, MaxRetries: engineer.ExactRetries(spec.Retries),
 		Retry: retry, RetryTemperature: retryTemp}
 	tp, isLM := pol.(LMPolicy)
 	target := spec.Target

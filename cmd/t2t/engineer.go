@@ -39,6 +39,7 @@ type proposeFlags struct {
 	totalStages, stage, tokenBudget                         int
 	spec                                                    train.EngineerSpec
 	eng                                                     *engine.Flags
+	checkRetry                                              func() error
 	redis                                                   store.Flags
 }
 
@@ -66,7 +67,7 @@ func addProposeFlags(fs *flag.FlagSet) *proposeFlags {
 	fs.IntVar(&e.MaxTokens, "max-tokens", engineer.DefaultMaxTokens, "llm: most tokens per answer")
 	fs.Float64Var(&e.Temperature, "temperature", engineer.DefaultTemperature, "llm: sampling temperature (0: greedy)")
 	fs.IntVar(&e.Retries, "retries", engineer.DefaultRetries, "llm: further attempts after a rejected answer (--retry says how)")
-	addRetryFlags(fs, &e.Retry, &e.RetryTemperature)
+	f.checkRetry = addRetryFlags(fs, &e.Retry, &e.RetryTemperature)
 	fs.BoolVar(&e.Thinking, "thinking", false, "llm with self or base: let the model think (<think>…</think>) before its JSON")
 	fs.StringVar(&f.dump, "dump-history", "", "also write the history used as JSON to this file (input for --config-history)")
 	fs.StringVar(&f.outPath, "out", "", "write the proposed config JSON to this file")
@@ -75,10 +76,15 @@ func addProposeFlags(fs *flag.FlagSet) *proposeFlags {
 	return f
 }
 
-// addRetryFlags binds engineer propose's and score's --retry and --retry-temperature.
-func addRetryFlags(fs *flag.FlagSet, mode *string, temp *float64) {
+// addRetryFlags binds engineer propose's and score's --retry and --retry-temperature; the
+// function it returns checks and normalises them after parsing (train.ParseRetry).
+func addRetryFlags(fs *flag.FlagSet, mode *string, temp *float64) func() error {
 	fs.StringVar(mode, "retry", engineer.RetryConversation, engineer.RetryHelp("--retry-temperature"))
 	fs.Float64Var(temp, "retry-temperature", engineer.DefaultTemperature, "with --retry resample: the retries' sampling temperature, in (0, 2]")
+	return func() (err error) {
+		*mode, *temp, err = train.ParseRetry(*mode, *temp, "retry")
+		return err
+	}
 }
 
 func engineerPropose(args []string, stdout, stderr io.Writer) error {
@@ -88,8 +94,7 @@ func engineerPropose(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	f.spec.Strategy = strings.ToLower(strings.TrimSpace(f.spec.Strategy))
-	var err error
-	if f.spec.Retry, f.spec.RetryTemperature, err = train.ParseRetry(f.spec.Retry, f.spec.RetryTemperature, "retry"); err != nil {
+	if err := f.checkRetry(); err != nil {
 		return err
 	}
 	if (f.histPath == "") == (f.runID == "") {

@@ -78,11 +78,11 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 	model := fs.String("model", "", "the checkpoint that answers (required): the SFT checkpoint (base) or a GRPO stage's (self)")
 	contexts := fs.String("contexts", "", "engineer turns, JSON Lines (t2t engineer turns --out) (required)")
 	all := fs.Bool("all", false, "score every turn, not only the held-out ones")
-	maxTokens := fs.Int("max-tokens", 512, "most tokens per answer")
-	temp := fs.Float64("temperature", 0, "sampling temperature (0: greedy)")
-	var so engineer.ScoreOptions
+	so := engineer.ScoreOptions{Feasible: env.CheckFeasible}
+	fs.IntVar(&so.MaxTokens, "max-tokens", 512, "most tokens per answer")
+	fs.Float64Var(&so.Temperature, "temperature", 0, "sampling temperature (0: greedy)")
 	fs.IntVar(&so.Retries, "retries", 0, "further attempts after a rejected answer, as a run's engineer makes them (0: the first answer alone)")
-	addRetryFlags(fs, &so.Retry, &so.RetryTemperature)
+	checkRetry := addRetryFlags(fs, &so.Retry, &so.RetryTemperature)
 	thinking := fs.Bool("thinking", false, "let the model think (<think>…</think>) before its JSON")
 	jsonOut := fs.String("json", "", "also write the summary and every turn's score as JSON to this file")
 	verbose := fs.Bool("v", false, "print every turn's verdict")
@@ -94,11 +94,10 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 	if *model == "" || *contexts == "" {
 		return badInput("--model and --contexts are required")
 	}
-	if *maxTokens < 1 || math.IsNaN(*temp) || *temp < 0 || *temp > 2 || so.Retries < 0 {
+	if so.MaxTokens < 1 || math.IsNaN(so.Temperature) || so.Temperature < 0 || so.Temperature > 2 || so.Retries < 0 {
 		return badInput("--max-tokens ≥ 1, --temperature in [0, 2], --retries ≥ 0")
 	}
-	var err error
-	if so.Retry, so.RetryTemperature, err = train.ParseRetry(so.Retry, so.RetryTemperature, "retry"); err != nil {
+	if err := checkRetry(); err != nil {
 		return err
 	}
 	if *jsonOut != "" {
@@ -117,8 +116,7 @@ func engineerScore(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer lm.Close()
-	chat := &textpolicy.EngineerChat{LM: lm, Label: func() string { return *model }, Thinking: *thinking, Seed: 1}
-	so.Chat, so.Temperature, so.MaxTokens, so.Feasible = chat, *temp, *maxTokens, env.CheckFeasible
+	so.Chat = &textpolicy.EngineerChat{LM: lm, Label: func() string { return *model }, Thinking: *thinking, Seed: 1}
 	sc, per, err := engineer.ScoreTurns(ctx, pick, so)
 	if err != nil {
 		return badInput("%s: %v", *contexts, err)
