@@ -30,17 +30,22 @@ import (
 //     Unknown fields and trailing text are errors.
 //
 //     Text form, one line per agent:
-//     line    = ws [bullet ws] [stars] label ws [stars] ws ":" [stars] moves
+//     line    = ws [bullet ws] [stars] label ws [stars] ws ":" [stars] (moves | cells)
 //     bullet  = "-" | "*" | "+" | "•"
 //     stars   = "*" | "**" | "***"            (markdown bold/italic markers)
 //     label   = ("agent" | "a") ws digits     (any case: "Agent 0", "agent0", "A0")
 //     moves   = { sep } [ move { sep } { move { sep } } ]
 //     move    = "UP" | "DOWN" | "LEFT" | "RIGHT" | "WAIT"   (any case)
 //     sep     = " " | "\t" | "," | "->"
+//     cells   = { sep } cell { sep } { cell { sep } }
+//     cell    = "[" ws digits ws "," ws digits ws "]"      (row, column)
 //
 //     The first move is taken from t=0 to t=1, the next from 1 to 2, and so
 //     on. An agent with no moves writes "Agent 1: WAIT" or nothing after the
-//     colon. Every agent 0..k-1 must appear exactly once, in any order.
+//     colon. A line of cells gives the agent's cell at t=0 (its start), 1, 2,
+//     ... as the JSON form does ("Agent 0: [2,2] [3,2] [3,1]"); a line mixes
+//     no moves with cells, but lines of both kinds may share an answer. Every
+//     agent 0..k-1 must appear exactly once, in any order.
 //
 // Anything else is a *ParseError: prose lines inside the body, unknown words
 // or characters in a move list, a missing colon, duplicate agents, missing
@@ -86,8 +91,9 @@ const planMaxErrText = 120
 // parser's text and its number of moves.
 type planLine struct {
 	seen   bool
+	cells  bool // a line of cells: n+1 cells from t = 0
 	lo, hi int
-	n      int
+	n      int // moves, or cells less one
 	off    int // byte offset of the line start, for errors
 }
 
@@ -407,10 +413,14 @@ func planMoveWord(w string) (Move, bool) {
 
 func planIsLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
-// planNextMove reads the next move of a move list in s[p:hi]. It returns
-// next == -1 at the end of the list; bad >= 0 is the offset of an error
-// (badWord says whether it is an unknown word rather than a character).
-func planNextMove(s string, p, hi int) (m Move, next, bad int, badWord bool) {
+// planCellMove is what planNextMove returns for a cell: no Move has this value.
+const planCellMove Move = 255
+
+// planNextMove reads the next move or cell of a move list in s[p:hi]; a cell
+// comes back as m == planCellMove and its position. It returns next == -1 at
+// the end of the list; bad >= 0 is the offset of an error (badWord says
+// whether it is an unknown word rather than a character).
+func planNextMove(s string, p, hi int) (m Move, cell Pos, next, bad int, badWord bool) {
 	for p < hi {
 		c := s[p]
 		switch {
@@ -420,6 +430,12 @@ func planNextMove(s string, p, hi int) (m Move, next, bad int, badWord bool) {
 		case c == '-' && p+1 < hi && s[p+1] == '>':
 			p += 2
 			continue
+		case c == '[':
+			cell, q := planCell(s, p, hi)
+			if q < 0 {
+				return 0, cell, -1, p, false
+			}
+			return planCellMove, cell, q, -1, false
 		case planIsLetter(c):
 			q := p + 1
 			for q < hi && planIsLetter(s[q]) {
@@ -427,13 +443,39 @@ func planNextMove(s string, p, hi int) (m Move, next, bad int, badWord bool) {
 			}
 			mv, ok := planMoveWord(s[p:q])
 			if !ok {
-				return 0, -1, p, true
+				return 0, cell, -1, p, true
 			}
-			return mv, q, -1, false
+			return mv, cell, q, -1, false
 		}
-		return 0, -1, p, false
+		return 0, cell, -1, p, false
 	}
-	return 0, -1, -1, false
+	return 0, cell, -1, -1, false
+}
+
+// planCell reads the cell "[r,c]" (spaces allowed inside, each number at most 4 digits) at
+// s[p] == '['; next is just past ']', or -1 when s[p:hi] does not start with a cell.
+func planCell(s string, p, hi int) (cell Pos, next int) {
+	num := func(x int) (v, y int) {
+		x = planSkipWS(s, x, hi)
+		y = x
+		for y < hi && y-x < 4 && '0' <= s[y] && s[y] <= '9' {
+			v = v*10 + int(s[y]-'0')
+			y++
+		}
+		if y == x || (y < hi && '0' <= s[y] && s[y] <= '9') {
+			return 0, -1
+		}
+		return v, planSkipWS(s, y, hi)
+	}
+	r, x := num(p + 1)
+	if x < 0 || x >= hi || s[x] != ',' {
+		return cell, -1
+	}
+	c, x := num(x + 1)
+	if x < 0 || x >= hi || s[x] != ']' {
+		return cell, -1
+	}
+	return Pos{r, c}, x + 1
 }
 
 // agentLine parses one non-blank, non-fence line s[a:b] and records it.
@@ -449,11 +491,14 @@ func (p *planParser) agentLine(a, b int) error {
 	if ln.seen {
 		return p.errAt(d, fmt.Sprintf("duplicate agent %d", agent))
 	}
-	n, err := p.countMoves(x, b)
+	n, cells, err := p.countMoves(x, b)
 	if err != nil {
 		return err
 	}
-	*ln = planLine{seen: true, lo: x, hi: b, n: n, off: a}
+	if cells {
+		n-- // n cells are n-1 steps
+	}
+	*ln = planLine{seen: true, cells: cells, lo: x, hi: b, n: n, off: a}
 	p.n = max(p.n, agent+1)
 	p.total += n
 	return nil
@@ -521,26 +566,35 @@ func (p *planParser) agentLabel(a, b int) (agent, d, x int, err error) {
 	return agent, d, x, nil
 }
 
-// countMoves counts the moves in s[x:b], or returns an error at the first
-// unknown move word or unexpected character.
-func (p *planParser) countMoves(x, b int) (int, error) {
+// countMoves counts the moves, or the cells, in s[x:b], or returns an error at
+// the first unknown move word, malformed cell, unexpected character or, in a
+// line that began with the other kind, move among cells or cell among moves.
+func (p *planParser) countMoves(x, b int) (n int, cells bool, err error) {
 	s := p.text
-	n := 0
 	for q := x; ; {
-		_, next, bad, badWord := planNextMove(s, q, b)
+		m, _, next, bad, badWord := planNextMove(s, q, b)
 		if bad >= 0 {
 			if badWord {
 				e := bad
 				for e < b && planIsLetter(s[e]) {
 					e++
 				}
-				return 0, p.errAt(bad, fmt.Sprintf("unknown move %q (want UP, DOWN, LEFT, RIGHT or WAIT)", s[bad:e]))
+				return 0, false, p.errAt(bad, fmt.Sprintf("unknown move %q (want UP, DOWN, LEFT, RIGHT or WAIT)", s[bad:e]))
+			}
+			if s[bad] == '[' {
+				return 0, false, p.errAt(bad, "malformed cell (want [row,col])")
 			}
 			r, _ := utf8.DecodeRuneInString(s[bad:b])
-			return 0, p.errAt(bad, fmt.Sprintf("unexpected character %q in move list", r))
+			return 0, false, p.errAt(bad, fmt.Sprintf("unexpected character %q in move list", r))
 		}
 		if next < 0 {
-			return n, nil
+			return n, cells, nil
+		}
+		isCell := m == planCellMove
+		if n == 0 {
+			cells = isCell
+		} else if isCell != cells {
+			return 0, false, p.errAt(planSkipWS(s, q, b), "a line mixes moves and cells")
 		}
 		n++
 		q = next
@@ -631,14 +685,21 @@ func (p *planParser) fillPaths(in *Instance, flat []Pos, paths [][]Pos) ([]Pos, 
 		path := flat[off : off+ln.n+1 : off+ln.n+1]
 		off += ln.n + 1
 		cur := in.Agents[i].Start
-		path[0] = cur
-		t := 1
+		t := 0
+		if !ln.cells {
+			path[0] = cur
+			t = 1
+		}
 		for q := ln.lo; ; {
-			m, next, _, _ := planNextMove(p.text, q, ln.hi)
+			m, cell, next, _, _ := planNextMove(p.text, q, ln.hi)
 			if next < 0 {
 				break
 			}
-			cur = m.Apply(cur)
+			if ln.cells {
+				cur = cell
+			} else {
+				cur = m.Apply(cur)
+			}
 			path[t] = cur
 			t++
 			q = next
@@ -699,6 +760,11 @@ func ParseMoves(answer string) ([][]Move, error) {
 		return nil, p.errAt(lo, "ParseMoves reads the text form only, not JSON")
 	}
 	k := p.n
+	for i := range k {
+		if ln := p.line(i); ln.cells {
+			return nil, p.errAt(ln.lo, "ParseMoves reads moves, not cells")
+		}
+	}
 	flat := make([]Move, p.total)
 	moves := make([][]Move, k)
 	off := 0
@@ -708,7 +774,7 @@ func ParseMoves(answer string) ([][]Move, error) {
 		off += ln.n
 		t := 0
 		for q := ln.lo; ; {
-			m, next, _, _ := planNextMove(p.text, q, ln.hi)
+			m, _, next, _, _ := planNextMove(p.text, q, ln.hi)
 			if next < 0 {
 				break
 			}
@@ -743,6 +809,56 @@ func FormatMoves(moves [][]Move) string {
 		b.WriteByte('\n')
 	}
 	b.WriteString("</answer>")
+	return b.String()
+}
+
+// FormatCells writes p in the text form with cells, inside <answer> tags: "Agent i: [r,c]
+// [r,c] ..." per line, in agent order, each path's cells from t = 0. ParseAnswer reads it back to
+// p's paths (an empty path, which it cannot hold, is written as no cells: the agent's start).
+func FormatCells(p *Plan) string {
+	var b bytes.Buffer
+	b.WriteString("<answer>\n")
+	for i, path := range p.Paths {
+		b.WriteString("Agent ")
+		planWriteInt(&b, i)
+		b.WriteByte(':')
+		for _, c := range path {
+			b.WriteString(" [")
+			planWriteInt(&b, c.R)
+			b.WriteByte(',')
+			planWriteInt(&b, c.C)
+			b.WriteByte(']')
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("</answer>")
+	return b.String()
+}
+
+// FormatPaths writes p in the JSON answer form, inside <answer> tags, one agent's path per
+// line: "<answer>\n{\"paths\": [\n[[r,c],[r,c]],\n[[r,c]]\n]}\n</answer>". ParseAnswer reads
+// it back to p's paths.
+func FormatPaths(p *Plan) string {
+	var b bytes.Buffer
+	b.WriteString("<answer>\n{\"paths\": [\n")
+	for i, path := range p.Paths {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		b.WriteByte('[')
+		for t, c := range path {
+			if t > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('[')
+			planWriteInt(&b, c.R)
+			b.WriteByte(',')
+			planWriteInt(&b, c.C)
+			b.WriteByte(']')
+		}
+		b.WriteByte(']')
+	}
+	b.WriteString("\n]}\n</answer>")
 	return b.String()
 }
 

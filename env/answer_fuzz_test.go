@@ -32,6 +32,8 @@ func FuzzParseAnswer(f *testing.F) {
 		`{"paths":null}`,
 		"<ANSWER>\n• Agent 0 **:** right\n</answer>",
 		"</think></think><think></think><answer></answer>",
+		"<answer>\nAgent 0: [0,0] [0,1] [1,1]\nAgent 1: RIGHT\nAgent 2: [ 2 , 0 ]\n</answer>",
+		"Agent 0: [0,0] DOWN\nAgent 1: [1,\nAgent 2: [9999,1]",
 	} {
 		f.Add(s, uint8(0))
 		f.Add(s, uint8(2))
@@ -70,10 +72,22 @@ func FuzzParseAnswer(f *testing.F) {
 }
 
 // planFuzzRoundTrip: a plan that the text form can express comes back
-// unchanged through FormatMoves and ParseAnswer.
+// unchanged through FormatMoves, or FormatCells, and ParseAnswer.
 func planFuzzRoundTrip(t *testing.T, in *Instance, p Plan) {
 	if len(p.Paths) != len(in.Agents) {
 		return
+	}
+	cells := true
+	for _, path := range p.Paths {
+		for _, c := range path {
+			cells = cells && len(path) > 0 && c.R >= 0 && c.C >= 0 && c.R < 10000 && c.C < 10000
+		}
+		cells = cells && len(path) > 0
+	}
+	if cells {
+		if back, err := ParseAnswer(FormatCells(&p), in); err != nil || !reflect.DeepEqual(back, p) {
+			t.Fatalf("cells round trip of %v: %v %v", p.Paths, back.Paths, err)
+		}
 	}
 	for i, path := range p.Paths {
 		if len(path) == 0 || path[0] != in.Agents[i].Start {

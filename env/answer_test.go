@@ -111,6 +111,11 @@ func TestParseAnswerAccepts(t *testing.T) {
 		{"json", `<answer>{"paths":[[[0,0],[0,1],[1,1]],[[3,3],[3,2],[3,1]],[[2,0]]]}</answer>`, want},
 		{"json in fence", "<think>...</think>\n<answer>\n```json\n{\"paths\": [[[0,0],[0,1],[1,1]], [[3,3],[3,2],[3,1]], [[2,0]]]}\n```\n</answer>", want},
 		{"json as given", `{"paths":[[[0,0],[5,5]]]}`, Plan{Paths: [][]Pos{{{0, 0}, {5, 5}}}}},
+		{"cells", "<answer>\nAgent 0: [0,0] [0,1] [1,1]\nAgent 1: [3,3] [3,2] [3,1]\nAgent 2: [2,0]\n</answer>", want},
+		{"cells spaced, commas, arrows", "Agent 0: [ 0, 0 ], [0 ,1]->[1,1]\nAgent 1:[3,3][3,2][3,1]\nAgent 2: [2,0]", want},
+		{"cells beside moves", "Agent 0: RIGHT DOWN\nAgent 1: [3,3] [3,2] [3,1]\nAgent 2:", want},
+		{"cells as given", "Agent 0: [1,1] [5,5]\nAgent 1: [3,3]\nAgent 2: [2,0] [2,0]",
+			Plan{Paths: [][]Pos{{{1, 1}, {5, 5}}, {{3, 3}}, {{2, 0}, {2, 0}}}}},
 		{"off grid is the verifier's job", "Agent 0: UP LEFT\nAgent 1: RIGHT\nAgent 2: DOWN DOWN",
 			Plan{Paths: [][]Pos{{{0, 0}, {-1, 0}, {-1, -1}}, {{3, 3}, {3, 4}}, {{2, 0}, {3, 0}, {4, 0}}}}},
 	}
@@ -141,7 +146,14 @@ func TestParseAnswerRejects(t *testing.T) {
 	}{
 		{"unknown word", "<think>\nfoo\n</think>\n<answer>\nAgent 0: UP JUMP\nAgent 1:\nAgent 2:\n</answer>", 5, 13, `unknown move "JUMP"`},
 		{"trailing period", "Agent 0: UP.\nAgent 1:\nAgent 2:", 1, 12, "unexpected character '.'"},
-		{"brackets", "Agent 0: [UP]\nAgent 1:\nAgent 2:", 1, 10, "unexpected character '['"},
+		{"brackets", "Agent 0: [UP]\nAgent 1:\nAgent 2:", 1, 10, "malformed cell"},
+		{"cell without column", "Agent 0: [0,0] [1]\nAgent 1:\nAgent 2:", 1, 16, "malformed cell"},
+		{"cell unclosed", "Agent 0: [0,0] [1,1\nAgent 1:\nAgent 2:", 1, 16, "malformed cell"},
+		{"cell negative", "Agent 0: [0,-1]\nAgent 1:\nAgent 2:", 1, 10, "malformed cell"},
+		{"cell huge", "Agent 0: [0,12345]\nAgent 1:\nAgent 2:", 1, 10, "malformed cell"},
+		{"cell of three", "Agent 0: [0,1,2]\nAgent 1:\nAgent 2:", 1, 10, "malformed cell"},
+		{"cells then a move", "Agent 0: [0,0] [0,1] DOWN\nAgent 1:\nAgent 2:", 1, 22, "mixes moves and cells"},
+		{"a move then cells", "Agent 0: RIGHT [0,1]\nAgent 1:\nAgent 2:", 1, 16, "mixes moves and cells"},
 		{"single dash", "Agent 0: UP - DOWN\nAgent 1:\nAgent 2:", 1, 13, "unexpected character '-'"},
 		{"glued words", "Agent 0: UPDOWN\nAgent 1:\nAgent 2:", 1, 10, `unknown move "UPDOWN"`},
 		{"missing colon", "Agent 0 UP\nAgent 1:\nAgent 2:", 1, 9, "expected ':'"},
@@ -228,7 +240,7 @@ func TestParseMoves(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v want %v", got, want)
 	}
-	for _, bad := range []string{`{"paths":[]}`, "Agent 1: UP", "Agent 10: UP", "Agent 0: UP\nAgent 0: UP"} {
+	for _, bad := range []string{`{"paths":[]}`, "Agent 1: UP", "Agent 10: UP", "Agent 0: UP\nAgent 0: UP", "Agent 0: [0,0]"} {
 		if _, err := ParseMoves(bad); !errors.Is(err, ErrParse) {
 			t.Errorf("ParseMoves(%q) = %v, want a parse error", bad, err)
 		}
@@ -256,6 +268,57 @@ func TestFormatMovesRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, moves) {
 			t.Fatalf("round trip: got %v want %v", got, moves)
+		}
+	}
+}
+
+func TestFormatCellsRoundTrip(t *testing.T) {
+	rng := planRNG(t)
+	p := Plan{Paths: [][]Pos{{{0, 0}, {1, 0}}, {{12, 3}}}}
+	if got := FormatCells(&p); got != "<answer>\nAgent 0: [0,0] [1,0]\nAgent 1: [12,3]\n</answer>" {
+		t.Fatalf("FormatCells = %q", got)
+	}
+	in := planOpen4(t)
+	for range 200 {
+		paths := make([][]Pos, len(in.Agents))
+		for i := range paths {
+			paths[i] = make([]Pos, 1+rng.IntN(12))
+			for j := range paths[i] {
+				paths[i][j] = Pos{rng.IntN(12), rng.IntN(12)}
+			}
+		}
+		got, err := ParseAnswer(FormatCells(&Plan{Paths: paths}), in)
+		if err != nil {
+			t.Fatalf("ParseAnswer(FormatCells) of %v: %v", paths, err)
+		}
+		if !reflect.DeepEqual(got.Paths, paths) {
+			t.Fatalf("round trip: got %v want %v", got.Paths, paths)
+		}
+	}
+}
+
+func TestFormatPathsRoundTrip(t *testing.T) {
+	rng := planRNG(t)
+	p := Plan{Paths: [][]Pos{{{0, 0}, {1, 0}}, {{2, 3}}}}
+	if got := FormatPaths(&p); got != "<answer>\n{\"paths\": [\n[[0,0],[1,0]],\n[[2,3]]\n]}\n</answer>" {
+		t.Fatalf("FormatPaths = %q", got)
+	}
+	in := planOpen4(t)
+	for range 200 {
+		paths := make([][]Pos, 1+rng.IntN(MaxAgents))
+		for i := range paths {
+			paths[i] = make([]Pos, 1+rng.IntN(12))
+			for j := range paths[i] {
+				paths[i][j] = Pos{rng.IntN(12), rng.IntN(12)}
+			}
+		}
+		text := FormatPaths(&Plan{Paths: paths})
+		got, err := ParseAnswer(text, in)
+		if err != nil {
+			t.Fatalf("ParseAnswer(FormatPaths) of %v: %v", paths, err)
+		}
+		if !reflect.DeepEqual(got.Paths, paths) {
+			t.Fatalf("round trip: got %v want %v", got.Paths, paths)
 		}
 	}
 }

@@ -15,11 +15,17 @@ const (
 	AnswerText AnswerFormat = iota
 	// AnswerJSON asks for {"paths":[[[r,c],...],...]}.
 	AnswerJSON
+	// AnswerCells asks for "Agent i: [r,c] [r,c] ..." lines, each agent's cells from its start:
+	// the cells prompt's form (PromptCells; the full prompt asks for moves with it).
+	AnswerCells
 )
 
 func (f AnswerFormat) String() string {
-	if f == AnswerJSON {
+	switch f {
+	case AnswerJSON:
 		return "json"
+	case AnswerCells:
+		return "cells"
 	}
 	return "text"
 }
@@ -40,7 +46,10 @@ type PromptOptions struct {
 	// start ("goal (3, 2), offset 3 DOWN 1 RIGHT") and a one-line answer format (no prose rules,
 	// objective or example): for small models trained from scratch, which cannot read the rules
 	// and learn faster on shorter prompts (~2/3 of the tokens). The answer grammar is the same.
-	// Objective, ShowCoordinates, Format and NoExample are ignored.
+	// Objective, ShowCoordinates and NoExample are ignored. With Format AnswerCells it is the
+	// cells prompt (PromptCells): no drawn map but the holes listed as [row,col] cells, the
+	// agents' starts and goals as cells, and each agent's cells asked for (FormatCells), so that
+	// every cell an answer writes is spelt as in the prompt.
 	Compact bool
 }
 
@@ -112,7 +121,11 @@ func planRenderMap(in *Instance) string {
 // of in and opt.
 func RenderPrompt(in *Instance, opt PromptOptions) string {
 	var b strings.Builder
-	if opt.Compact {
+	switch {
+	case opt.Compact && opt.Format == AnswerCells:
+		renderCellsPrompt(&b, in)
+		return b.String()
+	case opt.Compact:
 		renderCompactPrompt(&b, in)
 		return b.String()
 	}
@@ -137,6 +150,32 @@ func renderCompactPrompt(b *strings.Builder, in *Instance) {
 		p("Agent %d: start (%d, %d), goal (%d, %d)%s\n", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C, compactOffset(a))
 	}
 	p("Answer: <answer> then one line per agent 0..%d, Agent i: MOVE MOVE ... (UP, DOWN, LEFT, RIGHT, WAIT), then </answer>.\n", k-1)
+}
+
+// renderCellsPrompt writes the cells prompt (PromptOptions.Compact with AnswerCells): the grid's
+// shape, its holes as [row,col] cells in row-major order, each agent's start and goal cells,
+// and a one-line answer format.
+func renderCellsPrompt(b *strings.Builder, in *Instance) {
+	k := len(in.Agents)
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("Grid %dx%d: rows 0..%d, cols 0..%d, cells [row,col].\nHoles:", in.Height, in.Width, in.Height-1, in.Width-1)
+	holes := 0
+	for r := range in.Height {
+		for c := range in.Width {
+			if in.Hole(Pos{r, c}) {
+				p(" [%d,%d]", r, c)
+				holes++
+			}
+		}
+	}
+	if holes == 0 {
+		b.WriteString(" none")
+	}
+	b.WriteByte('\n')
+	for i, a := range in.Agents {
+		p("Agent %d: start [%d,%d], goal [%d,%d]\n", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C)
+	}
+	p("Answer: <answer> then one line per agent 0..%d, Agent i: [r,c] [r,c] ... (its cells from start to goal), then </answer>.\n", k-1)
 }
 
 // writePromptTask writes the full prompt's task, map, legend, optional

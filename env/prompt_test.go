@@ -38,6 +38,7 @@ func TestRenderPromptGolden(t *testing.T) {
 		{"prompt_json.golden", "four", PromptOptions{Objective: SumOfCosts, ShowCoordinates: true, Format: AnswerJSON}},
 		{"prompt_large_noexample.golden", "eleven", PromptOptions{ShowCoordinates: true, NoExample: true}},
 		{"prompt_compact.golden", "five", PromptOptions{Compact: true, NoExample: true}}, // no example: no complete <answer> block
+		{"prompt_cells.golden", "five", PromptOptions{Compact: true, Format: AnswerCells, NoExample: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -65,11 +66,58 @@ func TestRenderPromptGolden(t *testing.T) {
 				}
 			} else {
 				p, err := ParseAnswer(got, in)
-				if err != nil || len(p.Paths) != 2 || len(p.Paths[0]) != 4 {
+				if c.opt.NoExample {
+					if err == nil {
+						t.Errorf("the answer format parses as a plan: %v", p.Paths)
+					}
+				} else if err != nil || len(p.Paths) != 2 || len(p.Paths[0]) != 4 {
 					t.Errorf("JSON example: %v %v", p.Paths, err)
 				}
 			}
 		})
+	}
+}
+
+// TestCellsPromptLists reads the cells prompt of generated instances back: the holes line names
+// exactly the holes, in row-major order, and each agent line its start and goal.
+func TestCellsPromptLists(t *testing.T) {
+	opt, err := PromptStyle(PromptCells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Agents, cfg.AgentsMax, cfg.Instances = 2, 5, 40
+	const seed = 31
+	t.Logf("seed %d", seed)
+	ins, err := Generate(cfg, seed, 0, cfg.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range ins {
+		got := RenderPrompt(in, opt)
+		var want strings.Builder
+		for r := range in.Height {
+			for c := range in.Width {
+				if in.Hole(Pos{r, c}) {
+					fmt.Fprintf(&want, " [%d,%d]", r, c)
+				}
+			}
+		}
+		if want.Len() == 0 {
+			want.WriteString(" none")
+		}
+		if !strings.Contains(got, "\nHoles:"+want.String()+"\n") {
+			t.Fatalf("%s: holes line wrong, want%s in\n%s", in.ID, want.String(), got)
+		}
+		for i, a := range in.Agents {
+			line := fmt.Sprintf("\nAgent %d: start [%d,%d], goal [%d,%d]\n", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C)
+			if !strings.Contains(got, line) {
+				t.Fatalf("%s: no line %q in\n%s", in.ID, line, got)
+			}
+		}
+		if strings.Contains(got, "r0") || strings.Contains(got, " H") {
+			t.Fatalf("%s: the cells prompt draws the map:\n%s", in.ID, got)
+		}
 	}
 }
 

@@ -9,21 +9,27 @@ const (
 	// PromptCompact is PromptOptions.Compact: the map, the coordinates and
 	// the answer format, for small models trained from scratch.
 	PromptCompact = "compact"
+	// PromptCells is PromptCompact asking for each agent's cells (AnswerCells): the holes,
+	// starts and goals listed as [row,col] cells and no drawn map, so that a small model writes
+	// every cell of its plan as the prompt spells it instead of tracking where its moves lead.
+	PromptCells = "cells"
 )
 
 // PromptStyleHelp describes the prompt styles for a command line.
-const PromptStyleHelp = "prompt style: full (the paper's prompt: rules, objective, example) or compact (map, coordinates and the answer format: for small models trained from scratch; use the same style the checkpoint was fine-tuned with)"
+const PromptStyleHelp = "prompt style: full (the paper's prompt: rules, objective, example) or compact (map, coordinates and the answer format: for small models trained from scratch) or cells (compact with holes, starts and goals as [row,col] cells, answered by each agent's cells: Agent i: [r,c] [r,c] ...); use the style the checkpoint was fine-tuned with"
 
-// PromptStyle returns the prompt options of a style, PromptFull or
-// PromptCompact; another is a *FieldError.
+// PromptStyle returns the prompt options of a style, PromptFull, PromptCompact or PromptCells;
+// another is a *FieldError.
 func PromptStyle(style string) (PromptOptions, error) {
 	o := DefaultPromptOptions()
 	switch style {
 	case PromptFull:
 	case PromptCompact:
 		o.Compact = true
+	case PromptCells:
+		o.Compact, o.Format = true, AnswerCells
 	default:
-		return o, &FieldError{Field: "prompt", Value: fmt.Sprintf("%q", style), Reason: "want full or compact"}
+		return o, &FieldError{Field: "prompt", Value: fmt.Sprintf("%q", style), Reason: "want full, compact or cells"}
 	}
 	return o, nil
 }

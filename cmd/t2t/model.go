@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
@@ -34,6 +35,7 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.TokenizerPath, "tokenizer", "", "tokenizer.json to copy in (the vocabulary grows to fit it); default: learn the tiny byte-level BPE")
 	vocab := fs.Int("tokenizer-vocab", 0, fmt.Sprintf("most ids of the learned tiny tokenizer (without --tokenizer); 0: all its corpus yields (%d from the testbed's texts alone)", textpolicy.DefaultTinyVocab))
 	turnsFile := fs.String("tokenizer-turns", "", "engineer turns (t2t engineer turns --out) whose training turns join the learned tokenizer's corpus, so that a model taught them (t2t sft --engineer-data) reads and writes them in about a third of the tokens; held-out turns are never read")
+	style := fs.String("tokenizer-prompt", "", "also learn the tokenizer on the prompts and optimal answers of this prompt style (compact or cells: the style the model will be fine-tuned with), so that its fixed text and cell punctuation become a few tokens")
 	fs.Uint64Var(&o.Seed, "seed", 1, "weight initialisation seed")
 	fs.BoolVar(&o.Force, "force", false, "write a 4b-shape checkpoint (16 GB of float32 weights)")
 	fs.IntVar(&o.Shape.Layers, "layers", 0, "number of decoder layers (0: the preset's)")
@@ -48,17 +50,20 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return badInput("--out is required")
 	}
-	if o.TokenizerPath != "" && (*turnsFile != "" || *vocab != 0) {
-		return badInput("--tokenizer copies a tokenizer in: --tokenizer-vocab and --tokenizer-turns shape the learned one")
+	if o.TokenizerPath != "" && (*turnsFile != "" || *vocab != 0 || *style != "") {
+		return badInput("--tokenizer copies a tokenizer in: --tokenizer-vocab, --tokenizer-turns and --tokenizer-prompt shape the learned one")
 	}
 	if o.TokenizerPath == "" {
-		var extra []string
+		extra, err := styleTexts(*style)
+		if err != nil {
+			return err
+		}
 		if *turnsFile != "" {
 			texts, n, err := textpolicy.TrainingTurnTexts(*turnsFile)
 			if err != nil {
 				return err
 			}
-			extra = texts
+			extra = append(extra, texts...)
 			fmt.Fprintf(stdout, "tokenizer corpus: the testbed's texts and %d engineer training turns of %s\n", n, *turnsFile)
 		}
 		js, err := textpolicy.TinyTokenizerJSON(*vocab, extra...)
@@ -77,6 +82,18 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s (vocab %d, seed %d)\n", *out, written.VocabSize, o.Seed)
 	return nil
+}
+
+// styleTexts returns the texts of --tokenizer-prompt style (none for "").
+func styleTexts(style string) ([]string, error) {
+	if style == "" {
+		return nil, nil
+	}
+	opt, err := env.PromptStyle(style)
+	if err != nil {
+		return nil, badInput("--tokenizer-prompt %q: want full, compact or cells", style)
+	}
+	return textpolicy.StyleCorpus(opt)
 }
 
 func modelInspect(args []string, stdout, stderr io.Writer) error {

@@ -41,6 +41,21 @@ func TestModelInitInspect(t *testing.T) {
 	if code, out, e := t2t(t, "model", "init", "--out", dir2, "--tokenizer", filepath.Join(dir, "tokenizer.json"), "--seed", "4"); code != 0 || !strings.Contains(out, "vocab 1228") {
 		t.Fatalf("init --tokenizer: exit %d: %s%s", code, out, e)
 	}
+	// A tokenizer that also learned the cells prompts and answers: more ids; a style that
+	// does not exist, or one given with --tokenizer, is refused and writes nothing.
+	cells := filepath.Join(t.TempDir(), "cells")
+	if code, out, e := t2t(t, "model", "init", "--out", cells, "--tokenizer-prompt", "cells"); code != 0 || !strings.Contains(out, "wrote") || strings.Contains(out, "vocab 1228") {
+		t.Fatalf("init --tokenizer-prompt cells: exit %d: %s%s", code, out, e)
+	}
+	for _, args := range [][]string{{"--tokenizer-prompt", "grid"}, {"--tokenizer-prompt", "cells", "--tokenizer", filepath.Join(dir, "tokenizer.json")}} {
+		bad := filepath.Join(t.TempDir(), "bad")
+		if code, _, e := t2t(t, append([]string{"model", "init", "--out", bad}, args...)...); code != 2 || !strings.Contains(e, "--tokenizer") {
+			t.Fatalf("init %v: exit %d: %s", args, code, e)
+		}
+		if _, err := os.Stat(bad); !os.IsNotExist(err) {
+			t.Fatalf("init %v wrote %s", args, bad)
+		}
+	}
 	// Shape overrides: a deeper, narrower model with another RoPE θ.
 	dir3 := filepath.Join(t.TempDir(), "custom")
 	if code, out, e := t2t(t, "model", "init", "--out", dir3, "--layers", "3", "--hidden", "32", "--intermediate", "96", "--rope-theta", "10000"); code != 0 ||
@@ -123,7 +138,7 @@ func TestSFTCommand(t *testing.T) {
 	if code, _, _ := t2t(t, "sft", "--model", dir); code != 2 {
 		t.Fatalf("sft without --out: exit %d", code)
 	}
-	if code, _, e := t2t(t, "sft", "--model", dir, "--out", out, "--prompt", "verbose"); code != 2 || !strings.Contains(e, "want full or compact") {
+	if code, _, e := t2t(t, "sft", "--model", dir, "--out", out, "--prompt", "verbose"); code != 2 || !strings.Contains(e, "want full, compact or cells") {
 		t.Fatalf("sft --prompt verbose: exit %d: %s", code, e)
 	}
 	for _, bad := range [][]string{{"--agents", "2,x"}, {"--agents", "11"}, {"--sizes", "6-4"}, {"--sizes", "1-5"}} {
@@ -153,7 +168,7 @@ func TestTrainQwen3Policy(t *testing.T) {
 	if code, _, e := t2t(t, "train", "--policy", "qwen3"); code != 2 || !strings.Contains(e, "--model") {
 		t.Fatalf("qwen3 without --model: exit %d, %q", code, e)
 	}
-	if code, _, e := t2t(t, "train", "--policy", "qwen3", "--model", dir, "--prompt", "short"); code != 2 || !strings.Contains(e, "want full or compact") {
+	if code, _, e := t2t(t, "train", "--policy", "qwen3", "--model", dir, "--prompt", "short"); code != 2 || !strings.Contains(e, "want full, compact or cells") {
 		t.Fatalf("qwen3 --prompt short: exit %d, %q", code, e)
 	}
 }

@@ -82,18 +82,10 @@ func TinyTokenizerJSON(vocab int, extra ...string) ([]byte, error) {
 // canonical answer form. It depends on
 // nothing but the env package's generator and renderers.
 func TinyCorpus() ([]string, error) {
-	cfg := env.DefaultConfig()
-	cfg.Instances = 64
-	ins, err := env.Generate(cfg, tinyCorpusSeed, 0, cfg.Instances)
+	ins, err := tinyCorpusInstances()
 	if err != nil {
-		return nil, fmt.Errorf("textpolicy: tiny corpus: %w", err)
+		return nil, err
 	}
-	spec := env.QuickSpec(tinyCorpusSeed, 1)
-	more, err := env.GenerateSuite(&spec, 0, spec.Len())
-	if err != nil {
-		return nil, fmt.Errorf("textpolicy: tiny corpus: %w", err)
-	}
-	ins = append(ins, more...)
 	// Every move word, bare and after a space, twice: each becomes one token even where the
 	// prompts hold only one of the two forms.
 	var out []string
@@ -119,6 +111,51 @@ func TinyCorpus() ([]string, error) {
 		out = append(out, env.FormatMoves(moves)+tokenizer.ImEnd+"\n")
 	}
 	return out, nil
+}
+
+// StyleCorpus returns, for the instances of TinyCorpus, the chat-formatted prompt of opt and
+// the canonical optimal answer in opt's answer format (AnswerText): texts for a tokenizer that a
+// model of that prompt style will read and write (`t2t model init --tokenizer-prompt`).
+func StyleCorpus(opt env.PromptOptions) ([]string, error) {
+	ins, err := tinyCorpusInstances()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, 2*len(ins))
+	for _, in := range ins {
+		out = append(out, ChatText(env.RenderPrompt(in, opt), false))
+		sol, err := env.Solve(in, env.SolveOptions{})
+		if err != nil {
+			continue
+		}
+		plan, err := env.CanonicalPlan(in, &sol.Plan)
+		if err != nil {
+			return nil, err
+		}
+		text, err := AnswerText(plan, opt.Format)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, text+tokenizer.ImEnd+"\n")
+	}
+	return out, nil
+}
+
+// tinyCorpusInstances returns the instances of TinyCorpus: 64 training instances (2 agents,
+// sizes 3..10) and a small 3/4/5-agent suite.
+func tinyCorpusInstances() ([]*env.Instance, error) {
+	cfg := env.DefaultConfig()
+	cfg.Instances = 64
+	ins, err := env.Generate(cfg, tinyCorpusSeed, 0, cfg.Instances)
+	if err != nil {
+		return nil, fmt.Errorf("textpolicy: tiny corpus: %w", err)
+	}
+	spec := env.QuickSpec(tinyCorpusSeed, 1)
+	more, err := env.GenerateSuite(&spec, 0, spec.Len())
+	if err != nil {
+		return nil, fmt.Errorf("textpolicy: tiny corpus: %w", err)
+	}
+	return append(ins, more...), nil
 }
 
 // ChatText renders one user turn with Qwen3's chat template and the generation prompt

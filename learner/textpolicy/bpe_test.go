@@ -95,6 +95,65 @@ func TestTinyTokenizer(t *testing.T) {
 	}
 }
 
+// A tokenizer that also learned the cells style (StyleCorpus) spells a cells prompt and its
+// answer of cells in fewer tokens than the default one, and still keeps every digit a token
+// of its own: a cell [r,c] is read and written as its row and column digits.
+func TestStyleCorpusTokenizer(t *testing.T) {
+	t.Parallel()
+	seed := tpTestSeed(t)
+	opt, err := env.PromptStyle(env.PromptCells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := StyleCorpus(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(extra ...string) *tokenizer.Tokenizer {
+		t.Helper()
+		js, err := TinyTokenizerJSON(0, extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := tokenizer.Parse(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	plain, styled := parse(), parse(texts...)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	var nPlain, nStyled, n int
+	for range 20 {
+		size := 3 + rng.IntN(8)
+		in, err := env.GenerateSeeded(size, rng.IntN(size*size/4+1), 2+rng.IntN(2), false, rng.Uint64())
+		if err != nil {
+			continue
+		}
+		sol, err := env.Solve(in, env.SolveOptions{})
+		if err != nil {
+			continue
+		}
+		text := ChatText(env.RenderPrompt(in, opt), false) + env.FormatCells(&sol.Plan) + tokenizer.ImEnd
+		ids := styled.Encode(text)
+		if got := styled.Decode(ids); got != text {
+			t.Fatalf("round trip %q → %q", text, got)
+		}
+		for _, id := range ids {
+			if piece := styled.Decode([]int32{id}); strings.ContainsAny(piece, "0123456789") && len(piece) != 1 {
+				t.Fatalf("token %q holds a digit and more", piece)
+			}
+		}
+		nPlain += len(plain.Encode(text))
+		nStyled += len(ids)
+		n++
+	}
+	t.Logf("%d cells prompts and answers: %d tokens with the default tokenizer, %d with the cells style learned", n, nPlain, nStyled)
+	if n == 0 || nStyled >= nPlain {
+		t.Fatalf("%d texts: %d tokens with the style learned, %d without", n, nStyled, nPlain)
+	}
+}
+
 // The tiny tokenizer never merges what a model must reason about: every move word (with or
 // without its leading space) and every digit is a token of its own, in prompts, answers and
 // any text; a map cell that is ice or a hole is one token; decoding gives the text back.

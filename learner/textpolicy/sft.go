@@ -23,9 +23,9 @@ import (
 
 // Target returns the completion that supervised fine-tuning teaches for in: an optimal
 // (sum-of-costs) plan in canonical form (env.CanonicalPlan: vertical moves first, waits as late
-// as possible, whatever ties the solver broke) and the canonical answer text
-// (env.FormatMoves), after an empty think block when the policy thinks, ended by <|im_end|>,
-// as token ids.
+// as possible, whatever ties the solver broke) and the canonical answer text of the prompt's
+// answer format (AnswerText: env.FormatMoves, env.FormatPaths or env.FormatCells), after an
+// empty think block when the policy thinks, ended by <|im_end|>, as token ids.
 func (p *Policy) Target(in *env.Instance) ([]int32, error) {
 	sol, err := env.Solve(in, env.SolveOptions{})
 	if err != nil {
@@ -35,16 +35,31 @@ func (p *Policy) Target(in *env.Instance) ([]int32, error) {
 	if err != nil {
 		return nil, fmt.Errorf("textpolicy: target for %s: %w", in.ID, err)
 	}
-	moves, err := env.PlanMoves(plan)
+	text, err := AnswerText(plan, p.opt.Prompt.Format)
 	if err != nil {
 		return nil, err
 	}
-	text := env.FormatMoves(moves)
 	if p.opt.Thinking {
 		text = tokenizer.ThinkOpen + "\n\n" + tokenizer.ThinkClose + "\n\n" + text
 	}
 	ids := p.lm.Tok.Encode(text)
 	return append(ids, p.lm.Stop[0]), nil
+}
+
+// AnswerText writes plan in the canonical answer text of format: env.FormatPaths for
+// env.AnswerJSON, env.FormatCells for env.AnswerCells, else env.FormatMoves.
+func AnswerText(plan *env.Plan, format env.AnswerFormat) (string, error) {
+	switch format {
+	case env.AnswerJSON:
+		return env.FormatPaths(plan), nil
+	case env.AnswerCells:
+		return env.FormatCells(plan), nil
+	}
+	moves, err := env.PlanMoves(plan)
+	if err != nil {
+		return "", err
+	}
+	return env.FormatMoves(moves), nil
 }
 
 // SFTStep runs one supervised (behaviour-cloning) step on ins: the mean cross-entropy of the

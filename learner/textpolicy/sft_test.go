@@ -22,25 +22,35 @@ func TestSFTStep(t *testing.T) {
 	seed := tpTestSeed(t)
 	lm := tpLM(t, seed)
 	ins := tpInstances(t, seed, 3)
-	for _, thinking := range []bool{false, true} {
-		o := tpOptions()
-		o.Thinking = thinking
-		p, err := New(lm, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, in := range ins {
-			target, err := p.Target(in)
+	var err error
+	for _, style := range []string{env.PromptFull, env.PromptCells} {
+		for _, thinking := range []bool{false, true} {
+			o := tpOptions()
+			o.Thinking = thinking
+			if o.Prompt, err = env.PromptStyle(style); err != nil {
+				t.Fatal(err)
+			}
+			p, err := New(lm, o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !lm.IsStop(target[len(target)-1]) {
-				t.Fatalf("target does not end with a stop token")
-			}
-			var rep env.Report
-			Judge(in, lm.CompletionText(target), &rep)
-			if !rep.Valid || !rep.Optimal {
-				t.Fatalf("thinking %v: target %q judged %+v", thinking, lm.CompletionText(target), rep.Passed)
+			for _, in := range ins {
+				target, err := p.Target(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !lm.IsStop(target[len(target)-1]) {
+					t.Fatalf("target does not end with a stop token")
+				}
+				text := lm.CompletionText(target)
+				var rep env.Report
+				Judge(in, text, &rep)
+				if !rep.Valid || !rep.Optimal {
+					t.Fatalf("%s, thinking %v: target %q judged %+v", style, thinking, text, rep.Passed)
+				}
+				if cells := strings.Contains(text, "Agent 0: ["); cells != (style == env.PromptCells) {
+					t.Fatalf("%s: target %q in the wrong answer form", style, text)
+				}
 			}
 		}
 	}

@@ -12,7 +12,8 @@
 # answers the held-out engineer contexts (t2t engineer score: OUT/chunk-N.score, per context in
 # OUT/chunk-N.score.json).
 #   OUT=DIR      the run's folder: M (the initial model), turns.jsonl, chunk-1, chunk-2, ...
-#   START=DIR    start from this checkpoint (at step 0) instead of a fresh `t2t model init` (optional)
+#   START=DIR    start from this checkpoint's weights and tokenizer (at step 0, a fresh AdamW; copied to
+#                OUT/M) instead of a fresh `t2t model init` (optional)
 #   CHUNK=N      steps per chunk (default 250); CHUNKS=N chunks in all (default 24: 6,000 steps)
 #   EVAL=N       held-out instances evaluated after each chunk (default 64)
 #   INIT="..."   t2t model init's shape flags (default the 5.1 M model: 6 layers, hidden 256)
@@ -33,8 +34,15 @@ if [ ! -f "$OUT/turns.jsonl" ]; then
 		--teacher learnability --prompt compact --modules F,G,H0,T
 fi
 ntrain=$(grep -sc '"held_out":false' "$OUT/turns.jsonl" || true) # empty only under the flag check's stand-in
-prev=${START:-$OUT/M}
-if [ -z "${START:-}" ] && [ ! -f "$OUT/M/config.json" ]; then
+prev=$OUT/M
+if [ -n "${START:-}" ] && [ ! -f "$OUT/M/config.json" ]; then
+	# START's weights and tokenizer, without its run state (manifest, AdamW): step 0 of this run
+	mkdir -p "$OUT/M.tmp"
+	for f in "$START"/*; do
+		case ${f##*/} in manifest.json | optimizer.safetensors) ;; *) cp -r "$f" "$OUT/M.tmp/" ;; esac
+	done
+	rm -rf "$OUT/M" && mv "$OUT/M.tmp" "$OUT/M"
+elif [ ! -f "$OUT/M/config.json" ]; then
 	# shellcheck disable=SC2086 # INIT is a list of flags
 	$T2T model init $INIT --tokenizer-turns "$OUT/turns.jsonl" --out "$OUT/M"
 fi
