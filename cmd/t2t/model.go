@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/hfmodel"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
@@ -54,16 +53,11 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 		return badInput("--tokenizer copies a tokenizer in: --tokenizer-vocab, --tokenizer-turns and --tokenizer-prompt shape the learned one")
 	}
 	if o.TokenizerPath == "" {
-		extra, err := styleTexts(*style)
+		extra, n, err := textpolicy.TokenizerExtras(*style, *turnsFile)
 		if err != nil {
 			return err
 		}
-		if *turnsFile != "" {
-			texts, n, err := textpolicy.TrainingTurnTexts(*turnsFile)
-			if err != nil {
-				return err
-			}
-			extra = append(extra, texts...)
+		if n > 0 {
 			fmt.Fprintf(stdout, "tokenizer corpus: the testbed's texts and %d engineer training turns of %s\n", n, *turnsFile)
 		}
 		js, err := textpolicy.TinyTokenizerJSON(*vocab, extra...)
@@ -82,18 +76,6 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s (vocab %d, seed %d)\n", *out, written.VocabSize, o.Seed)
 	return nil
-}
-
-// styleTexts returns the texts of --tokenizer-prompt style (none for "").
-func styleTexts(style string) ([]string, error) {
-	if style == "" {
-		return nil, nil
-	}
-	opt, err := env.PromptStyle(style)
-	if err != nil {
-		return nil, badInput("--tokenizer-prompt %q: want full, compact or cells", style)
-	}
-	return textpolicy.StyleCorpus(opt)
 }
 
 func modelInspect(args []string, stdout, stderr io.Writer) error {

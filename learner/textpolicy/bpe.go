@@ -2,8 +2,10 @@ package textpolicy
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/t2t-lab/t2t/env"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/tokenizer"
 )
 
@@ -139,6 +141,30 @@ func StyleCorpus(opt env.PromptOptions) ([]string, error) {
 		out = append(out, text+tokenizer.ImEnd+"\n")
 	}
 	return out, nil
+}
+
+// TokenizerExtras returns the texts that join a learned tokenizer's corpus (TinyTokenizerJSON's
+// extra) for `t2t model init`: the prompts and answers of prompt style (StyleCorpus; none for
+// "") and the training turns of turnsFile (TrainingTurnTexts, their number in turns; none for
+// ""). A style env.PromptStyle does not know is a *fielderr.Error of flag tokenizer-prompt.
+func TokenizerExtras(style, turnsFile string) (texts []string, turns int, err error) {
+	if style != "" {
+		opt, err := env.PromptStyle(style)
+		if err != nil {
+			return nil, 0, &fielderr.Error{Flag: "tokenizer-prompt", Value: strconv.Quote(style), Reason: "want full, compact or cells"}
+		}
+		if texts, err = StyleCorpus(opt); err != nil {
+			return nil, 0, err
+		}
+	}
+	if turnsFile != "" {
+		more, n, err := TrainingTurnTexts(turnsFile)
+		if err != nil {
+			return nil, 0, err
+		}
+		texts, turns = append(texts, more...), n
+	}
+	return texts, turns, nil
 }
 
 // tinyCorpusInstances returns the instances of TinyCorpus: 64 training instances (2 agents,
