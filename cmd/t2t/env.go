@@ -240,9 +240,10 @@ func showPlan(in *env.Instance, planPath, insPath string) (*env.Plan, error) {
 }
 
 func envPrompt(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("t2t env prompt", "t2t env prompt --in FILE.jsonl [--id ID | --line N] [--objective soc|makespan]", stderr)
+	fs := newFlags("t2t env prompt", "t2t env prompt --in FILE.jsonl [--id ID | --line N] [--objective soc|makespan] [--prompt full|compact|cells]", stderr)
 	sel := addInstanceFlags(fs, "in")
 	objective := fs.String("objective", "soc", "cost objective named in the prompt: soc or makespan")
+	style := fs.String("prompt", "", "the prompt of this style of t2t train and t2t sft: full, compact or cells (default: the plain prompt, the map and the rules without coordinates)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -250,11 +251,18 @@ func envPrompt(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("--objective: %v", err)
 	}
+	opt := env.PromptOptions{Objective: obj}
+	if *style != "" {
+		if opt, err = env.PromptStyle(*style); err != nil {
+			return badInput("--prompt %q: want full, compact or cells", *style)
+		}
+		opt.Objective = obj
+	}
 	in, err := sel.pick("in", stderr)
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(stdout, env.RenderPrompt(in, env.PromptOptions{Objective: obj}))
+	_, err = io.WriteString(stdout, env.RenderPrompt(in, opt))
 	return err
 }
 
