@@ -791,48 +791,58 @@ func ParseMoves(answer string) ([][]Move, error) {
 // tags: "Agent i: M M ..." per line, in agent order; an agent without moves
 // gets nothing after the colon. ParseMoves reads it back unchanged.
 func FormatMoves(moves [][]Move) string {
-	n := len("<answer>\n</answer>")
+	n := 0
 	for _, ms := range moves {
-		n += len("Agent 10:\n") + 6*len(ms)
+		n += 6 * len(ms)
 	}
-	var b bytes.Buffer
-	b.Grow(n)
-	b.WriteString("<answer>\n")
-	for i, ms := range moves {
-		b.WriteString("Agent ")
-		planWriteInt(&b, i)
-		b.WriteByte(':')
-		for _, m := range ms {
+	return planFormatLines(len(moves), n, func(b *bytes.Buffer, i int) {
+		for _, m := range moves[i] {
 			b.WriteByte(' ')
 			b.WriteString(m.String())
 		}
-		b.WriteByte('\n')
-	}
-	b.WriteString("</answer>")
-	return b.String()
+	})
 }
 
 // FormatCells writes p in the text form with cells, inside <answer> tags: "Agent i: [r,c]
 // [r,c] ..." per line, in agent order, each path's cells from t = 0. ParseAnswer reads it back to
 // p's paths (an empty path, which it cannot hold, is written as no cells: the agent's start).
 func FormatCells(p *Plan) string {
+	n := 0
+	for _, path := range p.Paths {
+		n += 7 * len(path)
+	}
+	return planFormatLines(len(p.Paths), n, func(b *bytes.Buffer, i int) {
+		for _, c := range p.Paths[i] {
+			b.WriteByte(' ')
+			planWriteCell(b, c)
+		}
+	})
+}
+
+// planFormatLines writes k agent lines inside <answer> tags, "Agent i:" followed by what item
+// writes for agent i; size is about the bytes of all items.
+func planFormatLines(k, size int, item func(b *bytes.Buffer, i int)) string {
 	var b bytes.Buffer
+	b.Grow(len("<answer>\n</answer>") + k*len("Agent 10:\n") + size)
 	b.WriteString("<answer>\n")
-	for i, path := range p.Paths {
+	for i := range k {
 		b.WriteString("Agent ")
 		planWriteInt(&b, i)
 		b.WriteByte(':')
-		for _, c := range path {
-			b.WriteString(" [")
-			planWriteInt(&b, c.R)
-			b.WriteByte(',')
-			planWriteInt(&b, c.C)
-			b.WriteByte(']')
-		}
+		item(&b, i)
 		b.WriteByte('\n')
 	}
 	b.WriteString("</answer>")
 	return b.String()
+}
+
+// planWriteCell writes c as [r,c].
+func planWriteCell(b *bytes.Buffer, c Pos) {
+	b.WriteByte('[')
+	planWriteInt(b, c.R)
+	b.WriteByte(',')
+	planWriteInt(b, c.C)
+	b.WriteByte(']')
 }
 
 // FormatPaths writes p in the JSON answer form, inside <answer> tags, one agent's path per
@@ -850,11 +860,7 @@ func FormatPaths(p *Plan) string {
 			if t > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteByte('[')
-			planWriteInt(&b, c.R)
-			b.WriteByte(',')
-			planWriteInt(&b, c.C)
-			b.WriteByte(']')
+			planWriteCell(&b, c)
 		}
 		b.WriteByte(']')
 	}
