@@ -29,6 +29,8 @@ func TestScriptsUseRealFlags(t *testing.T) {
 		{"scripts/gpu-check/run.sh", []string{shim}, nil, 12},
 		{"scripts/gpu-check/trainee.sh", []string{shim}, []string{"FLAGCHECK=1"}, 18},
 		{"scripts/llm-recipe/trainee.sh", nil, []string{"CHUNKS=2"}, 4},
+		{"scripts/gpu-check/trainee.sh", []string{shim}, []string{"FLAGCHECK=1", "PROMPT=cells"}, 18},
+		{"scripts/llm-recipe/trainee.sh", nil, []string{"CHUNKS=1", "PROMPT=cells"}, 3},
 		{"scripts/llm-recipe/grpo.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m"), "REDIS=redis://127.0.0.1:1/0"}, 7},
 		{"scripts/llm-recipe/compare.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m")}, 1},
 		{"scripts/llm-recipe/trainee-compare.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m")}, 1},
@@ -36,7 +38,7 @@ func TestScriptsUseRealFlags(t *testing.T) {
 		{"scripts/engineer-histories/record.sh", nil, []string{"REDIS=redis://127.0.0.1:1/0", "OUT=" + filepath.Join(dir, "h2.jsonl"),
 			"POLICY=qwen3", "MODEL=" + filepath.Join(dir, "m")}, 2},
 	} {
-		t.Run(filepath.Base(filepath.Dir(s.path))+"/"+filepath.Base(s.path), func(t *testing.T) {
+		t.Run(filepath.Base(filepath.Dir(s.path))+"/"+filepath.Base(s.path)+strings.Join(s.env, ","), func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "calls.log")
 			cmd := exec.Command("bash", append([]string{filepath.Join(root, s.path)}, s.args...)...)
 			cmd.Dir = t.TempDir()

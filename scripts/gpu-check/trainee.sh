@@ -31,6 +31,8 @@
 # Writes $OUT/summary.json (every figure with its target; summary.py), $OUT/trainee.log, sft.log,
 # grpo.txt, score_base.json, score_self.json, experiment.tar.gz (the report) and
 # sft-checkpoint.tar.gz (the SFT checkpoint): 8 files, summary first.
+# PROMPT=cells runs the policy on the cells prompt style (README "Does a prompt that spells the
+# cells help?": its tokenizer learns the style, answers get 384 tokens); default compact.
 # Tried on the CPU at toy scale: DEVICE=cpu STEPS=4 BATCH=2 EVAL=4 GRPO_STAGES=2 TINY=1.
 set -uo pipefail
 T2T=${1:-./t2t}
@@ -42,6 +44,7 @@ EVAL=${EVAL:-192}
 GRPO_STAGES=${GRPO_STAGES:-4}
 EXP_INSTANCES=${EXP_INSTANCES:-64}
 INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 --rope-theta 10000}
+PROMPT=${PROMPT:-compact}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$here/../..
 CURRICULUM=${CURRICULUM:-$root/configs/two-to-five-agents.json}
@@ -56,7 +59,8 @@ trap 'python3 "$here/summary.py" "$scratch/figures.jsonl" "$out/summary.json" > 
 
 engine=(--engine torch --device "$DEVICE")
 [ "$DEVICE" = cpu ] && engine+=(--threads 1) || engine+=(--autocast bf16)
-maxnew=256 scoretokens=512 group=8 unit=8 batch=8 valper=8 evalper=2
+maxnew=256 scoretokens=512 group=8 unit=8 batch=8 valper=8 evalper=2 tokprompt=()
+[ "$PROMPT" = cells ] && maxnew=384 tokprompt=(--tokenizer-prompt cells)
 if [ "${TINY:-0}" = 1 ]; then # the toy scale of the CPU try: every step runs, nothing is measured
 	INIT="--preset tiny" maxnew=16 scoretokens=16 group=2 unit=4 batch=2 valper=1 evalper=1 EXP_INSTANCES=8
 fi
@@ -101,22 +105,22 @@ cat "$root/configs/engineer-histories.jsonl" "$root/configs/engineer-histories-r
 ntrain=$(grep -sc '"held_out":false' "$w/turns.jsonl")
 nheld=$(grep -sc '"held_out":true' "$w/turns.jsonl")
 # shellcheck disable=SC2086 # INIT is a list of flags
-"$T2T" model init $INIT --tokenizer-turns "$w/turns.jsonl" --out "$w/M" || exit 1
+"$T2T" model init $INIT "${tokprompt[@]}" --tokenizer-turns "$w/turns.jsonl" --out "$w/M" || exit 1
 
 echo "== trainee: SFT, $STEPS steps of $BATCH on 2..5 agents, sizes 3..10 (${DEVICE}) =="
 t0=$SECONDS
-timeout "$(left 360)" "$T2T" sft "${engine[@]}" --model "$w/M" --out "$w/S" --prompt compact --agents 2,3,4,5 \
+timeout "$(left 360)" "$T2T" sft "${engine[@]}" --model "$w/M" --out "$w/S" --prompt "$PROMPT" --agents 2,3,4,5 \
 	--sizes 3-10 --steps "$STEPS" --batch "$BATCH" --lr 1e-3 --seed 1001 --engineer-turns "${ntrain:-0}" \
 	--engineer-data "$w/turns.jsonl" --engineer-every 4 --eval "$EVAL" --eval-seed 99 --eval-before=false \
-	--max-tokens 256 --report-every 250 --save-every 500 > "$out/sft.log" 2>&1
+	--max-tokens "$maxnew" --report-every 250 --save-every 500 > "$out/sft.log" 2>&1
 echo "sft: exit $? after $((SECONDS - t0))s"
 tail -3 "$out/sft.log"
 if ! grep -q '^after:' "$out/sft.log" && [ -f "$w/S/config.json" ]; then
 	echo "-- the run stopped before its evaluation: the last save, evaluated"
 	timeout "$(left 300)" "$T2T" sft "${engine[@]}" --model "$w/S" --out "$w/eval-tmp" --steps 0 --eval "$EVAL" \
-		--eval-seed 99 --prompt compact --agents 2,3,4,5 --sizes 3-10 --max-tokens 256 >> "$out/sft.log" 2>&1
+		--eval-seed 99 --prompt "$PROMPT" --agents 2,3,4,5 --sizes 3-10 --max-tokens "$maxnew" >> "$out/sft.log" 2>&1
 fi
-sftnote="t2t sft --engine torch --device $DEVICE --prompt compact --agents 2,3,4,5 --sizes 3-10 --steps $STEPS --batch $BATCH --lr 1e-3 --engineer-every 4, greedy on $EVAL held-out instances (--eval-seed 99)"
+sftnote="t2t sft --engine torch --device $DEVICE --prompt $PROMPT --agents 2,3,4,5 --sizes 3-10 --steps $STEPS --batch $BATCH --lr 1e-3 --engineer-every 4, greedy on $EVAL held-out instances (--eval-seed 99)"
 figure sft_agents3_valid_pct "$(agents_valid "$out/sft.log" 3)" 15 ge % "3-agent valid after SFT: $sftnote"
 figure sft_agents4_valid_pct "$(agents_valid "$out/sft.log" 4)" 5 ge % "4-agent valid after SFT"
 figure sft_agents5_valid_pct "$(agents_valid "$out/sft.log" 5)" 0 gt % "5-agent valid after SFT"
@@ -135,7 +139,7 @@ score() { # score NAME MODEL: the engineer figures of MODEL on the held-out cont
 # checkpoint as the engineer (self).
 grpo_run() {
 	local t0=$SECONDS
-	timeout "$(left 30)" "$T2T" train "${engine[@]}" --policy qwen3 --model "$w/S" --prompt compact \
+	timeout "$(left 30)" "$T2T" train "${engine[@]}" --policy qwen3 --model "$w/S" --prompt "$PROMPT" \
 		--max-new-tokens "$maxnew" --config "$CURRICULUM" --stages "$GRPO_STAGES" --group "$group" \
 		--instances-per-unit "$unit" --learner-batch "$batch" --val-per-size "$valper" --eval-per-size "$evalper" --lr 1e-4 \
 		--strategy llm --engineer self --engineer-prompt compact --engineer-modules F,G,H0,T --engineer-max-tokens "$scoretokens" --engineer-temperature 0 \
@@ -156,7 +160,7 @@ grpo_run() {
 # runs are launch-bound, so they overlap), then one more invocation that reuses the 12 saved runs
 # and writes the report.
 experiment_runs() {
-	local common=(--policy qwen3 --model "$w/S" "${engine[@]}" --prompt compact --max-new-tokens "$maxnew"
+	local common=(--policy qwen3 --model "$w/S" "${engine[@]}" --prompt "$PROMPT" --max-new-tokens "$maxnew"
 		--config "$CURRICULUM" --instances "$EXP_INSTANCES" --stages "$GRPO_STAGES" --group "$group"
 		--instances-per-unit "$unit" --learner-batch "$batch" --lr 1e-4 --rollouts 1 --val-per-size "$valper"
 		--eval-per-size "$evalper" --engineer-max-tokens "$scoretokens" --engineer-temperature 0 --engineer-retry resample

@@ -17,6 +17,8 @@
 #   CHUNK=N      steps per chunk (default 250); CHUNKS=N chunks in all (default 24: 6,000 steps)
 #   EVAL=N       held-out instances evaluated after each chunk (default 64)
 #   INIT="..."   t2t model init's shape flags (default the 5.1 M model: 6 layers, hidden 256)
+#   PROMPT=S     the policy's prompt style, compact (default) or cells (its tokenizer learns the style,
+#                answers get 384 tokens; README "Does a prompt that spells the cells help?")
 # A chunk stopped midway goes on from its last save (or the previous chunk's checkpoint).
 set -eu
 : "${OUT:?set OUT to the run folder}"
@@ -25,6 +27,9 @@ CHUNK=${CHUNK:-250}
 CHUNKS=${CHUNKS:-24}
 EVAL=${EVAL:-64}
 INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 --rope-theta 10000}
+PROMPT=${PROMPT:-compact}
+MAXTOK=256 TOKPROMPT=
+[ "$PROMPT" = cells ] && MAXTOK=384 TOKPROMPT="--tokenizer-prompt cells"
 ROOT=$(dirname "$0")/../..
 mkdir -p "$OUT"
 if [ ! -f "$OUT/turns.jsonl" ]; then
@@ -43,8 +48,8 @@ if [ -n "${START:-}" ] && [ ! -f "$OUT/M/config.json" ]; then
 	done
 	rm -rf "$OUT/M" && mv "$OUT/M.tmp" "$OUT/M"
 elif [ ! -f "$OUT/M/config.json" ]; then
-	# shellcheck disable=SC2086 # INIT is a list of flags
-	$T2T model init $INIT --tokenizer-turns "$OUT/turns.jsonl" --out "$OUT/M"
+	# shellcheck disable=SC2086 # INIT and TOKPROMPT are lists of flags
+	$T2T model init $INIT $TOKPROMPT --tokenizer-turns "$OUT/turns.jsonl" --out "$OUT/M"
 fi
 i=1
 before=true # evaluate before the first chunk only: each later one starts where the last one's evaluation was
@@ -56,10 +61,10 @@ while [ "$i" -le "$CHUNKS" ]; do
 			from=$ck
 			before=false
 		fi
-		$T2T sft --engine torch --threads 1 --autocast bf16 --model "$from" --out "$ck" --resume --prompt compact \
+		$T2T sft --engine torch --threads 1 --autocast bf16 --model "$from" --out "$ck" --resume --prompt "$PROMPT" \
 			--agents 2,3,4,5 --sizes 3-10 --steps $((i * CHUNK)) --batch 16 --lr 1e-3 --seed 1001 \
 			--engineer-turns "${ntrain:-0}" --engineer-data "$OUT/turns.jsonl" --engineer-every 4 \
-			--eval "$EVAL" --eval-seed 99 --eval-before="$before" --max-tokens 256 --report-every 25 --save-every 50 >>"$ck.log" 2>&1
+			--eval "$EVAL" --eval-seed 99 --eval-before="$before" --max-tokens "$MAXTOK" --report-every 25 --save-every 50 >>"$ck.log" 2>&1
 		touch "$ck.done"
 	fi
 	if [ ! -f "$ck.score" ]; then
