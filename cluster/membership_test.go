@@ -63,9 +63,19 @@ func memLogger(t *testing.T) *slog.Logger {
 
 // memLeakCheck fails the test if goroutines started during it outlive it.
 // Register it first so that its cleanup runs after every node's shutdown.
+// memberlist's Shutdown does not wait for a probe in flight: its goroutine
+// ends when the probe times out (under a second here, longer on a loaded
+// machine, where goleak's own retries, about 1.5 s, once ran out in CI). So
+// the check waits up to 10 s for the goroutines to end; one that never ends
+// still fails it.
 func memLeakCheck(t *testing.T) {
 	opt := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+	t.Cleanup(func() {
+		for deadline := time.Now().Add(10 * time.Second); goleak.Find(opt) != nil && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+		goleak.VerifyNone(t, opt)
+	})
 }
 
 func memConfig(seeds ...string) Config {
