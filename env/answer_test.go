@@ -273,52 +273,42 @@ func TestFormatMovesRoundTrip(t *testing.T) {
 }
 
 func TestFormatCellsRoundTrip(t *testing.T) {
-	rng := planRNG(t)
 	p := Plan{Paths: [][]Pos{{{0, 0}, {1, 0}}, {{12, 3}}}}
 	if got := FormatCells(&p); got != "<answer>\nAgent 0: [0,0] [1,0]\nAgent 1: [12,3]\n</answer>" {
 		t.Fatalf("FormatCells = %q", got)
 	}
-	in := planOpen4(t)
-	for range 200 {
-		paths := make([][]Pos, len(in.Agents))
-		for i := range paths {
-			paths[i] = make([]Pos, 1+rng.IntN(12))
-			for j := range paths[i] {
-				paths[i][j] = Pos{rng.IntN(12), rng.IntN(12)}
-			}
-		}
-		got, err := ParseAnswer(FormatCells(&Plan{Paths: paths}), in)
-		if err != nil {
-			t.Fatalf("ParseAnswer(FormatCells) of %v: %v", paths, err)
-		}
-		if !reflect.DeepEqual(got.Paths, paths) {
-			t.Fatalf("round trip: got %v want %v", got.Paths, paths)
-		}
-	}
+	// A text answer has exactly one line per agent of the instance.
+	planPathsRoundTrip(t, "FormatCells", FormatCells, func(*rand.Rand) int { return 3 })
 }
 
 func TestFormatPathsRoundTrip(t *testing.T) {
-	rng := planRNG(t)
 	p := Plan{Paths: [][]Pos{{{0, 0}, {1, 0}}, {{2, 3}}}}
 	if got := FormatPaths(&p); got != "<answer>\n{\"paths\": [\n[[0,0],[1,0]],\n[[2,3]]\n]}\n</answer>" {
 		t.Fatalf("FormatPaths = %q", got)
 	}
+	planPathsRoundTrip(t, "FormatPaths", FormatPaths, func(rng *rand.Rand) int { return 1 + rng.IntN(MaxAgents) })
+}
+
+// planPathsRoundTrip formats 200 random plans of agents(rng) paths (1 to 12 cells each) with
+// format and parses them back against the 3-agent planOpen4: the same paths must come back.
+func planPathsRoundTrip(t *testing.T, name string, format func(*Plan) string, agents func(*rand.Rand) int) {
+	t.Helper()
+	rng := planRNG(t)
 	in := planOpen4(t)
 	for range 200 {
-		paths := make([][]Pos, 1+rng.IntN(MaxAgents))
+		paths := make([][]Pos, agents(rng))
 		for i := range paths {
 			paths[i] = make([]Pos, 1+rng.IntN(12))
 			for j := range paths[i] {
 				paths[i][j] = Pos{rng.IntN(12), rng.IntN(12)}
 			}
 		}
-		text := FormatPaths(&Plan{Paths: paths})
-		got, err := ParseAnswer(text, in)
+		got, err := ParseAnswer(format(&Plan{Paths: paths}), in)
 		if err != nil {
-			t.Fatalf("ParseAnswer(FormatPaths) of %v: %v", paths, err)
+			t.Fatalf("ParseAnswer(%s) of %v: %v", name, paths, err)
 		}
 		if !reflect.DeepEqual(got.Paths, paths) {
-			t.Fatalf("round trip: got %v want %v", got.Paths, paths)
+			t.Fatalf("%s round trip: got %v want %v", name, got.Paths, paths)
 		}
 	}
 }

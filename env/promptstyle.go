@@ -15,6 +15,10 @@ const (
 	PromptCells = "cells"
 )
 
+// PromptStyleWant is the reason an unknown prompt style is refused with, wherever a flag or
+// field names one.
+const PromptStyleWant = "want full, compact or cells"
+
 // PromptStyleHelp describes the prompt styles for a command line.
 const PromptStyleHelp = "prompt style: full (the paper's prompt: rules, objective, example) or compact (map, coordinates and the answer format: for small models trained from scratch) or cells (compact with holes, starts and goals as [row,col] cells, answered by each agent's cells: Agent i: [r,c] [r,c] ...); use the style the checkpoint was fine-tuned with"
 
@@ -29,7 +33,7 @@ func PromptStyle(style string) (PromptOptions, error) {
 	case PromptCells:
 		o.Compact, o.Format = true, AnswerCells
 	default:
-		return o, &FieldError{Field: "prompt", Value: fmt.Sprintf("%q", style), Reason: "want full, compact or cells"}
+		return o, &FieldError{Field: "prompt", Value: fmt.Sprintf("%q", style), Reason: PromptStyleWant}
 	}
 	return o, nil
 }

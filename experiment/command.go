@@ -165,7 +165,7 @@ func (f *Flags) llm(o *Options) error {
 			return nil
 		}
 	} else if _, err := env.PromptStyle(o.Prompt); err != nil {
-		return &fielderr.Error{Flag: "prompt", Value: strconv.Quote(o.Prompt), Reason: "want full, compact or cells"}
+		return &fielderr.Error{Flag: "prompt", Value: strconv.Quote(o.Prompt), Reason: env.PromptStyleWant}
 	}
 	spec, err := f.Engine.Spec(o.Device, nil)
 	if err != nil {

@@ -68,7 +68,7 @@ func (p EvalPolicy) SetPlayer(opt *evaluate.Options) error {
 		if p.Prompt != "" { // another prompt, other answers: its own policy id, so caches do not mix
 			var err error
 			if o.Prompt, err = env.PromptStyle(p.Prompt); err != nil {
-				return &fielderr.Error{Flag: "prompt", Value: p.Prompt, Reason: "want full, compact or cells"}
+				return &fielderr.Error{Flag: "prompt", Value: p.Prompt, Reason: env.PromptStyleWant}
 			}
 			id = fmt.Sprintf("endpoint(%s,%s,prompt=%s)", p.URL, p.Model, p.Prompt)
 		}

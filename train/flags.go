@@ -115,7 +115,7 @@ func (s RunSettings) PolicySpec(seed uint64) (PolicySpec, error) {
 	spec.Text = textpolicy.DefaultOptions()
 	var err error
 	if spec.Text.Prompt, err = env.PromptStyle(s.Prompt); err != nil {
-		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "prompt", Value: strconv.Quote(s.Prompt), Reason: "want full, compact or cells"}
+		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "prompt", Value: strconv.Quote(s.Prompt), Reason: env.PromptStyleWant}
 	}
 	spec.Text.MaxNewTokens, spec.Text.Thinking = s.MaxNewTokens, s.Thinking
 	return spec, nil

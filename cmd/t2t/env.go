@@ -254,7 +254,7 @@ func envPrompt(args []string, stdout, stderr io.Writer) error {
 	opt := env.PromptOptions{Objective: obj}
 	if *style != "" {
 		if opt, err = env.PromptStyle(*style); err != nil {
-			return badInput("--prompt %q: want full, compact or cells", *style)
+			return badInput("--prompt %q: %s", *style, env.PromptStyleWant)
 		}
 		opt.Objective = obj
 	}

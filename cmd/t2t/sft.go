@@ -74,7 +74,7 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	o.SkipEvalBefore = !*f.evalBefore
 	popt, err := env.PromptStyle(*f.prompt)
 	if err != nil {
-		return badInput("--prompt %q: want full, compact or cells", *f.prompt)
+		return badInput("--prompt %q: %s", *f.prompt, env.PromptStyleWant)
 	}
 	switch {
 	case *f.dir == "" || o.Dir == "":

@@ -151,7 +151,7 @@ func TokenizerExtras(style, turnsFile string) (texts []string, turns int, err er
 	if style != "" {
 		opt, err := env.PromptStyle(style)
 		if err != nil {
-			return nil, 0, &fielderr.Error{Flag: "tokenizer-prompt", Value: strconv.Quote(style), Reason: "want full, compact or cells"}
+			return nil, 0, &fielderr.Error{Flag: "tokenizer-prompt", Value: strconv.Quote(style), Reason: env.PromptStyleWant}
 		}
 		if texts, err = StyleCorpus(opt); err != nil {
 			return nil, 0, err
