@@ -21,9 +21,12 @@ type AnswerCheck struct {
 	OptMake    int             `json:"optimal_makespan"`
 	GapSOC     int             `json:"gap_soc"`
 	GapMake    int             `json:"gap_makespan"`
-	RAcc       float64         `json:"r_acc"`
-	RLen       float64         `json:"r_len"`
-	Reward     float64         `json:"reward"`
+	// CleanAgents counts the agents whose own path breaks no rule, the
+	// share that --reward-partial credits.
+	CleanAgents int     `json:"clean_agents"`
+	RAcc        float64 `json:"r_acc"`
+	RLen        float64 `json:"r_len"`
+	Reward      float64 `json:"reward"`
 }
 
 // CheckFailure is one failed check of an AnswerCheck.
@@ -48,7 +51,7 @@ func CheckAnswer(in *Instance, answer string, tokens int, obj Objective) AnswerC
 	res := AnswerCheck{
 		InstanceID: in.ID, Valid: rep.Valid, Optimal: rep.OptimalFor(in, obj), Checks: map[string]bool{},
 		Truncated: rep.Truncated, SOC: rep.SOC, Makespan: rep.Makespan, OptSOC: in.SOC, OptMake: in.Makespan,
-		GapSOC: rep.GapSOC, GapMake: rep.GapMakespan,
+		GapSOC: rep.GapSOC, GapMake: rep.GapMakespan, CleanAgents: rep.CleanAgents,
 		RAcc: AccuracyReward(in, &rep, obj), RLen: LengthReward(tokens, rc),
 		Reward: Reward(in, &rep, tokens, rc, &sched), Failures: []CheckFailure{},
 	}

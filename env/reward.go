@@ -19,6 +19,14 @@ type RewardConfig struct {
 	// short responses (length <= L1) that sets the weights:
 	// r ← decay·r + (1−decay)·share. Default 0.9. In [0,1).
 	EMADecay float64 `json:"ema_decay" msgpack:"ema_decay"`
+	// Partial is the weight of partial credit for a plan that fails a
+	// check: its R_acc is Partial × the share of agents whose own path
+	// breaks no rule (Report.CleanAgents; 0 when the answer does not
+	// parse). Default 0, the paper's reward (an invalid plan earns 0). In
+	// [0, RewardFloor), so any valid plan earns more than any invalid one.
+	// It gives GRPO a signal in groups whose plans are all invalid, which
+	// is most groups of a small model on 3–5 agents.
+	Partial float64 `json:"partial,omitempty" msgpack:"partial,omitempty"`
 }
 
 // DefaultRewardConfig returns the paper's values: SumOfCosts, L1 1500,
@@ -42,6 +50,8 @@ func (c RewardConfig) Validate() error {
 		return bad("l2", c.L2, fmt.Sprintf("must exceed l1 (%d)", c.L1))
 	case !(c.EMADecay >= 0 && c.EMADecay < 1):
 		return bad("ema_decay", c.EMADecay, "must be in [0,1)")
+	case !(c.Partial >= 0 && c.Partial < RewardFloor):
+		return bad("partial", c.Partial, fmt.Sprintf("must be in [0,%g) so that a valid plan always earns more", RewardFloor))
 	}
 	return nil
 }
@@ -79,6 +89,25 @@ func AccuracyReward(in *Instance, rep *Report, obj Objective) float64 {
 		return RewardOptimal - RewardSubopt*float64(c)/float64(cmax)
 	}
 	return RewardFloor
+}
+
+// PartialCredit is the share of in's agents whose path breaks no rule in
+// the verified plan (rep.CleanAgents / agents); 0 for an instance without
+// agents.
+func PartialCredit(in *Instance, rep *Report) float64 {
+	if len(in.Agents) == 0 {
+		return 0
+	}
+	return float64(rep.CleanAgents) / float64(len(in.Agents))
+}
+
+// Accuracy is R_acc under c: AccuracyReward for a valid plan (and for any
+// plan when c.Partial is 0), else c.Partial × PartialCredit.
+func (c RewardConfig) Accuracy(in *Instance, rep *Report) float64 {
+	if rep.Valid || c.Partial == 0 {
+		return AccuracyReward(in, rep, c.Objective)
+	}
+	return c.Partial * PartialCredit(in, rep)
 }
 
 // LengthReward is R_len: 0 for tokens <= L1, falling linearly to −1 at L2,
@@ -154,8 +183,8 @@ func (s *LengthSchedule) Weights() (wAcc, wLen float64) {
 }
 
 // Reward is R = w_acc·R_acc + w_len·R_len with the weights of s (nil: 0.5
-// each) and R_acc under c.Objective.
+// each) and R_acc = c.Accuracy.
 func Reward(in *Instance, rep *Report, tokens int, c RewardConfig, s *LengthSchedule) float64 {
 	wAcc, wLen := s.Weights()
-	return wAcc*AccuracyReward(in, rep, c.Objective) + wLen*LengthReward(tokens, c)
+	return wAcc*c.Accuracy(in, rep) + wLen*LengthReward(tokens, c)
 }

@@ -169,6 +169,9 @@ func TestRewardConfigValidate(t *testing.T) {
 		{"ema_decay", func(c *RewardConfig) { c.EMADecay = 1 }},
 		{"ema_decay", func(c *RewardConfig) { c.EMADecay = -0.1 }},
 		{"ema_decay", func(c *RewardConfig) { c.EMADecay = math.NaN() }},
+		{"partial", func(c *RewardConfig) { c.Partial = RewardFloor }},
+		{"partial", func(c *RewardConfig) { c.Partial = -0.01 }},
+		{"partial", func(c *RewardConfig) { c.Partial = math.NaN() }},
 	}
 	for _, b := range bad {
 		c := DefaultRewardConfig()
@@ -178,5 +181,67 @@ func TestRewardConfigValidate(t *testing.T) {
 		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &fe) || fe.Field != b.field {
 			t.Errorf("%s: got %v", b.field, err)
 		}
+	}
+}
+
+// TestPartialCredit verifies real answers on a 3-agent instance and checks
+// Report.CleanAgents and the accuracy reward with and without partial
+// credit: an agent is clean when no failure names it (a conflict names
+// both agents).
+func TestPartialCredit(t *testing.T) {
+	// Agents 0 and 1 walk along rows 0 and 2; agent 2 waits at (3,3).
+	// (1,1) and (1,2) are holes.
+	in := planInst(t, []string{"....", ".HH.", "....", "...."}, planAg(0, 0, 0, 2), planAg(2, 0, 2, 2), planAg(3, 3, 3, 3))
+	in.SOC, in.Makespan = 4, 2
+	cases := []struct {
+		name   string
+		answer string
+		clean  int
+	}{
+		{"valid", "<answer>Agent 0: RIGHT RIGHT\nAgent 1: RIGHT RIGHT\nAgent 2: WAIT</answer>", 3},
+		{"agent 0 into a hole", "<answer>Agent 0: DOWN RIGHT UP RIGHT\nAgent 1: RIGHT RIGHT\nAgent 2: WAIT</answer>", 2},
+		{"agent 1 short of its goal", "<answer>Agent 0: RIGHT RIGHT\nAgent 1: RIGHT\nAgent 2: WAIT</answer>", 2},
+		{"agents 1 and 2 collide", "<answer>Agent 0: RIGHT RIGHT\nAgent 1: DOWN RIGHT RIGHT RIGHT UP LEFT\nAgent 2: LEFT RIGHT</answer>", 1},
+		{"agent 2 missing (a plan, not text)", "", 2},
+		{"an extra agent (a plan, not text)", "", 3},
+		{"every agent fails", "<answer>Agent 0: DOWN\nAgent 1: UP\nAgent 2: UP</answer>", 0},
+		{"not parsable", "no plan here", 0},
+	}
+	row0 := []Pos{{0, 0}, {0, 1}, {0, 2}}
+	row2 := []Pos{{2, 0}, {2, 1}, {2, 2}}
+	plans := map[string]*Plan{
+		cases[4].name: {Paths: [][]Pos{row0, row2}},
+		cases[5].name: {Paths: [][]Pos{row0, row2, {{3, 3}}, {{0, 3}}}},
+	}
+	var rep Report
+	for _, c := range cases {
+		if p, ok := plans[c.name]; ok {
+			Verify(in, p, &rep)
+		} else {
+			VerifyAnswer(in, c.answer, &rep)
+		}
+		if rep.CleanAgents != c.clean {
+			t.Errorf("%s: CleanAgents %d want %d (failures %v)", c.name, rep.CleanAgents, c.clean, rep.Failures)
+			continue
+		}
+		paper := DefaultRewardConfig()
+		partial := paper
+		partial.Partial = 0.2
+		want := 0.2 * float64(c.clean) / 3
+		if rep.Valid {
+			want = AccuracyReward(in, &rep, SumOfCosts)
+		}
+		if got := partial.Accuracy(in, &rep); !planNear(got, want) {
+			t.Errorf("%s: partial 0.2 gives R_acc %v want %v", c.name, got, want)
+		}
+		if got, want := paper.Accuracy(in, &rep), AccuracyReward(in, &rep, SumOfCosts); got != want {
+			t.Errorf("%s: partial 0 gives R_acc %v, the paper's %v", c.name, got, want)
+		}
+		if got := Reward(in, &rep, 10, partial, nil); !planNear(got, 0.5*want) {
+			t.Errorf("%s: Reward %v want %v", c.name, got, 0.5*want)
+		}
+	}
+	if got := PartialCredit(&Instance{}, &rep); got != 0 {
+		t.Errorf("no agents: %v", got)
 	}
 }

@@ -141,8 +141,13 @@ type Report struct {
 	// GapSOC and GapMakespan are SOC - in.SOC and Makespan - in.Makespan
 	// when the plan is valid and the instance is solved, else 0.
 	GapSOC, GapMakespan int
+	// CleanAgents is how many of the instance's agents have a path that
+	// breaks no rule: no failure names the agent (a conflict names both
+	// agents). 0 after a parse error; the agent count when Valid.
+	CleanAgents int
 
 	// scratch
+	faulty       []bool  // per agent of the instance: a failure names it
 	occA, occB   []int32 // per cell: latest occupant + 1 at t and t-1
 	linkA, linkB []int32 // per agent: previous occupant of its cell + 1, then its cell
 	parser       planParser
@@ -182,11 +187,18 @@ func (r *Report) Reset() {
 	r.ParseErr = nil
 	r.Valid, r.Optimal = false, false
 	r.SOC, r.Makespan, r.GapSOC, r.GapMakespan = 0, 0, 0, 0
+	r.CleanAgents = 0
+	r.faulty = r.faulty[:0]
 }
 
 func (r *Report) add(kind FailureKind, agent, other, t int, cell Pos) {
 	c := planKindChecks[kind]
 	r.Counts[c]++
+	for _, a := range [2]int{agent, other} {
+		if a >= 0 && a < len(r.faulty) {
+			r.faulty[a] = true
+		}
+	}
 	if len(r.Failures) >= MaxFailures {
 		r.Truncated++
 		return
@@ -213,6 +225,12 @@ func Verify(in *Instance, p *Plan, rep *Report) {
 	if p != nil {
 		paths = p.Paths
 	}
+	if k := len(in.Agents); cap(rep.faulty) < k {
+		rep.faulty = make([]bool, k)
+	} else {
+		rep.faulty = rep.faulty[:k]
+		clear(rep.faulty)
+	}
 	n := rep.checkAgentCount(in, paths)
 	horizon := 0
 	for i := range n {
@@ -225,6 +243,11 @@ func Verify(in *Instance, p *Plan, rep *Report) {
 	for c := range NumChecks {
 		rep.Passed[c] = rep.Counts[c] == 0
 		rep.Valid = rep.Valid && rep.Passed[c]
+	}
+	for _, bad := range rep.faulty {
+		if !bad {
+			rep.CleanAgents++
+		}
 	}
 	if rep.Valid && in.Solved() {
 		rep.GapSOC = rep.SOC - in.SOC

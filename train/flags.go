@@ -134,6 +134,7 @@ type Flags struct {
 	Instances, BCSteps           int
 	GenSlots                     int
 	LoRARank, RewardL1, RewardL2 int
+	RewardPartial                float64
 	Verbose                      bool
 	Engineer                     EngineerSpec
 	EngineerURL                  string
@@ -181,6 +182,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	dr := env.DefaultRewardConfig()
 	fs.IntVar(&f.RewardL1, "reward-l1", dr.L1, "--policy qwen3: the length reward R_len is 0 up to this many completion tokens, then falls linearly")
 	fs.IntVar(&f.RewardL2, "reward-l2", dr.L2, "--policy qwen3: … to −1 at this many tokens (the paper's L1 and L2 for a 4096-token budget)")
+	fs.Float64Var(&f.RewardPartial, "reward-partial", dr.Partial, fmt.Sprintf("--policy qwen3: an invalid plan's accuracy reward is this × the share of agents whose own path breaks no rule, in [0,%g);\n"+
+		"0: the paper's reward (an invalid plan earns 0). It gives GRPO a signal where every plan of a group is invalid", env.RewardFloor))
 	f.registerRollout(fs)
 	f.registerEngineer(fs)
 	f.Engine.Register(fs)
@@ -410,7 +413,10 @@ func lmSpecFromFlags(f *Flags, spec *PolicySpec, _ env.Config, logger *slog.Logg
 		return &fielderr.Error{Kind: ErrOptions, Flag: "reward-l2", Value: f.RewardL2, Reason: fmt.Sprintf("must exceed --reward-l1 (%d), which must be ≥ 0", f.RewardL1)}
 	}
 	spec.Text.Reward = env.DefaultRewardConfig()
-	spec.Text.Reward.L1, spec.Text.Reward.L2 = f.RewardL1, f.RewardL2
+	spec.Text.Reward.L1, spec.Text.Reward.L2, spec.Text.Reward.Partial = f.RewardL1, f.RewardL2, f.RewardPartial
+	if err := spec.Text.Reward.Validate(); err != nil {
+		return &fielderr.Error{Kind: ErrOptions, Flag: "reward-partial", Value: f.RewardPartial, Reason: fmt.Sprintf("must be in [0,%g) so that a valid plan always earns more", env.RewardFloor), Err: err}
+	}
 	switch {
 	case f.LoRARank < 0:
 		return &fielderr.Error{Kind: ErrOptions, Flag: "lora-rank", Value: f.LoRARank, Reason: "must be ≥ 0"}

@@ -83,6 +83,8 @@ func TestRolloutEngineFlags(t *testing.T) {
 		{"gridnet rank", []string{"--lora-rank", "4"}, "lora-rank", "--policy qwen3"},
 		{"rank and resume", append(qwen, "--lora-rank", "4", "--resume", "--redis", "redis://127.0.0.1:1/0", "--checkpoint-dir", t.TempDir()), "lora-rank", "--resume"},
 		{"reward", append(qwen, "--reward-l1", "10", "--reward-l2", "10"), "reward-l2", "must exceed --reward-l1 (10)"},
+		{"partial at the floor", append(qwen, "--reward-partial", "0.3"), "reward-partial", "a valid plan always earns more"},
+		{"negative partial", append(qwen, "--reward-partial", "-0.1"), "reward-partial", "in [0,0.3)"},
 	} {
 		s, err := parseTrainFlags(t, c.args...).Build(ctx, slog.New(slog.DiscardHandler), io.Discard)
 		var oe *fielderr.Error
@@ -100,7 +102,7 @@ func TestRolloutEngineFlags(t *testing.T) {
 		adapters bool
 		prefix   string
 	}{
-		{slices.Concat(qwen, []string{"--rollout-engine", "t2t", "--lora-rank", "4", "--reward-l1", "4", "--reward-l2", "64"}, eng), true, "t2t-v"},
+		{slices.Concat(qwen, []string{"--rollout-engine", "t2t", "--lora-rank", "4", "--reward-l1", "4", "--reward-l2", "64", "--reward-partial", "0.2"}, eng), true, "t2t-v"},
 		{slices.Concat(qwen, []string{"--rollout-engine", "sglang", "--rollout-model", "Qwen/Qwen3-4B"}, eng), false, ""},
 		{slices.Concat(qwen, []string{"--rollout-engine", "SGLang", "--rollout-model", "q", "--lora-rank", "2"}, eng), false, ""},
 		{slices.Concat(qwen, []string{"--rollout-engine", "t2t", "--rollout-model", "base"}, eng), false, ""},
@@ -123,7 +125,7 @@ func TestRolloutEngineFlags(t *testing.T) {
 		if ok != (wantRank > 0) || lora.Rank != wantRank || (ok && lora.Alpha != float64(2*wantRank)) {
 			t.Fatalf("%v: LoRA %+v (%v)", c.args, lora, ok)
 		}
-		if slices.Contains(c.args, "--reward-l1") && (tp.Options().Reward.L1 != 4 || tp.Options().Reward.L2 != 64) {
+		if slices.Contains(c.args, "--reward-l1") && (tp.Options().Reward.L1 != 4 || tp.Options().Reward.L2 != 64 || tp.Options().Reward.Partial != 0.2) {
 			t.Fatalf("reward %+v", tp.Options().Reward)
 		}
 		_ = s.Close()

@@ -60,7 +60,7 @@ func TestEnvGenSolveCheckShowPrompt(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("check output is not JSON: %v\n%s", err, out)
 	}
-	if !res.Valid || !res.Optimal || res.RAcc != 1 || res.SOC != in.SOC || len(res.Checks) != 8 {
+	if !res.Valid || !res.Optimal || res.RAcc != 1 || res.SOC != in.SOC || len(res.Checks) != 8 || res.CleanAgents != len(in.Agents) {
 		t.Fatalf("optimal plan judged %+v", res)
 	}
 	// A plan with one agent walking off the grid fails with located failures.
@@ -72,7 +72,7 @@ func TestEnvGenSolveCheckShowPrompt(t *testing.T) {
 	}
 	res = env.AnswerCheck{}
 	json.Unmarshal([]byte(out), &res)
-	if res.Valid || res.RAcc != 0 || len(res.Failures) == 0 || res.Checks["agent_count"] {
+	if res.Valid || res.RAcc != 0 || len(res.Failures) == 0 || res.Checks["agent_count"] || res.CleanAgents != 0 {
 		t.Fatalf("bad plan judged %+v", res)
 	}
 	for _, f := range []string{"ascii", "svg", "png"} {

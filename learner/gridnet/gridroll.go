@@ -34,7 +34,8 @@ type RolloutConfig struct {
 	// Default true.
 	MaskConflicts bool
 	// Reward weighs the outcome; the accuracy reward of the paper
-	// (env.AccuracyReward) under Reward.Objective.
+	// (Reward.Accuracy: env.AccuracyReward under Reward.Objective, plus
+	// Reward.Partial credit for an invalid plan).
 	Reward env.RewardConfig
 }
 
@@ -231,7 +232,7 @@ func (p *player) finish() *learner.Rollout {
 		ep.Plan = l.sim.Plan()
 		env.Verify(ep.Instance, &ep.Plan, &ep.Report)
 		ep.Report.Failures = append([]env.Failure(nil), ep.Report.Failures...)
-		ep.Reward = env.AccuracyReward(ep.Instance, &ep.Report, p.cfg.Reward.Objective)
+		ep.Reward = p.cfg.Reward.Accuracy(ep.Instance, &ep.Report)
 		ep.Lo = len(ro.Actions)
 		d := &p.perEp[l.ep]
 		ro.Obs = append(ro.Obs, d.obs...)
