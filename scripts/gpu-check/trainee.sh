@@ -33,6 +33,8 @@
 # sft-checkpoint.tar.gz (the SFT checkpoint): 8 files, summary first.
 # PROMPT=cells runs the policy on the cells prompt style (README "Does a prompt that spells the
 # cells help?": its tokenizer learns the style, answers get 384 tokens); default compact.
+# REWARD_PARTIAL=W gives GRPO's invalid plans partial credit (--reward-partial W: W × the share of
+# agents whose path breaks no rule; README "Partial credit gives GRPO a signal"); default 0, the paper's.
 # Tried on the CPU at toy scale: DEVICE=cpu STEPS=4 BATCH=2 EVAL=4 GRPO_STAGES=2 TINY=1.
 set -uo pipefail
 T2T=${1:-./t2t}
@@ -45,6 +47,7 @@ GRPO_STAGES=${GRPO_STAGES:-4}
 EXP_INSTANCES=${EXP_INSTANCES:-64}
 INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 --rope-theta 10000}
 PROMPT=${PROMPT:-compact}
+REWARD_PARTIAL=${REWARD_PARTIAL:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$here/../..
 CURRICULUM=${CURRICULUM:-$root/configs/two-to-five-agents.json}
@@ -143,7 +146,7 @@ grpo_run() {
 		--max-new-tokens "$maxnew" --config "$CURRICULUM" --stages "$GRPO_STAGES" --group "$group" \
 		--instances-per-unit "$unit" --learner-batch "$batch" --val-per-size "$valper" --eval-per-size "$evalper" --lr 1e-4 \
 		--strategy llm --engineer self --engineer-prompt compact --engineer-modules F,G,H0,T --engineer-max-tokens "$scoretokens" --engineer-temperature 0 \
-		--engineer-retry resample --checkpoint-dir "$w/grpo" --rollouts 2 --gen-slots 64 --seed 5 > "$out/grpo.txt" 2> "$scratch/grpo.err"
+		--engineer-retry resample --reward-partial "$REWARD_PARTIAL" --checkpoint-dir "$w/grpo" --rollouts 2 --gen-slots 64 --seed 5 > "$out/grpo.txt" 2> "$scratch/grpo.err"
 	echo "t2t train (GRPO, self engineer): exit $? after $((SECONDS - t0))s"
 	tail -3 "$scratch/grpo.err"
 	local ck
