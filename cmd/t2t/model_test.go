@@ -98,7 +98,7 @@ func TestSFTCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "sft")
 	prof := filepath.Join(t.TempDir(), "cpu.prof")
 	code, so, e := t2t(t, "sft", "--model", dir, "--out", out, "--steps", "3", "--batch", "2", "--eval", "2", "--max-tokens", "4", "--prompt", "compact", "--cpuprofile", prof,
-		"--eval-every", "2", "--save-every", "1")
+		"--eval-every", "2", "--save-every", "1", "--lr-schedule", "cosine", "--lr-segments", "2")
 	if code != 0 {
 		t.Fatalf("sft: exit %d: %s", code, e)
 	}
@@ -110,7 +110,8 @@ func TestSFTCommand(t *testing.T) {
 	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
 		t.Fatalf("--cpuprofile: %v", err)
 	}
-	for _, want := range []string{"before: 2 instances", "baseline: rows-first Manhattan paths", "step 3: cross-entropy", "after: 2 instances", "wrote " + out} {
+	// The cosine schedule ends at the default --lr-min, a tenth of --lr.
+	for _, want := range []string{"before: 2 instances", "baseline: rows-first Manhattan paths", "step 3: cross-entropy", "lr 0.0001,", "after: 2 instances", "wrote " + out} {
 		if !strings.Contains(so, want) {
 			t.Fatalf("output lacks %q:\n%s", want, so)
 		}
@@ -141,7 +142,8 @@ func TestSFTCommand(t *testing.T) {
 	if code, _, e := t2t(t, "sft", "--model", dir, "--out", out, "--prompt", "verbose"); code != 2 || !strings.Contains(e, "want full, compact or cells") {
 		t.Fatalf("sft --prompt verbose: exit %d: %s", code, e)
 	}
-	for _, bad := range [][]string{{"--agents", "2,x"}, {"--agents", "11"}, {"--sizes", "6-4"}, {"--sizes", "1-5"}} {
+	for _, bad := range [][]string{{"--agents", "2,x"}, {"--agents", "11"}, {"--sizes", "6-4"}, {"--sizes", "1-5"},
+		{"--lr-schedule", "linear"}, {"--lr-min", "0.5", "--lr-schedule", "cosine"}, {"--lr-segments", "1"}} {
 		if code, _, e := t2t(t, append([]string{"sft", "--model", dir, "--out", out}, bad...)...); code != 2 || !strings.Contains(e, bad[0]) {
 			t.Fatalf("sft %v: exit %d: %s", bad, code, e)
 		}

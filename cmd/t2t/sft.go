@@ -21,6 +21,7 @@ type sftFlags struct {
 	engData                         *string
 	engTurns, engEvery, engHeld     *int
 	lr                              *float64
+	lrSchedule                      *string
 	maxTokens                       *int
 	evalBefore                      *bool
 	thinking                        *bool
@@ -34,7 +35,10 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	fs.StringVar(&o.Dir, "out", "", "directory to write the fine-tuned checkpoint to (required)")
 	fs.IntVar(&o.Steps, "steps", 200, "optimizer steps")
 	fs.IntVar(&o.Batch, "batch", 16, "instances per step")
-	f.lr = fs.Float64("lr", 1e-3, "learning rate (AdamW)")
+	f.lr = fs.Float64("lr", 1e-3, "learning rate (AdamW); with --lr-schedule cosine the first step's")
+	f.lrSchedule = fs.String("lr-schedule", "constant", "constant, or cosine: from --lr down to --lr-min at the last step along a half cosine, in --lr-segments constant pieces")
+	fs.Float64Var(&o.LR.MinLR, "lr-min", 0, "with --lr-schedule cosine: the last step's rate, ≤ --lr (0: --lr / 10)")
+	fs.IntVar(&o.LR.Segments, "lr-segments", textpolicy.DefaultLRSegments, "with --lr-schedule cosine: the rate changes this many times at most (≥ 2; the gomlx engine recompiles its step at each)")
 	fs.IntVar(&o.EvalInstances, "eval", 48, "evaluation instances (split evenly over --agents, on --sizes), greedy, before and after")
 	fs.IntVar(&o.ReportEvery, "report-every", 50, "print the loss every this many steps")
 	fs.IntVar(&o.EvalEvery, "eval-every", 0, "also evaluate every this many steps (0: before and after only)")
@@ -72,6 +76,13 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.SkipEvalBefore = !*f.evalBefore
+	switch *f.lrSchedule {
+	case "constant":
+	case "cosine":
+		o.LR.Cosine = true
+	default:
+		return badInput("--lr-schedule %q: want constant or cosine", *f.lrSchedule)
+	}
 	popt, err := env.PromptStyle(*f.prompt)
 	if err != nil {
 		return badInput("--prompt %q: %s", *f.prompt, env.PromptStyleWant)
@@ -86,6 +97,9 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := o.Validate(); err != nil {
 		return badInput("%v", err)
+	}
+	if err := o.LR.Validate(*f.lr); err != nil {
+		return err // a field error naming its flag
 	}
 	turns, err := f.engineerTurns(&o)
 	if err != nil {

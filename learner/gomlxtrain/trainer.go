@@ -122,6 +122,14 @@ func NewTrainer(backend backends.Backend, ctx *context.Context, cfg learner.GRPO
 	if err != nil {
 		return nil, err
 	}
+	// Adam keeps its rate in a context variable that the first step creates and later
+	// graphs reuse as it is: a trainer rebuilt with a new rate (engine SetTrainConfig) must
+	// set it, or the first rate would stay for good.
+	if v := ctx.GetVariableByScopeAndName(context.JoinScope(context.RootScope, optimizers.Scope), optimizers.ParamLearningRate); v != nil {
+		if err := v.SetValue(tensors.FromAnyValue(shapes.CastAsDType(cfg.LR, v.DType()))); err != nil {
+			return nil, fmt.Errorf("learner: set the learning rate: %w", err)
+		}
+	}
 	opt := optimizers.Adam().LearningRate(cfg.LR).WeightDecay(cfg.WeightDecay).Done()
 	wg, ok := opt.(withGradients)
 	if !ok {

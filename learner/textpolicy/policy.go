@@ -290,6 +290,28 @@ func (p *Policy) Update(groups []learner.ReplayedGroup) (learner.UpdateStats, le
 	return st, sig, nil
 }
 
+// LR is the learning rate of the next optimizer step.
+func (p *Policy) LR() float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.opt.GRPO.LR
+}
+
+// SetLR sets the learning rate of the next optimizer steps; the optimizer's state stays (both
+// engines keep AdamW's moments when only the rate changes). A rate the GRPO settings refuse
+// changes nothing.
+func (p *Policy) SetLR(lr float64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.opt.GRPO
+	g.LR = lr
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	p.opt.GRPO, p.configured = g, false
+	return nil
+}
+
 // step runs one optimizer step of kind on batch while no generation runs, giving the model the
 // options' training settings first.
 func (p *Policy) step(kind engine.StepKind, batch *learner.SeqBatch) (learner.UpdateStats, error) {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -255,8 +256,58 @@ type SFTOptions struct {
 	// StartStep is the steps already taken (a resumed run, in [0, Steps]): training runs steps
 	// StartStep+1..Steps, on the instances and engineer turns those steps get in one run.
 	StartStep int
+	// LR moves the learning rate over the run (the zero value: the policy's, constant). A
+	// resumed run gives each step the rate it has in one run.
+	LR LRSchedule
 	// Progress receives the run's reports.
 	Progress SFTProgress
+}
+
+// DefaultLRSegments is the number of constant pieces of a cosine LRSchedule.
+const DefaultLRSegments = 20
+
+// LRSchedule is how t2t sft's learning rate moves over a run's steps.
+type LRSchedule struct {
+	// Cosine: the rate falls from the policy's rate (Options.GRPO.LR, the peak) at the first
+	// step to MinLR at the last, along a half cosine held constant within each of Segments
+	// equal pieces of the run (the gomlx engine rebuilds its trainer at each change; AdamW's
+	// state stays on both engines). false: the policy's rate throughout.
+	Cosine bool
+	// MinLR is the last piece's rate, in [0, peak] (0: a tenth of the peak).
+	MinLR float64
+	// Segments is the number of pieces (0: DefaultLRSegments; else ≥ 2), at most one per step.
+	Segments int
+}
+
+// At returns the rate of step (1-based) of a steps-step run at peak rate peak.
+func (s LRSchedule) At(step, steps int, peak float64) float64 {
+	if !s.Cosine || steps < 2 {
+		return peak
+	}
+	lo := s.MinLR
+	if lo == 0 {
+		lo = peak / 10
+	}
+	n := min(cmp.Or(s.Segments, DefaultLRSegments), steps)
+	switch j := min(max(step-1, 0)*n/steps, n-1); j {
+	case 0: // exactly: the first piece runs at the rate the policy has
+		return peak
+	case n - 1:
+		return lo
+	default:
+		return lo + (peak-lo)*(1+math.Cos(math.Pi*float64(j)/float64(n-1)))/2
+	}
+}
+
+// Validate checks s against the peak rate; errors are *fielderr.Error.
+func (s LRSchedule) Validate(peak float64) error {
+	switch {
+	case !(s.MinLR >= 0 && s.MinLR <= peak):
+		return &fielderr.Error{Kind: ErrOptions, Field: "LR.MinLR", Flag: "lr-min", Value: s.MinLR, Reason: fmt.Sprintf("must be in [0, the peak rate %g] (0: a tenth of it)", peak)}
+	case s.Segments < 0 || s.Segments == 1:
+		return &fielderr.Error{Kind: ErrOptions, Field: "LR.Segments", Flag: "lr-segments", Value: s.Segments, Reason: "must be 0 (the default) or ≥ 2"}
+	}
+	return nil
 }
 
 // Validate checks the options; errors are *fielderr.Error.
@@ -410,6 +461,8 @@ type SFTLoss struct {
 	EngineerLoss, EngineerAccuracy float64
 	// Elapsed is the time since the first step started.
 	Elapsed time.Duration
+	// LR is the last step's learning rate.
+	LR float64
 }
 
 // RunSFT fine-tunes the policy on optimal answers (SFTStep on Batch instances per step) and
@@ -417,6 +470,10 @@ type SFTLoss struct {
 // saves the checkpoint to Dir. The context stops it between steps.
 func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 	if err := opt.Validate(); err != nil {
+		return err
+	}
+	peak := p.LR()
+	if err := opt.LR.Validate(peak); err != nil {
 		return err
 	}
 	evalIns, err := sftEvalSet(&opt)
@@ -436,7 +493,12 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 			return err
 		}
 	}
-	run := &sftRun{p: p, opt: &opt, agents: opt.agents(), every: cmp.Or(opt.EngineerEvery, 4), start: time.Now()}
+	run := &sftRun{p: p, opt: &opt, agents: opt.agents(), every: cmp.Or(opt.EngineerEvery, 4), start: time.Now(), peak: peak, lr: peak}
+	defer func() {
+		if run.lr != peak {
+			_ = p.SetLR(peak) // a later run starts from the same peak (a rate that passed before)
+		}
+	}()
 	run.nextTurn = opt.StartStep / run.every * opt.Batch // the turns the engineer steps before StartStep took
 	save := func(step int) error {
 		if opt.Resumable {
@@ -484,6 +546,7 @@ type sftRun struct {
 	agents   []int
 	every    int // an engineer step every this many steps (with engineer turns)
 	nextTurn int
+	peak, lr float64 // the schedule's peak rate and the policy's current one
 	start    time.Time
 	sums     [2]struct {
 		n         int
@@ -506,6 +569,12 @@ func (r *sftRun) agentsAt(step int) int {
 // there are any), else SFTStep on freshly generated instances.
 func (r *sftRun) step(step int) error {
 	opt := r.opt
+	if lr := opt.LR.At(step, opt.Steps, r.peak); lr != r.lr {
+		if err := r.p.SetLR(lr); err != nil {
+			return err
+		}
+		r.lr = lr
+	}
 	kind := 0
 	var st learner.UpdateStats
 	var err error
@@ -536,7 +605,7 @@ func (r *sftRun) step(step int) error {
 // report passes the means since the last report to Progress.Loss and
 // starts new sums.
 func (r *sftRun) report(step int) {
-	l := SFTLoss{Step: step, Steps: r.sums[0].n, EngineerSteps: r.sums[1].n, Elapsed: time.Since(r.start)}
+	l := SFTLoss{Step: step, Steps: r.sums[0].n, EngineerSteps: r.sums[1].n, Elapsed: time.Since(r.start), LR: r.lr}
 	if n := float64(r.sums[0].n); n > 0 {
 		l.Loss, l.Accuracy = r.sums[0].loss/n, r.sums[0].acc/n
 	}

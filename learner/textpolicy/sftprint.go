@@ -37,7 +37,7 @@ func PrintSFTProgress(w io.Writer, dir string) SFTProgress {
 			if l.EngineerSteps > 0 {
 				fmt.Fprintf(w, "engineer cross-entropy %.3f, token accuracy %.3f (%d engineer steps), ", l.EngineerLoss, l.EngineerAccuracy, l.EngineerSteps)
 			}
-			fmt.Fprintf(w, "%s\n", l.Elapsed.Round(100*time.Millisecond))
+			fmt.Fprintf(w, "lr %.3g, %s\n", l.LR, l.Elapsed.Round(100*time.Millisecond))
 		},
 		Saved: func(step int) { fmt.Fprintf(w, "step %d: wrote %s\n", step, dir) },
 	}
