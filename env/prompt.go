@@ -51,6 +51,11 @@ type PromptOptions struct {
 	// agents' starts and goals as cells, and each agent's cells asked for (FormatCells), so that
 	// every cell an answer writes is spelt as in the prompt.
 	Compact bool
+	// GridMap draws Compact's map one cell per token: each row its label and then its cells,
+	// '.' or 'H', one space apart ("r2 . H . ."), the agents only in the coordinate list under
+	// it (PromptGrid). The padded map of Compact makes a cell one or two tokens, whose ids
+	// depend on the cell before it, so a cell's column cannot be read from its position.
+	GridMap bool
 }
 
 // DefaultPromptOptions returns SumOfCosts, coordinates shown, text answers,
@@ -126,7 +131,7 @@ func RenderPrompt(in *Instance, opt PromptOptions) string {
 		renderCellsPrompt(&b, in)
 		return b.String()
 	case opt.Compact:
-		renderCompactPrompt(&b, in)
+		renderCompactPrompt(&b, in, opt.GridMap)
 		return b.String()
 	}
 	writePromptTask(&b, in, opt)
@@ -140,12 +145,28 @@ func RenderPrompt(in *Instance, opt PromptOptions) string {
 }
 
 // renderCompactPrompt writes the short prompt of PromptOptions.Compact: the
-// map, each agent's start, goal and offset, and a one-line answer format.
-func renderCompactPrompt(b *strings.Builder, in *Instance) {
+// map (one token per cell with grid: PromptOptions.GridMap), each agent's
+// start, goal and offset, and a one-line answer format.
+func renderCompactPrompt(b *strings.Builder, in *Instance, grid bool) {
 	k := len(in.Agents)
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	p("Map %dx%d:\n", in.Height, in.Width)
-	b.WriteString(planRenderMap(in))
+	if grid {
+		p("Map %dx%d (. ice, H hole):\n", in.Height, in.Width)
+		for r := range in.Height {
+			p("r%d", r)
+			for c := range in.Width {
+				cell := " ."
+				if in.Hole(Pos{r, c}) {
+					cell = " H"
+				}
+				b.WriteString(cell)
+			}
+			b.WriteByte('\n')
+		}
+	} else {
+		p("Map %dx%d:\n", in.Height, in.Width)
+		b.WriteString(planRenderMap(in))
+	}
 	for i, a := range in.Agents {
 		p("Agent %d: start (%d, %d), goal (%d, %d)%s\n", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C, compactOffset(a))
 	}

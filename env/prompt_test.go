@@ -39,6 +39,7 @@ func TestRenderPromptGolden(t *testing.T) {
 		{"prompt_large_noexample.golden", "eleven", PromptOptions{ShowCoordinates: true, NoExample: true}},
 		{"prompt_compact.golden", "five", PromptOptions{Compact: true, NoExample: true}}, // no example: no complete <answer> block
 		{"prompt_cells.golden", "five", PromptOptions{Compact: true, Format: AnswerCells, NoExample: true}},
+		{"prompt_grid.golden", "five", PromptOptions{Compact: true, GridMap: true, NoExample: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -117,6 +118,48 @@ func TestCellsPromptLists(t *testing.T) {
 		}
 		if strings.Contains(got, "r0") || strings.Contains(got, " H") {
 			t.Fatalf("%s: the cells prompt draws the map:\n%s", in.ID, got)
+		}
+	}
+}
+
+// TestGridPromptCells reads the grid prompt's map back: row r is "rR" and then one " ." or " H"
+// per column, nothing else, so that each cell is one token at a fixed place after its row's
+// label; the agents are in the coordinate lines only.
+func TestGridPromptCells(t *testing.T) {
+	opt, err := PromptStyle(PromptGrid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Agents, cfg.AgentsMax, cfg.Instances = 2, 5, 40
+	const seed = 37
+	t.Logf("seed %d", seed)
+	ins, err := Generate(cfg, seed, 0, cfg.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range ins {
+		got := RenderPrompt(in, opt)
+		lines := strings.Split(got, "\n")
+		if want := fmt.Sprintf("Map %dx%d (. ice, H hole):", in.Height, in.Width); lines[0] != want {
+			t.Fatalf("%s: first line %q, want %q", in.ID, lines[0], want)
+		}
+		for r := range in.Height {
+			fields := strings.Fields(lines[1+r])
+			if len(fields) != 1+in.Width || fields[0] != fmt.Sprint("r", r) || strings.Contains(lines[1+r], "  ") {
+				t.Fatalf("%s: row %d is %q", in.ID, r, lines[1+r])
+			}
+			for c, f := range fields[1:] {
+				if want := map[bool]string{false: ".", true: "H"}[in.Hole(Pos{r, c})]; f != want {
+					t.Fatalf("%s: cell (%d,%d) is %q, want %q", in.ID, r, c, f, want)
+				}
+			}
+		}
+		for i, a := range in.Agents {
+			line := fmt.Sprintf("Agent %d: start (%d, %d), goal (%d, %d)%s", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C, compactOffset(a))
+			if lines[1+in.Height+i] != line {
+				t.Fatalf("%s: agent line %q, want %q", in.ID, lines[1+in.Height+i], line)
+			}
 		}
 	}
 }

@@ -13,16 +13,20 @@ const (
 	// starts and goals listed as [row,col] cells and no drawn map, so that a small model writes
 	// every cell of its plan as the prompt spells it instead of tracking where its moves lead.
 	PromptCells = "cells"
+	// PromptGrid is PromptCompact with the map drawn one token per cell (GridMap): "r2 . H . .",
+	// the agents only in the coordinate list.
+	PromptGrid = "grid"
 )
 
 // PromptStyleWant is the reason an unknown prompt style is refused with, wherever a flag or
 // field names one.
-const PromptStyleWant = "want full, compact or cells"
+const PromptStyleWant = "want full, compact, cells or grid"
 
 // PromptStyleHelp describes the prompt styles for a command line.
-const PromptStyleHelp = "prompt style: full (the paper's prompt: rules, objective, example) or compact (map, coordinates and the answer format: for small models trained from scratch) or cells (compact with holes, starts and goals as [row,col] cells, answered by each agent's cells: Agent i: [r,c] [r,c] ...); use the style the checkpoint was fine-tuned with"
+const PromptStyleHelp = "prompt style: full (the paper's prompt: rules, objective, example) or compact (map, coordinates and the answer format: for small models trained from scratch) or cells (compact with holes, starts and goals as [row,col] cells, answered by each agent's cells: Agent i: [r,c] [r,c] ...) or grid (compact with the map one token per cell: r2 . H . .); use the style the checkpoint was fine-tuned with"
 
-// PromptStyle returns the prompt options of a style, PromptFull, PromptCompact or PromptCells;
+// PromptStyle returns the prompt options of a style, PromptFull, PromptCompact, PromptCells or
+// PromptGrid;
 // another is a *FieldError.
 func PromptStyle(style string) (PromptOptions, error) {
 	o := DefaultPromptOptions()
@@ -32,6 +36,8 @@ func PromptStyle(style string) (PromptOptions, error) {
 		o.Compact = true
 	case PromptCells:
 		o.Compact, o.Format = true, AnswerCells
+	case PromptGrid:
+		o.Compact, o.GridMap = true, true
 	default:
 		return o, &FieldError{Field: "prompt", Value: fmt.Sprintf("%q", style), Reason: PromptStyleWant}
 	}

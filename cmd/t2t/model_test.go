@@ -47,7 +47,7 @@ func TestModelInitInspect(t *testing.T) {
 	if code, out, e := t2t(t, "model", "init", "--out", cells, "--tokenizer-prompt", "cells"); code != 0 || !strings.Contains(out, "wrote") || strings.Contains(out, "vocab 1228") {
 		t.Fatalf("init --tokenizer-prompt cells: exit %d: %s%s", code, out, e)
 	}
-	for _, args := range [][]string{{"--tokenizer-prompt", "grid"}, {"--tokenizer-prompt", "cells", "--tokenizer", filepath.Join(dir, "tokenizer.json")}} {
+	for _, args := range [][]string{{"--tokenizer-prompt", "maze"}, {"--tokenizer-prompt", "cells", "--tokenizer", filepath.Join(dir, "tokenizer.json")}} {
 		bad := filepath.Join(t.TempDir(), "bad")
 		if code, _, e := t2t(t, append([]string{"model", "init", "--out", bad}, args...)...); code != 2 || !strings.Contains(e, "--tokenizer") {
 			t.Fatalf("init %v: exit %d: %s", args, code, e)
@@ -139,7 +139,7 @@ func TestSFTCommand(t *testing.T) {
 	if code, _, _ := t2t(t, "sft", "--model", dir); code != 2 {
 		t.Fatalf("sft without --out: exit %d", code)
 	}
-	if code, _, e := t2t(t, "sft", "--model", dir, "--out", out, "--prompt", "verbose"); code != 2 || !strings.Contains(e, "want full, compact or cells") {
+	if code, _, e := t2t(t, "sft", "--model", dir, "--out", out, "--prompt", "verbose"); code != 2 || !strings.Contains(e, "want full, compact, cells or grid") {
 		t.Fatalf("sft --prompt verbose: exit %d: %s", code, e)
 	}
 	for _, bad := range [][]string{{"--agents", "2,x"}, {"--agents", "11"}, {"--sizes", "6-4"}, {"--sizes", "1-5"},
@@ -170,7 +170,7 @@ func TestTrainQwen3Policy(t *testing.T) {
 	if code, _, e := t2t(t, "train", "--policy", "qwen3"); code != 2 || !strings.Contains(e, "--model") {
 		t.Fatalf("qwen3 without --model: exit %d, %q", code, e)
 	}
-	if code, _, e := t2t(t, "train", "--policy", "qwen3", "--model", dir, "--prompt", "short"); code != 2 || !strings.Contains(e, "want full, compact or cells") {
+	if code, _, e := t2t(t, "train", "--policy", "qwen3", "--model", dir, "--prompt", "short"); code != 2 || !strings.Contains(e, "want full, compact, cells or grid") {
 		t.Fatalf("qwen3 --prompt short: exit %d, %q", code, e)
 	}
 }
