@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -281,5 +282,54 @@ func TestTinyVocabIsAllTheCorpusYields(t *testing.T) {
 	}
 	if bytes.Equal(a, smaller) {
 		t.Errorf("TinyTokenizerJSON(%d) equals the default: the default is not the corpus's limit", DefaultTinyVocab-1)
+	}
+}
+
+// In a grid prompt every map cell is one token, " ." or " H", with the default tokenizer and
+// with one that learned the grid style: a row's label, then exactly one token per column.
+func TestGridPromptOneTokenPerCell(t *testing.T) {
+	t.Parallel()
+	seed := tpTestSeed(t)
+	opt, err := env.PromptStyle(env.PromptGrid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := StyleCorpus(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, extra := range map[string][]string{"default": nil, "grid style learned": texts} {
+		js, err := TinyTokenizerJSON(0, extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := tokenizer.Parse(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ice, hole := tok.Encode(" ."), tok.Encode(" H")
+		if len(ice) != 1 || len(hole) != 1 {
+			t.Fatalf("%s: \" .\" is %v and \" H\" is %v, want one token each", name, ice, hole)
+		}
+		rng := rand.New(rand.NewPCG(seed, 6))
+		for range 20 {
+			size := 3 + rng.IntN(8)
+			in, err := env.GenerateSeeded(size, rng.IntN(size*size/4+1), 2+rng.IntN(3), false, rng.Uint64())
+			if err != nil {
+				continue
+			}
+			for r, row := range strings.Split(env.RenderPrompt(in, opt), "\n")[1 : 1+in.Height] {
+				ids := tok.Encode(row)
+				label := len(tok.Encode(fmt.Sprint("r", r)))
+				if len(ids) != label+in.Width {
+					t.Fatalf("%s: row %q is %d tokens, want %d for its label and one per cell", name, row, len(ids), label+in.Width)
+				}
+				for c, id := range ids[label:] {
+					if want := map[bool]int32{false: ice[0], true: hole[0]}[in.Hole(env.Pos{R: r, C: c})]; id != want {
+						t.Fatalf("%s: row %q, column %d is token %d, want %d", name, row, c, id, want)
+					}
+				}
+			}
+		}
 	}
 }
