@@ -31,6 +31,7 @@ func TestScriptsUseRealFlags(t *testing.T) {
 		{"scripts/llm-recipe/trainee.sh", nil, []string{"CHUNKS=2"}, 4},
 		{"scripts/gpu-check/trainee.sh", []string{shim}, []string{"FLAGCHECK=1", "PROMPT=cells", "REWARD_PARTIAL=0.2"}, 18},
 		{"scripts/llm-recipe/trainee.sh", nil, []string{"CHUNKS=1", "PROMPT=cells"}, 3},
+		{"scripts/llm-recipe/trainee.sh", nil, []string{"CHUNKS=1", "PROMPT=grid"}, 3},
 		{"scripts/llm-recipe/grpo.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m"), "REDIS=redis://127.0.0.1:1/0"}, 7},
 		{"scripts/llm-recipe/compare.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m")}, 1},
 		{"scripts/llm-recipe/trainee-compare.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m")}, 1},

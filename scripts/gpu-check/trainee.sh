@@ -32,7 +32,8 @@
 # grpo.txt, score_base.json, score_self.json, experiment.tar.gz (the report) and
 # sft-checkpoint.tar.gz (the SFT checkpoint): 8 files, summary first.
 # PROMPT=cells runs the policy on the cells prompt style (README "Does a prompt that spells the
-# cells help?": its tokenizer learns the style, answers get 384 tokens); default compact.
+# cells help?": its tokenizer learns the style, answers get 384 tokens); PROMPT=grid on the map drawn
+# one token per cell (README "A map of one token per cell"); default compact.
 # REWARD_PARTIAL=W gives GRPO's invalid plans partial credit (--reward-partial W: W × the share of
 # agents whose path breaks no rule; README "Partial credit gives GRPO a signal"); default 0, the paper's.
 # Tried on the CPU at toy scale: DEVICE=cpu STEPS=4 BATCH=2 EVAL=4 GRPO_STAGES=2 TINY=1.
@@ -64,6 +65,7 @@ engine=(--engine torch --device "$DEVICE")
 [ "$DEVICE" = cpu ] && engine+=(--threads 1) || engine+=(--autocast bf16)
 maxnew=256 scoretokens=512 group=8 unit=8 batch=8 valper=8 evalper=2 tokprompt=()
 [ "$PROMPT" = cells ] && maxnew=384 tokprompt=(--tokenizer-prompt cells)
+[ "$PROMPT" = grid ] && tokprompt=(--tokenizer-prompt grid)
 if [ "${TINY:-0}" = 1 ]; then # the toy scale of the CPU try: every step runs, nothing is measured
 	INIT="--preset tiny" maxnew=16 scoretokens=16 group=2 unit=4 batch=2 valper=1 evalper=1 EXP_INSTANCES=8
 fi

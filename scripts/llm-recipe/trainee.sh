@@ -17,8 +17,9 @@
 #   CHUNK=N      steps per chunk (default 250); CHUNKS=N chunks in all (default 24: 6,000 steps)
 #   EVAL=N       held-out instances evaluated after each chunk (default 64)
 #   INIT="..."   t2t model init's shape flags (default the 5.1 M model: 6 layers, hidden 256)
-#   PROMPT=S     the policy's prompt style, compact (default) or cells (its tokenizer learns the style,
-#                answers get 384 tokens; README "Does a prompt that spells the cells help?")
+#   PROMPT=S     the policy's prompt style, compact (default), cells (its tokenizer learns the style,
+#                answers get 384 tokens; README "Does a prompt that spells the cells help?") or grid
+#                (the map one token per cell; its tokenizer learns the style)
 # A chunk stopped midway goes on from its last save (or the previous chunk's checkpoint).
 set -eu
 : "${OUT:?set OUT to the run folder}"
@@ -30,6 +31,7 @@ INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 -
 PROMPT=${PROMPT:-compact}
 MAXTOK=256 TOKPROMPT=
 [ "$PROMPT" = cells ] && MAXTOK=384 TOKPROMPT="--tokenizer-prompt cells"
+[ "$PROMPT" = grid ] && TOKPROMPT="--tokenizer-prompt grid"
 ROOT=$(dirname "$0")/../..
 mkdir -p "$OUT"
 if [ ! -f "$OUT/turns.jsonl" ]; then
