@@ -79,21 +79,28 @@ func TestRenderPromptGolden(t *testing.T) {
 	}
 }
 
-// TestCellsPromptLists reads the cells prompt of generated instances back: the holes line names
-// exactly the holes, in row-major order, and each agent line its start and goal.
-func TestCellsPromptLists(t *testing.T) {
-	opt, err := PromptStyle(PromptCells)
+// planStyleInstances returns the options of prompt style and 40 instances of 2..5 agents
+// generated with seed.
+func planStyleInstances(t *testing.T, style string, seed uint64) (PromptOptions, []*Instance) {
+	t.Helper()
+	opt, err := PromptStyle(style)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
 	cfg.Agents, cfg.AgentsMax, cfg.Instances = 2, 5, 40
-	const seed = 31
 	t.Logf("seed %d", seed)
 	ins, err := Generate(cfg, seed, 0, cfg.Instances)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return opt, ins
+}
+
+// TestCellsPromptLists reads the cells prompt of generated instances back: the holes line names
+// exactly the holes, in row-major order, and each agent line its start and goal.
+func TestCellsPromptLists(t *testing.T) {
+	opt, ins := planStyleInstances(t, PromptCells, 31)
 	for _, in := range ins {
 		got := RenderPrompt(in, opt)
 		var want strings.Builder
@@ -126,18 +133,7 @@ func TestCellsPromptLists(t *testing.T) {
 // per column, nothing else, so that each cell is one token at a fixed place after its row's
 // label; the agents are in the coordinate lines only.
 func TestGridPromptCells(t *testing.T) {
-	opt, err := PromptStyle(PromptGrid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Agents, cfg.AgentsMax, cfg.Instances = 2, 5, 40
-	const seed = 37
-	t.Logf("seed %d", seed)
-	ins, err := Generate(cfg, seed, 0, cfg.Instances)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opt, ins := planStyleInstances(t, PromptGrid, 37)
 	for _, in := range ins {
 		got := RenderPrompt(in, opt)
 		lines := strings.Split(got, "\n")

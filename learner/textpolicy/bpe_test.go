@@ -96,13 +96,10 @@ func TestTinyTokenizer(t *testing.T) {
 	}
 }
 
-// A tokenizer that also learned the cells style (StyleCorpus) spells a cells prompt and its
-// answer of cells in fewer tokens than the default one, and still keeps every digit a token
-// of its own: a cell [r,c] is read and written as its row and column digits.
-func TestStyleCorpusTokenizer(t *testing.T) {
-	t.Parallel()
-	seed := tpTestSeed(t)
-	opt, err := env.PromptStyle(env.PromptCells)
+// tpStyleCorpus returns the options of prompt style and its StyleCorpus.
+func tpStyleCorpus(t *testing.T, style string) (env.PromptOptions, []string) {
+	t.Helper()
+	opt, err := env.PromptStyle(style)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,19 +107,31 @@ func TestStyleCorpusTokenizer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parse := func(extra ...string) *tokenizer.Tokenizer {
-		t.Helper()
-		js, err := TinyTokenizerJSON(0, extra...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := tokenizer.Parse(js)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
+	return opt, texts
+}
+
+// tpTokenizer is the tiny tokenizer learned with extra texts (TinyTokenizerJSON(0, extra...)).
+func tpTokenizer(t *testing.T, extra ...string) *tokenizer.Tokenizer {
+	t.Helper()
+	js, err := TinyTokenizerJSON(0, extra...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	plain, styled := parse(), parse(texts...)
+	tok, err := tokenizer.Parse(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// A tokenizer that also learned the cells style (StyleCorpus) spells a cells prompt and its
+// answer of cells in fewer tokens than the default one, and still keeps every digit a token
+// of its own: a cell [r,c] is read and written as its row and column digits.
+func TestStyleCorpusTokenizer(t *testing.T) {
+	t.Parallel()
+	seed := tpTestSeed(t)
+	opt, texts := tpStyleCorpus(t, env.PromptCells)
+	plain, styled := tpTokenizer(t), tpTokenizer(t, texts...)
 	rng := rand.New(rand.NewPCG(seed, 5))
 	var nPlain, nStyled, n int
 	for range 20 {
@@ -290,23 +299,9 @@ func TestTinyVocabIsAllTheCorpusYields(t *testing.T) {
 func TestGridPromptOneTokenPerCell(t *testing.T) {
 	t.Parallel()
 	seed := tpTestSeed(t)
-	opt, err := env.PromptStyle(env.PromptGrid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts, err := StyleCorpus(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opt, texts := tpStyleCorpus(t, env.PromptGrid)
 	for name, extra := range map[string][]string{"default": nil, "grid style learned": texts} {
-		js, err := TinyTokenizerJSON(0, extra...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := tokenizer.Parse(js)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tok := tpTokenizer(t, extra...)
 		ice, hole := tok.Encode(" ."), tok.Encode(" H")
 		if len(ice) != 1 || len(hole) != 1 {
 			t.Fatalf("%s: \" .\" is %v and \" H\" is %v, want one token each", name, ice, hole)

@@ -41,6 +41,21 @@ func rsModelDir(t *testing.T, seed uint64) string {
 	return dir
 }
 
+// rsRequireEngine skips t when kind is the torch engine and no Python with torch is found
+// (it fails instead under T2T_REQUIRE_TORCH=1).
+func rsRequireEngine(t *testing.T, kind string) {
+	t.Helper()
+	if kind != engine.Torch {
+		return
+	}
+	if _, err := torch.FindPython(context.Background(), ""); err != nil {
+		if os.Getenv("T2T_REQUIRE_TORCH") == "1" {
+			t.Fatalf("T2T_REQUIRE_TORCH=1 but %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+}
+
 // rsPolicy opens dir on spec's engine as a text policy (closed at the test's end).
 func rsPolicy(t *testing.T, spec engine.Spec, dir string) *Policy {
 	t.Helper()
@@ -150,14 +165,7 @@ func rsRewriteManifest(t *testing.T, src string, edit func(dir string)) string {
 func TestResumeContinuesBitExactly(t *testing.T) {
 	for _, kind := range []string{engine.GoMLX, engine.Torch} {
 		t.Run(kind, func(t *testing.T) {
-			if kind == engine.Torch {
-				if _, err := torch.FindPython(context.Background(), ""); err != nil {
-					if os.Getenv("T2T_REQUIRE_TORCH") == "1" {
-						t.Fatalf("T2T_REQUIRE_TORCH=1 but %v", err)
-					}
-					t.Skipf("skipping: %v", err)
-				}
-			}
+			rsRequireEngine(t, kind)
 			seed := tpTestSeed(t)
 			spec := engine.Spec{Kind: kind, Log: func(l string) { t.Log("worker: " + l) }}
 			dir := rsModelDir(t, seed)

@@ -17,7 +17,6 @@ import (
 	"github.com/t2t-lab/t2t/evaluate"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/engine"
-	"github.com/t2t-lab/t2t/learner/torch"
 	"github.com/t2t-lab/t2t/report"
 )
 
@@ -422,14 +421,7 @@ func TestLRScheduleAt(t *testing.T) {
 func TestRunSFTLRSchedule(t *testing.T) {
 	for _, kind := range []string{engine.GoMLX, engine.Torch} {
 		t.Run(kind, func(t *testing.T) {
-			if kind == engine.Torch {
-				if _, err := torch.FindPython(context.Background(), ""); err != nil {
-					if os.Getenv("T2T_REQUIRE_TORCH") == "1" {
-						t.Fatalf("T2T_REQUIRE_TORCH=1 but %v", err)
-					}
-					t.Skipf("skipping: %v", err)
-				}
-			}
+			rsRequireEngine(t, kind)
 			seed := tpTestSeed(t)
 			spec := engine.Spec{Kind: kind, Log: func(l string) { t.Log("worker: " + l) }}
 			dir := rsModelDir(t, seed)
