@@ -159,13 +159,15 @@ func (f *Flags) llm(o *Options) error {
 		o.EngineerRetry, o.EngineerRetryTemperature = "", 0
 	}
 	if !train.IsLLM(o.Policy) {
-		o.MaxNewTokens, o.Prompt, o.Thinking = 0, "", false
+		o.MaxNewTokens, o.Prompt, o.Thinking, o.RewardPartial = 0, "", false, 0
 		if !checkpoint {
 			o.Model = ""
 			return nil
 		}
 	} else if _, err := env.PromptStyle(o.Prompt); err != nil {
 		return &fielderr.Error{Flag: "prompt", Value: strconv.Quote(o.Prompt), Reason: env.PromptStyleWant}
+	} else if _, err := o.RunSettings.PolicySpec(0); err != nil { // --reward-partial
+		return err
 	}
 	spec, err := f.Engine.Spec(o.Device, nil)
 	if err != nil {

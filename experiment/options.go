@@ -151,6 +151,8 @@ type legacyLLM struct {
 	// retries: the fingerprints of runs made before the flags.
 	EngineerRetry            string  `json:",omitempty"`
 	EngineerRetryTemperature float64 `json:",omitempty"`
+	// RewardPartial is 0 for the paper's reward: the fingerprints of runs made before the flag.
+	RewardPartial float64 `json:",omitempty"`
 }
 
 // legacy is o's fingerprinted settings.
@@ -163,7 +165,8 @@ func (o *Options) legacy() legacySettings {
 		LR: s.LR, SuiteSeed: o.SuiteSeed,
 		LLM: legacyLLM{Model: s.Model, Engine: o.Engine, MaxNewTokens: s.MaxNewTokens, Prompt: s.Prompt, Thinking: s.Thinking,
 			EngineerMaxTokens: s.EngineerMaxTokens, EngineerTemperature: s.EngineerTemperature, EngineerRetries: s.EngineerRetries,
-			EngineerPrompt: s.EngineerPrompt, EngineerRetry: s.EngineerRetry, EngineerRetryTemperature: s.EngineerRetryTemperature},
+			EngineerPrompt: s.EngineerPrompt, EngineerRetry: s.EngineerRetry, EngineerRetryTemperature: s.EngineerRetryTemperature,
+			RewardPartial: s.RewardPartial},
 	}
 }
 

@@ -67,6 +67,9 @@ type RunSettings struct {
 	EngineerMaxTokens, EngineerRetries            int
 	EngineerTemperature, EngineerRetryTemperature float64
 	EngineerPrompt, EngineerRetry                 string
+	// RewardPartial is an LLM policy's partial credit for invalid plans
+	// (env.RewardConfig.Partial, --reward-partial).
+	RewardPartial float64
 }
 
 // Register binds s's flags to fs with their defaults.
@@ -84,6 +87,8 @@ func (s *RunSettings) Register(fs *flag.FlagSet) {
 	fs.StringVar(&s.Hidden, "hidden", DefaultHidden, "gridnet hidden layer widths")
 	fs.Float64Var(&s.LR, "lr", 0, "learning rate (AdamW; 0: the policy's default, gridnet 1e-3, qwen3 1e-6)")
 	fs.StringVar(&s.Device, "device", "cpu", DeviceHelp)
+	fs.Float64Var(&s.RewardPartial, "reward-partial", 0, fmt.Sprintf("--policy qwen3: an invalid plan's accuracy reward is this × the share of agents whose own path breaks no rule, in [0,%g);\n"+
+		"0: the paper's reward (an invalid plan earns 0). It gives GRPO a signal where every plan of a group is invalid", env.RewardFloor))
 	fs.StringVar(&s.Model, "model", "", "--policy qwen3: the starting Hugging Face checkpoint directory (from 't2t model init' or a real Qwen3; also a base engineer's)")
 	fs.IntVar(&s.MaxNewTokens, "max-new-tokens", DefaultMaxNewTokens, "--policy qwen3: most tokens per answer")
 	fs.StringVar(&s.Prompt, "prompt", env.PromptFull, "--policy qwen3: "+env.PromptStyleHelp)
@@ -118,6 +123,10 @@ func (s RunSettings) PolicySpec(seed uint64) (PolicySpec, error) {
 		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "prompt", Value: strconv.Quote(s.Prompt), Reason: env.PromptStyleWant}
 	}
 	spec.Text.MaxNewTokens, spec.Text.Thinking = s.MaxNewTokens, s.Thinking
+	spec.Text.Reward.Partial = s.RewardPartial
+	if err := spec.Text.Reward.Validate(); err != nil {
+		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "reward-partial", Value: s.RewardPartial, Reason: fmt.Sprintf("must be in [0,%g) so that a valid plan always earns more", env.RewardFloor), Err: err}
+	}
 	return spec, nil
 }
 
@@ -134,7 +143,6 @@ type Flags struct {
 	Instances, BCSteps           int
 	GenSlots                     int
 	LoRARank, RewardL1, RewardL2 int
-	RewardPartial                float64
 	Verbose                      bool
 	Engineer                     EngineerSpec
 	EngineerURL                  string
@@ -182,8 +190,6 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	dr := env.DefaultRewardConfig()
 	fs.IntVar(&f.RewardL1, "reward-l1", dr.L1, "--policy qwen3: the length reward R_len is 0 up to this many completion tokens, then falls linearly")
 	fs.IntVar(&f.RewardL2, "reward-l2", dr.L2, "--policy qwen3: … to −1 at this many tokens (the paper's L1 and L2 for a 4096-token budget)")
-	fs.Float64Var(&f.RewardPartial, "reward-partial", dr.Partial, fmt.Sprintf("--policy qwen3: an invalid plan's accuracy reward is this × the share of agents whose own path breaks no rule, in [0,%g);\n"+
-		"0: the paper's reward (an invalid plan earns 0). It gives GRPO a signal where every plan of a group is invalid", env.RewardFloor))
 	f.registerRollout(fs)
 	f.registerEngineer(fs)
 	f.Engine.Register(fs)
@@ -379,6 +385,8 @@ func (f *Flags) policySpec(cfg env.Config, logger *slog.Logger, out io.Writer) (
 		return spec, needsLLM("devices", f.Engine.Devices, "runs an LLM policy's torch ranks (with --engine torch)")
 	case f.Engine.ActivationCheckpointing:
 		return spec, needsLLM("activation-checkpointing", true, "checkpoints an LLM's decoder layers (with --engine torch)")
+	case f.RewardPartial != 0:
+		return spec, needsLLM("reward-partial", f.RewardPartial, "gives an LLM policy's invalid plans partial credit")
 	}
 	return spec, nil
 }
@@ -412,11 +420,7 @@ func lmSpecFromFlags(f *Flags, spec *PolicySpec, _ env.Config, logger *slog.Logg
 	if f.RewardL1 < 0 || f.RewardL2 <= f.RewardL1 {
 		return &fielderr.Error{Kind: ErrOptions, Flag: "reward-l2", Value: f.RewardL2, Reason: fmt.Sprintf("must exceed --reward-l1 (%d), which must be ≥ 0", f.RewardL1)}
 	}
-	spec.Text.Reward = env.DefaultRewardConfig()
-	spec.Text.Reward.L1, spec.Text.Reward.L2, spec.Text.Reward.Partial = f.RewardL1, f.RewardL2, f.RewardPartial
-	if err := spec.Text.Reward.Validate(); err != nil {
-		return &fielderr.Error{Kind: ErrOptions, Flag: "reward-partial", Value: f.RewardPartial, Reason: fmt.Sprintf("must be in [0,%g) so that a valid plan always earns more", env.RewardFloor), Err: err}
-	}
+	spec.Text.Reward.L1, spec.Text.Reward.L2 = f.RewardL1, f.RewardL2 // Partial: RunSettings.PolicySpec
 	switch {
 	case f.LoRARank < 0:
 		return &fielderr.Error{Kind: ErrOptions, Flag: "lora-rank", Value: f.LoRARank, Reason: "must be ≥ 0"}

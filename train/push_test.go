@@ -85,6 +85,7 @@ func TestRolloutEngineFlags(t *testing.T) {
 		{"reward", append(qwen, "--reward-l1", "10", "--reward-l2", "10"), "reward-l2", "must exceed --reward-l1 (10)"},
 		{"partial at the floor", append(qwen, "--reward-partial", "0.3"), "reward-partial", "a valid plan always earns more"},
 		{"negative partial", append(qwen, "--reward-partial", "-0.1"), "reward-partial", "in [0,0.3)"},
+		{"gridnet partial", []string{"--reward-partial", "0.2"}, "reward-partial", "--policy qwen3"},
 	} {
 		s, err := parseTrainFlags(t, c.args...).Build(ctx, slog.New(slog.DiscardHandler), io.Discard)
 		var oe *fielderr.Error

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,9 +197,12 @@ func TestExperimentBadInput(t *testing.T) {
 		{"experiment", "--strategies", "llm", "--out", t.TempDir()},
 		{"experiment", "--strategies", "fixed", "--seeds", "0", "--out", t.TempDir()},
 		{"experiment", "--strategies", "fixed", "--policy", "nosuch", "--out", t.TempDir()},
+		{"experiment", "--strategies", "fixed", "--policy", "qwen3", "--reward-partial", "0.3", "--out", t.TempDir()},
 	} {
-		if code, _, _ := t2t(t, args...); code != 2 {
+		if code, _, e := t2t(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
+		} else if slices.Contains(args, "--reward-partial") && !strings.Contains(e, "--reward-partial 0.3: must be in [0,0.3)") {
+			t.Errorf("%v: %s", args, e)
 		}
 	}
 }
