@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/t2t-lab/t2t/engineer"
-	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/train"
@@ -164,9 +163,7 @@ func (f *Flags) llm(o *Options) error {
 			o.Model = ""
 			return nil
 		}
-	} else if _, err := env.PromptStyle(o.Prompt); err != nil {
-		return &fielderr.Error{Flag: "prompt", Value: strconv.Quote(o.Prompt), Reason: env.PromptStyleWant}
-	} else if _, err := o.RunSettings.PolicySpec(0); err != nil { // --reward-partial
+	} else if _, err := o.RunSettings.PolicySpec(0); err != nil { // --prompt, --reward-partial
 		return err
 	}
 	spec, err := f.Engine.Spec(o.Device, nil)

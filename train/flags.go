@@ -125,7 +125,9 @@ func (s RunSettings) PolicySpec(seed uint64) (PolicySpec, error) {
 	spec.Text.MaxNewTokens, spec.Text.Thinking = s.MaxNewTokens, s.Thinking
 	spec.Text.Reward.Partial = s.RewardPartial
 	if err := spec.Text.Reward.Validate(); err != nil {
-		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "reward-partial", Value: s.RewardPartial, Reason: fmt.Sprintf("must be in [0,%g) so that a valid plan always earns more", env.RewardFloor), Err: err}
+		var fe *env.FieldError // the only field a flag here can put out of range
+		errors.As(err, &fe)
+		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "reward-partial", Value: s.RewardPartial, Reason: fe.Reason, Err: err}
 	}
 	return spec, nil
 }

@@ -41,19 +41,21 @@ func rsModelDir(t *testing.T, seed uint64) string {
 	return dir
 }
 
-// rsRequireEngine skips t when kind is the torch engine and no Python with torch is found
-// (it fails instead under T2T_REQUIRE_TORCH=1).
-func rsRequireEngine(t *testing.T, kind string) {
+// rsEngineModel returns the test seed, kind's engine spec and a tiny random model directory
+// (rsModelDir). It skips t when kind is the torch engine and no Python with torch is found (it
+// fails instead under T2T_REQUIRE_TORCH=1).
+func rsEngineModel(t *testing.T, kind string) (uint64, engine.Spec, string) {
 	t.Helper()
-	if kind != engine.Torch {
-		return
-	}
-	if _, err := torch.FindPython(context.Background(), ""); err != nil {
-		if os.Getenv("T2T_REQUIRE_TORCH") == "1" {
-			t.Fatalf("T2T_REQUIRE_TORCH=1 but %v", err)
+	if kind == engine.Torch {
+		if _, err := torch.FindPython(context.Background(), ""); err != nil {
+			if os.Getenv("T2T_REQUIRE_TORCH") == "1" {
+				t.Fatalf("T2T_REQUIRE_TORCH=1 but %v", err)
+			}
+			t.Skipf("skipping: %v", err)
 		}
-		t.Skipf("skipping: %v", err)
 	}
+	seed := tpTestSeed(t)
+	return seed, engine.Spec{Kind: kind, Log: func(l string) { t.Log("worker: " + l) }}, rsModelDir(t, seed)
 }
 
 // rsPolicy opens dir on spec's engine as a text policy (closed at the test's end).
@@ -165,10 +167,7 @@ func rsRewriteManifest(t *testing.T, src string, edit func(dir string)) string {
 func TestResumeContinuesBitExactly(t *testing.T) {
 	for _, kind := range []string{engine.GoMLX, engine.Torch} {
 		t.Run(kind, func(t *testing.T) {
-			rsRequireEngine(t, kind)
-			seed := tpTestSeed(t)
-			spec := engine.Spec{Kind: kind, Log: func(l string) { t.Log("worker: " + l) }}
-			dir := rsModelDir(t, seed)
+			seed, spec, dir := rsEngineModel(t, kind)
 
 			full := rsPolicy(t, spec, dir)
 			groups := rsGroups(t, seed, full.LM().Model.Config().VocabSize)

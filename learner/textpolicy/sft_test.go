@@ -421,10 +421,7 @@ func TestLRScheduleAt(t *testing.T) {
 func TestRunSFTLRSchedule(t *testing.T) {
 	for _, kind := range []string{engine.GoMLX, engine.Torch} {
 		t.Run(kind, func(t *testing.T) {
-			rsRequireEngine(t, kind)
-			seed := tpTestSeed(t)
-			spec := engine.Spec{Kind: kind, Log: func(l string) { t.Log("worker: " + l) }}
-			dir := rsModelDir(t, seed)
+			seed, spec, dir := rsEngineModel(t, kind)
 			const peak, low = 1e-2, 1e-3 // rsPolicy's rate is the peak
 			weightsAfter := func(run func(p *Policy, opt SFTOptions)) ([]byte, []float64) {
 				p := rsPolicy(t, spec, dir)
