@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"slices"
@@ -328,9 +329,9 @@ func chatLogprobsOf(c *served, toks []genToken, asIDs bool) *chatLogprobs {
 
 // genFailed answers a generation error: bad input the checks above missed is a 422, anything
 // else a 500.
-func (s *Server) genFailed(w http.ResponseWriter, log interface{ Warn(string, ...any) }, err error) {
+func (s *Server) genFailed(w http.ResponseWriter, log *slog.Logger, err error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		log.Warn("request abandoned", "err", err)
+		log.Info("request abandoned", "err", err)
 		return
 	}
 	log.Warn("generation failed", "err", err)
@@ -341,9 +342,9 @@ func (s *Server) genFailed(w http.ResponseWriter, log interface{ Warn(string, ..
 	writeError(w, http.StatusInternalServerError, "server_error", "", "generation_failed", err.Error())
 }
 
-func (s *sse) fail(log interface{ Warn(string, ...any) }, err error) {
+func (s *sse) fail(log *slog.Logger, err error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		log.Warn("stream abandoned", "err", err)
+		log.Info("stream abandoned", "err", err)
 		return
 	}
 	log.Warn("generation failed", "err", err)

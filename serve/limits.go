@@ -70,7 +70,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, job *genJob, log 
 		writeError(w, http.StatusTooManyRequests, "rate_limit_error", "", "queue_full",
 			fmt.Sprintf("the server is busy: %d requests are already waiting (--max-queue); retry later", s.opt.MaxQueue))
 	default:
-		log.Warn("request abandoned while queued", "err", err)
+		log.Info("request abandoned while queued", "err", err)
 	}
 	return nil, false
 }

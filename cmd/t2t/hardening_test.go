@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -97,6 +98,43 @@ func TestServeAPIKeyFileAndEnv(t *testing.T) {
 	for _, f := range []string{empty, filepath.Join(t.TempDir(), "missing")} {
 		if code, _, e := t2t(t, "serve", "--model", model, "--api-key-file", f); code != 2 || !strings.Contains(e, f) {
 			t.Fatalf("--api-key-file %s: exit %d, %s", f, code, e)
+		}
+	}
+}
+
+// TestServeLogsRefusalsWithoutVerbose: a real `t2t serve` writes what went wrong to stderr
+// (here a request over --max-memory, answered 422) without -v; only -v logs every request.
+func TestServeLogsRefusalsWithoutVerbose(t *testing.T) {
+	model := tinyModel(t)
+	post := func(base string, maxTokens, want int) {
+		body := fmt.Sprintf(`{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":%d}`, maxTokens)
+		res, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Fatalf("max_tokens %d: status %d, want %d", maxTokens, res.StatusCode, want)
+		}
+	}
+	for _, verbose := range []bool{false, true} {
+		extra := []string{"--max-memory", "200K"} // 2 new tokens fit, 64 do not
+		if verbose {
+			extra = append(extra, "-v")
+		}
+		p, base := startServe(t, model, extra...)
+		post(base, 2, http.StatusOK)
+		post(base, 64, http.StatusUnprocessableEntity)
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(p.stderr.String(), "request over the memory budget") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		log := p.stderr.String()
+		if !strings.Contains(log, "level=WARN") || !strings.Contains(log, "request over the memory budget") {
+			t.Errorf("-v %v: the refusal is not in stderr:\n%s", verbose, log)
+		}
+		if got := strings.Contains(log, "level=INFO"); got != verbose {
+			t.Errorf("-v %v: info lines in stderr: %v, want %v:\n%s", verbose, got, verbose, log)
 		}
 	}
 }

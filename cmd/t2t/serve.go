@@ -26,7 +26,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&opt.GenSlots, "gen-slots", 0, "sample through one continuous-batching scheduler with a KV pool of N sequences: up to N requests\n"+
 		"run at once and share decode steps (the pool's memory comes out of --max-memory); 0: one generation at a time")
 	fs.IntVar(&opt.GenSlotLen, "gen-slot-len", 0, "--gen-slots: positions per sequence (prompt + max_tokens; a longer request runs alone); default: the context, at most 4096")
-	verbose := fs.Bool("v", false, "log requests to stderr")
+	verbose := fs.Bool("v", false, "log every request to stderr (failed generations and model swaps that lose the scheduler are logged without it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -37,10 +37,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt.ModelName, opt.Seed, opt.Logger = *name, *seed, slog.New(slog.DiscardHandler)
+	level := slog.LevelWarn
 	if *verbose {
-		opt.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+		level = slog.LevelInfo
 	}
+	opt.ModelName, opt.Seed = *name, *seed
+	opt.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)

@@ -433,3 +433,36 @@ func TestRemoteErrorChangesNothing(t *testing.T) {
 		t.Fatalf("a refused step changed the logits by %g", d)
 	}
 }
+
+// TestStreamEndedAtLastStep ends every row from the callback at the last step, after the worker
+// has already finished the generate (the callback waits first), as t2t serve does when a row
+// samples its stop token: the cancel then reaches the worker between requests. It must be
+// ignored there, not answered: an answer would be read as the next request's reply.
+func TestStreamEndedAtLastStep(t *testing.T) {
+	requireTorch(t)
+	const seed = 23
+	t.Logf("seed %d", seed)
+	cfg := tinyConfig(t)
+	_, tm := pair(t, checkpoint(t, cfg, seed))
+	prompts := randomSeqs(rand.New(rand.NewPCG(seed, 5)), cfg.VocabSize, 4, 6)
+	sc := engine.SampleConfig{MaxNewTokens: 3}
+	pid := tm.wk.PID()
+	for i := range 3 {
+		_, err := tm.GenerateStream(prompts, sc, 0, nil, func(ev engine.TokenEvent) bool {
+			if ev.Step < sc.MaxNewTokens-1 {
+				return false
+			}
+			time.Sleep(50 * time.Millisecond) // the worker replies meanwhile
+			return true
+		})
+		if err != nil {
+			t.Fatalf("generate %d: %v", i, err)
+		}
+	}
+	if _, err := tm.GenerateStream(prompts, sc, 0, nil, nil); err != nil {
+		t.Fatalf("generate after the late cancels: %v", err)
+	}
+	if got := tm.wk.PID(); got != pid {
+		t.Errorf("the worker was restarted (pid %d, then %d)", pid, got)
+	}
+}

@@ -153,13 +153,17 @@ class Worker:
 
     def handle(self, req):
         """Serves one request; returns the reply map, or None when no reply is due (cancel)."""
+        op = req.get("op")
+        if op == "cancel":
+            # Nothing is running between requests: ignored, and never answered. Go sends a
+            # cancel without an id, and one may land here after its generate has replied (a row
+            # ended by its stop token on the last step): an answer would be read as the reply to
+            # Go's next request.
+            return None
         rid = req.get("id")
         if isinstance(rid, bool) or not isinstance(rid, int) or rid < 1:
             return self._error(rid if isinstance(rid, int) and not isinstance(rid, bool) else 0,
                                BadRequest("request id %r: want an integer >= 1" % (rid,)))
-        op = req.get("op")
-        if op == "cancel":
-            return None  # nothing is running between requests: ignored
         fn = self.ops.get(op) if isinstance(op, str) else None
         if fn is None:
             return self._error(rid, BadRequest("unknown op %r" % (op,)))

@@ -179,6 +179,8 @@ class WorkerE2ETest(unittest.TestCase):
         self.assertEqual(rep["stopped"][0], True)
         self.assertLess(len(rep["tokens"][1]) // 4, 500)
         w.send({"id": 20, "op": "cancel", "target": 99})
+        w.send({"op": "cancel", "target": 17})  # as Go sends it (no id), after 17 replied
+        w.send({"op": "cancel", "target": 17, "rows": [1]})
         self.assertEqual(w.ok({"id": 21, "op": "sleep", "seconds": 0.01})["id"], 21)
 
         with tempfile.TemporaryDirectory() as tmp:
