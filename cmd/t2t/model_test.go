@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,6 +136,14 @@ func TestSFTCommand(t *testing.T) {
 	a, b, c := evalSet("--seed", "1", "--eval-seed", "9"), evalSet("--seed", "2", "--eval-seed", "9"), evalSet("--seed", "2")
 	if a != b || a == c || !strings.Contains(a, "from seed 9") {
 		t.Fatalf("evaluation sets: %q, %q, %q", a, b, c)
+	}
+	// --map-probe plays the set again with its holes moved and prints the counts.
+	code, so, e = t2t(t, "sft", "--model", dir, "--out", filepath.Join(t.TempDir(), "s1"), "--steps", "0", "--eval", "4",
+		"--max-tokens", "3", "--prompt", "compact", "--map-probe")
+	var changed, n, crossing, avoided, through int
+	if _, err := fmt.Sscanf(so[max(0, strings.Index(so, "before: map probe:")):], "before: map probe: plans change with the holes moved on %d of %d; of the %d whose plan there crosses a real hole, %d change; %d plans on the real map cross one",
+		&changed, &n, &crossing, &avoided, &through); code != 0 || err != nil || n != 4 || avoided > crossing || avoided > changed || changed > n || through > n {
+		t.Fatalf("sft --map-probe: exit %d (%v):\n%s%s", code, err, so, e)
 	}
 	if code, _, _ := t2t(t, "sft", "--model", dir); code != 2 {
 		t.Fatalf("sft without --out: exit %d", code)

@@ -42,6 +42,8 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	fs.IntVar(&o.EvalInstances, "eval", 48, "evaluation instances (split evenly over --agents, on --sizes), greedy, before and after")
 	fs.IntVar(&o.ReportEvery, "report-every", 50, "print the loss every this many steps")
 	fs.IntVar(&o.EvalEvery, "eval-every", 0, "also evaluate every this many steps (0: before and after only)")
+	fs.BoolVar(&o.MapProbe, "map-probe", false, "at each evaluation also play the instances with their holes moved to other cells and count the plans that change:\n"+
+		"a model blind to the holes changes none; one that reads them changes each plan that would cross a real hole (doubles the evaluation's generation)")
 	f.evalBefore = fs.Bool("eval-before", true, "evaluate before the first step (false: a run continuing a checkpoint already evaluated on this set)")
 	fs.IntVar(&o.SaveEvery, "save-every", 0, "also write the checkpoint to --out every this many steps, so a stopped run keeps its progress (0: at the end only)")
 	f.resume = fs.Bool("resume", false, "a run in pieces: when --model is a checkpoint of t2t sft --resume, go on after its step to --steps in all, with its AdamW state and\n"+

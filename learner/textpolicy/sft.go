@@ -98,11 +98,20 @@ func (p *Policy) BCStep(samples []engine.Sample) (learner.UpdateStats, error) {
 // 0), and tallies the verified answers (report.Tally; ParsableRate, SizeSummary and
 // FailureSummary summarise them).
 func (p *Policy) Evaluate(ins []*env.Instance) (*report.Eval, error) {
-	outs, err := evaluate.Play(p, ins, evaluate.PlayOptions{})
+	eps, err := evaluate.PlayEpisodes(p, ins, evaluate.PlayOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return report.Tally(p.Name(), "", outs), nil
+	return p.tally(ins, eps), nil
+}
+
+// tally is Evaluate's verdict on eps, the episodes played on ins.
+func (p *Policy) tally(ins []*env.Instance, eps []learner.Episode) *report.Eval {
+	outs := make([]report.Outcome, len(eps))
+	for i := range eps {
+		outs[i] = evaluate.OutcomeOf(ins[i], &eps[i].Report)
+	}
+	return report.Tally(p.Name(), "", outs)
 }
 
 // ParsableRate is the share of e's answers that parse (0 without answers).
@@ -226,6 +235,10 @@ type SFTOptions struct {
 	// SkipEvalBefore leaves out the evaluation before the first step: a run that continues a
 	// checkpoint whose evaluation on the same set is known (scripts/llm-recipe/trainee.sh).
 	SkipEvalBefore bool
+	// MapProbe also plays each evaluation on the set's instances with their holes moved to other
+	// cells and compares the plans (evaluate.ProbeMapUse: does the model read the map?); it
+	// doubles an evaluation's generation.
+	MapProbe bool
 	// SaveEvery also saves the checkpoint every this many steps, so that a stopped run keeps
 	// its progress (0: at the end only).
 	SaveEvery int
@@ -435,6 +448,8 @@ type SFTEval struct {
 	// Final marks the evaluation after the last step.
 	Final bool
 	Eval  *report.Eval
+	// MapUse is the map probe's verdict (SFTOptions.MapProbe), else nil.
+	MapUse *evaluate.MapUse
 }
 
 // When names the evaluation: "before" (step 0), "after" (Final) or "step N".
@@ -482,11 +497,23 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 	}
 	pr := opt.Progress
 	evaluated := func(step int, final bool) error {
-		e, err := p.Evaluate(evalIns)
-		if err == nil && pr.Evaluated != nil {
-			pr.Evaluated(SFTEval{Step: step, Final: final, Eval: e})
+		ev := SFTEval{Step: step, Final: final}
+		eps, err := evaluate.PlayEpisodes(p, evalIns, evaluate.PlayOptions{})
+		if err != nil {
+			return err
 		}
-		return err
+		ev.Eval = p.tally(evalIns, eps)
+		if opt.MapProbe {
+			mu, err := evaluate.ProbeMapUse(p, evalIns, eps, evaluate.PlayOptions{})
+			if err != nil {
+				return err
+			}
+			ev.MapUse = &mu
+		}
+		if pr.Evaluated != nil {
+			pr.Evaluated(ev)
+		}
+		return nil
 	}
 	if !opt.SkipEvalBefore || opt.Steps == 0 {
 		if err := evaluated(0, false); err != nil {

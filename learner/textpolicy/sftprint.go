@@ -28,6 +28,9 @@ func PrintSFTProgress(w io.Writer, dir string) SFTProgress {
 				fmt.Fprintf(w, "valid by agents: %s; ", AgentsSummary(e))
 			}
 			fmt.Fprintf(w, "valid by size: %s; failed checks: %s\n", SizeSummary(e), FailureSummary(e))
+			if ev.MapUse != nil {
+				fmt.Fprintf(w, "%s: map probe: %s\n", ev.When(), ev.MapUse)
+			}
 		},
 		Loss: func(l SFTLoss) {
 			fmt.Fprintf(w, "step %d: ", l.Step)
