@@ -117,7 +117,7 @@ func (s *Server) maxNewTokens(p *samplingParams, ctxLen, maxPrompt, defaultMax i
 }
 
 // chatPrompt renders the messages with Qwen3's chat template.
-func chatPrompt(req *chatRequest) (string, *reqError) {
+func chatPrompt(req *chatRequest, thinking bool) (string, *reqError) {
 	if len(req.Messages) == 0 {
 		return "", badRequest("messages", "messages must not be empty")
 	}
@@ -127,7 +127,6 @@ func chatPrompt(req *chatRequest) (string, *reqError) {
 	if rf := req.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
 		return "", unprocessable("response_format", "unsupported", "response_format %q is not supported (only \"text\")", rf.Type)
 	}
-	thinking := true
 	if raw, ok := req.ChatTemplateKwargs["enable_thinking"]; ok {
 		if err := json.Unmarshal(raw, &thinking); err != nil {
 			return "", badRequest("chat_template_kwargs.enable_thinking", "enable_thinking must be a boolean")
@@ -283,7 +282,7 @@ func (s *Server) parseChat(w http.ResponseWriter, r *http.Request, c *served, re
 	if rerr != nil {
 		return genSpec{}, rerr
 	}
-	text, rerr := chatPrompt(req)
+	text, rerr := chatPrompt(req, !s.opt.NoThinking)
 	if rerr != nil {
 		return genSpec{}, rerr
 	}

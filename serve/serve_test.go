@@ -536,3 +536,38 @@ func TestConcurrentRequestsSwapsAndUpdates(t *testing.T) {
 		t.Fatalf("revision %d, policy version %d", rev, pol.Version())
 	}
 }
+
+// TestNoThinkingDefault: Options.NoThinking renders a chat prompt with Qwen3's empty think block
+// when the request says nothing, and a request's chat_template_kwargs.enable_thinking still
+// decides for itself on either server.
+func TestNoThinkingDefault(t *testing.T) {
+	seed := srvTestSeed(t)
+	lm := srvCheckpoint(t, seed)
+	msgs := []tokenizer.Message{{Role: "system", Content: "You plan paths."}, {Role: "user", Content: "Agent 0 starts at (0, 0)."}}
+	promptLen := func(thinking bool) int64 {
+		return int64(len(lm.Tok.Encode(tokenizer.ChatPrompt(msgs, true, thinking))))
+	}
+	if promptLen(true) == promptLen(false) {
+		t.Fatal("the two renderings have the same length: the test shows nothing")
+	}
+	for _, noThinking := range []bool{false, true} {
+		_, _, c := srvStart(t, lm, serve.Options{NoThinking: noThinking})
+		for _, kw := range []string{"", "true", "false"} {
+			p := srvChatParams("tiny", 7)
+			p.MaxTokens = openai.Int(1)
+			var opts []option.RequestOption
+			want := !noThinking
+			if kw != "" {
+				opts = append(opts, option.WithJSONSet("chat_template_kwargs", map[string]any{"enable_thinking": kw == "true"}))
+				want = kw == "true"
+			}
+			res, err := c.Chat.Completions.New(context.Background(), p, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Usage.PromptTokens != promptLen(want) {
+				t.Errorf("NoThinking %v, enable_thinking %q: %d prompt tokens, want %d (thinking %v)", noThinking, kw, res.Usage.PromptTokens, promptLen(want), want)
+			}
+		}
+	}
+}

@@ -32,6 +32,11 @@ type Options struct {
 	// DefaultMaxTokens caps a chat completion that gives no max_tokens (also by the context
 	// left after the prompt). Default 512. Legacy completions default to 16, as OpenAI's do.
 	DefaultMaxTokens int
+	// NoThinking renders chat prompts without thinking (Qwen3's template with
+	// enable_thinking=false: an empty think block ends the prompt) unless a request's
+	// chat_template_kwargs.enable_thinking says otherwise: for checkpoints fine-tuned without
+	// thinking, as t2t sft's are unless --thinking. Default: with thinking, as Qwen3 and vLLM.
+	NoThinking bool
 	// MaxN is the largest n (completions per prompt). Default 16.
 	MaxN int
 	// MaxRows bounds prompts × n of one request (one generation batch). Default 64.

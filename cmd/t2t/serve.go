@@ -22,6 +22,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "sampling seed for requests without a seed")
 	var opt serve.Options
 	fs.IntVar(&opt.DefaultMaxTokens, "max-tokens", 512, "default max_tokens of a chat completion")
+	fs.BoolVar(&opt.NoThinking, "no-thinking", false, "render chat prompts without thinking (enable_thinking=false) unless a request's chat_template_kwargs says otherwise:\n"+
+		"for checkpoints fine-tuned without it, as t2t sft's are unless --thinking (default: with thinking, as Qwen3's template and vLLM)")
 	serve.RegisterFlags(fs, &opt)
 	fs.IntVar(&opt.GenSlots, "gen-slots", 0, "sample through one continuous-batching scheduler with a KV pool of N sequences: up to N requests\n"+
 		"run at once and share decode steps (the pool's memory comes out of --max-memory); 0: one generation at a time")
