@@ -33,7 +33,9 @@
 # sft-checkpoint.tar.gz (the SFT checkpoint): 8 files, summary first.
 # PROMPT=cells runs the policy on the cells prompt style (README "Does a prompt that spells the
 # cells help?": its tokenizer learns the style, answers get 384 tokens); PROMPT=grid on the map drawn
-# one token per cell (README "A map of one token per cell"); default compact.
+# one token per cell (README "A map of one token per cell"); default compact. The SFT evaluation
+# runs with --map-probe (README "Does the model read the map?"): sft.log's "map probe" line says
+# whether the model reads the holes at all; at 5 M parameters only the cells style's did.
 # REWARD_PARTIAL=W gives GRPO's invalid plans partial credit (--reward-partial W: W × the share of
 # agents whose path breaks no rule; README "Partial credit gives GRPO a signal"); default 0, the paper's.
 # Tried on the CPU at toy scale: DEVICE=cpu STEPS=4 BATCH=2 EVAL=4 GRPO_STAGES=2 TINY=1.
@@ -116,14 +118,14 @@ echo "== trainee: SFT, $STEPS steps of $BATCH on 2..5 agents, sizes 3..10 (${DEV
 t0=$SECONDS
 timeout "$(left 360)" "$T2T" sft "${engine[@]}" --model "$w/M" --out "$w/S" --prompt "$PROMPT" --agents 2,3,4,5 \
 	--sizes 3-10 --steps "$STEPS" --batch "$BATCH" --lr 1e-3 --seed 1001 --engineer-turns "${ntrain:-0}" \
-	--engineer-data "$w/turns.jsonl" --engineer-every 4 --eval "$EVAL" --eval-seed 99 --eval-before=false \
+	--engineer-data "$w/turns.jsonl" --engineer-every 4 --eval "$EVAL" --eval-seed 99 --eval-before=false --map-probe \
 	--max-tokens "$maxnew" --report-every 250 --save-every 500 > "$out/sft.log" 2>&1
 echo "sft: exit $? after $((SECONDS - t0))s"
 tail -3 "$out/sft.log"
 if ! grep -q '^after:' "$out/sft.log" && [ -f "$w/S/config.json" ]; then
 	echo "-- the run stopped before its evaluation: the last save, evaluated"
 	timeout "$(left 300)" "$T2T" sft "${engine[@]}" --model "$w/S" --out "$w/eval-tmp" --steps 0 --eval "$EVAL" \
-		--eval-seed 99 --prompt "$PROMPT" --agents 2,3,4,5 --sizes 3-10 --max-tokens "$maxnew" >> "$out/sft.log" 2>&1
+		--eval-seed 99 --prompt "$PROMPT" --agents 2,3,4,5 --sizes 3-10 --max-tokens "$maxnew" --map-probe >> "$out/sft.log" 2>&1
 fi
 sftnote="t2t sft --engine torch --device $DEVICE --prompt $PROMPT --agents 2,3,4,5 --sizes 3-10 --steps $STEPS --batch $BATCH --lr 1e-3 --engineer-every 4, greedy on $EVAL held-out instances (--eval-seed 99)"
 figure sft_agents3_valid_pct "$(agents_valid "$out/sft.log" 3)" 15 ge % "3-agent valid after SFT: $sftnote"

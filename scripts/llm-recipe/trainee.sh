@@ -66,7 +66,7 @@ while [ "$i" -le "$CHUNKS" ]; do
 		$T2T sft --engine torch --threads 1 --autocast bf16 --model "$from" --out "$ck" --resume --prompt "$PROMPT" \
 			--agents 2,3,4,5 --sizes 3-10 --steps $((i * CHUNK)) --batch 16 --lr 1e-3 --seed 1001 \
 			--engineer-turns "${ntrain:-0}" --engineer-data "$OUT/turns.jsonl" --engineer-every 4 \
-			--eval "$EVAL" --eval-seed 99 --eval-before="$before" --max-tokens "$MAXTOK" --report-every 25 --save-every 50 >>"$ck.log" 2>&1
+			--eval "$EVAL" --eval-seed 99 --eval-before="$before" --max-tokens "$MAXTOK" --map-probe --report-every 25 --save-every 50 >>"$ck.log" 2>&1
 		touch "$ck.done"
 	fi
 	if [ ! -f "$ck.score" ]; then
