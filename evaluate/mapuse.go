@@ -46,12 +46,7 @@ func WithHolesMoved(in *env.Instance) *env.Instance {
 	out := in.Clone()
 	clear(out.Holes)
 	taken := slices.Clone(in.Holes)
-	n := 0
-	for _, h := range in.Holes {
-		if h {
-			n++
-		}
-	}
+	n := in.NumHoles()
 	for _, a := range in.Agents {
 		taken[a.Start.R*in.Width+a.Start.C] = true
 		taken[a.Goal.R*in.Width+a.Goal.C] = true

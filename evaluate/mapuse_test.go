@@ -50,14 +50,14 @@ func TestProbeMapUse(t *testing.T) {
 		if moved.ID == in.ID || moved.ID != moved.ComputeID() || WithHolesMoved(in).ID != moved.ID {
 			t.Fatalf("%s: the moved copy's id %s is not its own, or not reproducible", in.ID, moved.ID)
 		}
-		free := len(in.Holes) - holes(in)
+		free := len(in.Holes) - in.NumHoles()
 		for _, c := range starts(in) {
 			if !in.Hole(c) {
 				free--
 			}
 		}
-		if want := min(holes(in), free); holes(moved) != want {
-			t.Fatalf("%s: %d holes moved to %d, want %d", in.ID, holes(in), holes(moved), want)
+		if want := min(in.NumHoles(), free); moved.NumHoles() != want {
+			t.Fatalf("%s: %d holes moved to %d, want %d", in.ID, in.NumHoles(), moved.NumHoles(), want)
 		}
 		for i, h := range moved.Holes {
 			if h && in.Holes[i] {
@@ -104,16 +104,6 @@ func TestProbeMapUse(t *testing.T) {
 	if _, err := ProbeMapUse(&planPlayer{t: t, plan: env.ManhattanPlan}, ins, nil, PlayOptions{}); err == nil {
 		t.Error("episodes that do not match the instances: no error")
 	}
-}
-
-func holes(in *env.Instance) int {
-	n := 0
-	for _, h := range in.Holes {
-		if h {
-			n++
-		}
-	}
-	return n
 }
 
 // starts lists the distinct cells the agents start or end on.
