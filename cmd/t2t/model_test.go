@@ -152,8 +152,9 @@ func TestSFTCommand(t *testing.T) {
 		t.Fatalf("sft --prompt verbose: exit %d: %s", code, e)
 	}
 	for _, bad := range [][]string{{"--agents", "2,x"}, {"--agents", "11"}, {"--sizes", "6-4"}, {"--sizes", "1-5"},
-		{"--lr-schedule", "linear"}, {"--lr-min", "0.5", "--lr-schedule", "cosine"}, {"--lr-segments", "1"}} {
-		if code, _, e := t2t(t, append([]string{"sft", "--model", dir, "--out", out}, bad...)...); code != 2 || !strings.Contains(e, bad[0]) {
+		{"--lr-schedule", "linear"}, {"--lr-min", "0.5", "--lr-schedule", "cosine"}, {"--lr-segments", "1"},
+		{"--holes", "0.1,x"}, {"--holes", "0.9"}, {"--holes", "1"}} {
+		if code, _, e := t2t(t, append([]string{"sft", "--model", dir, "--out", out}, bad...)...); code != 2 || !strings.Contains(e, strings.TrimLeft(bad[0], "-")) {
 			t.Fatalf("sft %v: exit %d: %s", bad, code, e)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/cpuprofile"
+	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
@@ -47,7 +49,7 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	f.evalBefore = fs.Bool("eval-before", true, "evaluate before the first step (false: a run continuing a checkpoint already evaluated on this set)")
 	fs.IntVar(&o.SaveEvery, "save-every", 0, "also write the checkpoint to --out every this many steps, so a stopped run keeps its progress (0: at the end only)")
 	f.resume = fs.Bool("resume", false, "a run in pieces: when --model is a checkpoint of t2t sft --resume, go on after its step to --steps in all, with its AdamW state and\n"+
-		"the instances and engineer turns of one run (keep --seed, --batch, --agents and the turns); write checkpoints that can be continued (about 3× the weights' size)")
+		"the instances and engineer turns of one run (keep --seed, --batch, --agents, --holes and the turns); write checkpoints that can be continued (about 3× the weights' size)")
 	f.maxTokens = fs.Int("max-tokens", 64, "completion cap during evaluation")
 	f.thinking = fs.Bool("thinking", false, "render the chat template with thinking (the target then starts with an empty think block)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the training instances")
@@ -59,6 +61,8 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	f.prompt = fs.String("prompt", env.PromptFull, env.PromptStyleHelp)
 	f.agents = fs.String("agents", "2", "agent counts to train and evaluate on, comma-separated (2,3,4,5: step s trains on the (s mod 4)-th; the evaluation set splits evenly)")
 	f.sizes = fs.String("sizes", "3-5", "map sizes MIN-MAX, in equal shares (3-10: the paper's range); k agents train on the sizes ≥ k")
+	fs.Func("holes", "hole ratios of the maps, comma-separated (default 0.2; 0.1,0.2,0.3,0.4,0.5: the paper's benchmark): the steps take them in turn,\n"+
+		"one per round of --agents; a size too small for a ratio sits it out; the evaluation set splits evenly over them", o.ParseHoles)
 	f.engTurns = fs.Int("engineer-turns", 0, "mix this many engineer turns (the engineer's prompt after a stage, answered by a teacher strategy)\n"+
 		"from --engineer-data into the run: the engineer skill in the same weights (0: none)")
 	f.engData = fs.String("engineer-data", "", "engineer turns, JSON Lines (t2t engineer turns --out); the held-out ones are never used")
@@ -98,6 +102,9 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return badInput("--eval-every and --save-every must be ≥ 0")
 	}
 	if err := o.Validate(); err != nil {
+		if fe := (*fielderr.Error)(nil); errors.As(err, &fe) && fe.Flag != "" {
+			return err // a field error naming its flag
+		}
 		return badInput("%v", err)
 	}
 	if err := o.LR.Validate(*f.lr); err != nil {

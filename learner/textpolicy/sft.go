@@ -199,10 +199,24 @@ func SFTConfig() env.Config {
 
 // SFTConfigFor is SFTConfig with agents agents on sizes minSize..maxSize in equal shares.
 func SFTConfigFor(agents, minSize, maxSize int) env.Config {
+	return sftConfig(agents, minSize, maxSize, DefaultSFTHoleRatio)
+}
+
+// DefaultSFTHoleRatio is the hole ratio of t2t sft's maps unless --holes says otherwise.
+const DefaultSFTHoleRatio = 0.2
+
+// sftConfig is SFTConfigFor at hole ratio holes, on the sizes whose map can hold it for agents
+// agents (env.CheckFeasible), in equal shares; no size when none can.
+func sftConfig(agents, minSize, maxSize int, holes float64) env.Config {
 	cfg := env.Config{Agents: agents}
-	n := float64(maxSize - minSize + 1)
 	for s := minSize; s <= maxSize; s++ {
-		cfg.Sizes = append(cfg.Sizes, env.SizeConfig{Size: s, DataRatio: 1 / n, HoleRatio: 0.2, WaitRatio: 0.3})
+		sc := env.SizeConfig{Size: s, DataRatio: 1, HoleRatio: holes, WaitRatio: 0.3}
+		if env.CheckFeasible(env.Config{Agents: agents, Sizes: []env.SizeConfig{sc}, Instances: 1}) == nil {
+			cfg.Sizes = append(cfg.Sizes, sc)
+		}
+	}
+	for i := range cfg.Sizes {
+		cfg.Sizes[i].DataRatio = 1 / float64(len(cfg.Sizes))
 	}
 	return cfg
 }
@@ -250,6 +264,12 @@ type SFTOptions struct {
 	Agents []int
 	// MinSize and MaxSize bound the map sizes, in equal shares (0: 3 and 5).
 	MinSize, MaxSize int
+	// HoleRatios are the maps' hole ratios (nil: DefaultSFTHoleRatio alone). The env steps take
+	// them in turn, one per round of the agent counts, so every count meets every ratio; a size
+	// whose map cannot hold a ratio for the step's agents (env.CheckFeasible: too few free cells
+	// for distinct starts and goals) sits that ratio out. The evaluation set splits each agent
+	// count's instances evenly over them. The paper's benchmark spans 0.1..0.5.
+	HoleRatios []float64
 	// Seed seeds the training instances.
 	Seed uint64
 	// EvalSeed seeds the evaluation instances (0: Seed's), so that runs of different Seed can
@@ -354,6 +374,17 @@ func (o *SFTOptions) Validate() error {
 	if lo < env.MinSize || hi > env.MaxSize || lo > hi {
 		return &fielderr.Error{Kind: ErrOptions, Field: "MinSize..MaxSize", Value: fmt.Sprintf("%d..%d", lo, hi), Reason: fmt.Sprintf("must lie in %d..%d, min ≤ max", env.MinSize, env.MaxSize)}
 	}
+	for _, h := range o.HoleRatios {
+		if !(h >= 0 && h < 1) {
+			return &fielderr.Error{Kind: ErrOptions, Field: "HoleRatios", Flag: "holes", Value: o.HoleRatios, Reason: "each must be in [0, 1)"}
+		}
+		for _, k := range o.agents() {
+			if k <= hi && len(o.config(k, 1, h).Sizes) == 0 {
+				return &fielderr.Error{Kind: ErrOptions, Field: "HoleRatios", Flag: "holes", Value: o.HoleRatios,
+					Reason: fmt.Sprintf("no map of sizes %d..%d holds %d agents at hole ratio %g: lower it or raise --sizes", max(lo, k), hi, k, h)}
+			}
+		}
+	}
 	if k := slices.Max(o.agents()); k > hi {
 		return &fielderr.Error{Kind: ErrOptions, Field: "MinSize..MaxSize", Value: fmt.Sprintf("%d..%d", lo, hi), Reason: fmt.Sprintf("%d agents need a %dx%d map or larger: raise the largest size to %d", k, k, k, k)}
 	}
@@ -385,6 +416,20 @@ func (o *SFTOptions) ParseShape(agents, sizes string) error {
 	return nil
 }
 
+// ParseHoles sets HoleRatios from holes, ratios comma-separated (t2t sft --holes); Validate
+// checks their range. An error is a *fielderr.Error about the flag.
+func (o *SFTOptions) ParseHoles(holes string) error {
+	o.HoleRatios = o.HoleRatios[:0]
+	for part := range strings.SplitSeq(holes, ",") {
+		h, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil {
+			return &fielderr.Error{Flag: "holes", Value: strconv.Quote(holes), Reason: "want hole ratios in [0, 1), comma-separated"}
+		}
+		o.HoleRatios = append(o.HoleRatios, h)
+	}
+	return nil
+}
+
 // agents is Agents, or 2 alone when unset.
 func (o *SFTOptions) agents() []int {
 	if len(o.Agents) == 0 {
@@ -405,11 +450,20 @@ func (o *SFTOptions) sizes() (lo, hi int) {
 	return lo, hi
 }
 
-// config is the distribution of agents agents on the run's sizes that fit them: k agents
-// need a k×k map, so a size range starting below k starts at k for them.
-func (o *SFTOptions) config(agents, instances int) env.Config {
+// holeRatios is HoleRatios, or DefaultSFTHoleRatio alone when unset.
+func (o *SFTOptions) holeRatios() []float64 {
+	if len(o.HoleRatios) == 0 {
+		return []float64{DefaultSFTHoleRatio}
+	}
+	return o.HoleRatios
+}
+
+// config is the distribution of agents agents at hole ratio holes on the run's sizes that fit
+// them: k agents need a k×k map, so a size range starting below k starts at k for them, and a
+// size that cannot hold the ratio for them is left out (sftConfig).
+func (o *SFTOptions) config(agents, instances int, holes float64) env.Config {
 	lo, hi := o.sizes()
-	cfg := SFTConfigFor(agents, max(lo, agents), hi)
+	cfg := sftConfig(agents, max(lo, agents), hi, holes)
 	cfg.Instances = instances
 	return cfg
 }
@@ -581,15 +635,17 @@ type sftRun struct {
 	}
 }
 
-// agentsAt is the agent count of step, a step on env instances: the agent counts in turn over
-// those steps alone. (Counted over all steps, an engineer step every len(Agents) steps would
-// always take the same count's turn: with 2,3,4,5 and every 4, no 5-agent batch was trained.)
-func (r *sftRun) agentsAt(step int) int {
+// shapeAt is the agent count and hole ratio of step, a step on env instances: the agent counts
+// in turn over those steps alone, and the hole ratios in turn over rounds of the agent counts.
+// (Counted over all steps, an engineer step every len(Agents) steps would always take the same
+// count's turn: with 2,3,4,5 and every 4, no 5-agent batch was trained.)
+func (r *sftRun) shapeAt(step int) (agents int, holes float64) {
 	k := step - 1 // the env steps before step
 	if len(r.opt.Engineer) > 0 {
 		k -= (step - 1) / r.every
 	}
-	return r.agents[k%len(r.agents)]
+	ratios := r.opt.holeRatios()
+	return r.agents[k%len(r.agents)], ratios[k/len(r.agents)%len(ratios)]
 }
 
 // step trains one step: a batch of engineer turns every r.every steps (when
@@ -614,7 +670,8 @@ func (r *sftRun) step(step int) error {
 		}
 		st, err = r.p.BCStep(batch)
 	} else {
-		ins, gerr := env.Generate(opt.config(r.agentsAt(step), opt.Batch), opt.Seed+uint64(step), 0, opt.Batch)
+		k, holes := r.shapeAt(step)
+		ins, gerr := env.Generate(opt.config(k, opt.Batch, holes), opt.Seed+uint64(step), 0, opt.Batch)
 		if gerr != nil {
 			return gerr
 		}
@@ -661,14 +718,19 @@ func sftEvalSet(opt *SFTOptions) ([]*env.Instance, error) {
 		if i < opt.EvalInstances%len(agents) {
 			n++
 		}
-		if n == 0 {
-			continue
+		// Each ratio draws the agent count's whole share, spread over the sizes, and keeps every
+		// len(ratios)-th instance from its own offset: the sizes stay covered whatever the
+		// number of ratios, and one ratio alone draws the set it always has.
+		ratios := opt.holeRatios()
+		for j, h := range ratios {
+			part, err := env.Generate(opt.config(a, n, h), seed^0xe7a1e7a1^uint64(j)<<32, 0, n)
+			if err != nil {
+				return nil, err
+			}
+			for i := j; i < len(part); i += len(ratios) {
+				ins = append(ins, part[i])
+			}
 		}
-		part, err := env.Generate(opt.config(a, n), seed^0xe7a1e7a1, 0, n)
-		if err != nil {
-			return nil, err
-		}
-		ins = append(ins, part...)
 	}
 	h := sha256.New()
 	outs := make([]report.Outcome, len(ins))

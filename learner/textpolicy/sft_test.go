@@ -359,10 +359,45 @@ func TestSFTAgentsTakeTurnsOverEnvSteps(t *testing.T) {
 				got = append(got, "e")
 				continue
 			}
-			got = append(got, strconv.Itoa(r.agentsAt(step)))
+			k, _ := r.shapeAt(step)
+			got = append(got, strconv.Itoa(k))
 		}
 		if s := strings.Join(got, " "); s != c.want {
 			t.Errorf("agents %v, engineer every %d (turns: %v): %s, want %s", c.agents, c.every, c.engineer, s, c.want)
+		}
+	}
+}
+
+// TestSFTHoleRatiosTakeTurns: the hole ratios take turns over rounds of the agent counts, so
+// every count meets every ratio (taken together with the counts, two counts and two ratios
+// would pair 2 with the one and 3 with the other forever); engineer steps are not counted.
+func TestSFTHoleRatiosTakeTurns(t *testing.T) {
+	for _, c := range []struct {
+		agents   []int
+		holes    []float64
+		engineer bool
+		want     string // agents@holes of steps 1..8, "e" for an engineer step (every 3rd)
+	}{
+		{[]int{2, 3}, []float64{0.1, 0.5}, false, "2@0.1 3@0.1 2@0.5 3@0.5 2@0.1 3@0.1 2@0.5 3@0.5"},
+		{[]int{2, 3}, []float64{0.1, 0.5}, true, "2@0.1 3@0.1 e 2@0.5 3@0.5 e 2@0.1 3@0.1"},
+		{[]int{4}, []float64{0.1, 0.3, 0.5}, false, "4@0.1 4@0.3 4@0.5 4@0.1 4@0.3 4@0.5 4@0.1 4@0.3"},
+		{[]int{2, 3}, nil, false, "2@0.2 3@0.2 2@0.2 3@0.2 2@0.2 3@0.2 2@0.2 3@0.2"},
+	} {
+		r := &sftRun{opt: &SFTOptions{HoleRatios: c.holes}, agents: c.agents, every: 3}
+		if c.engineer {
+			r.opt.Engineer = make([]engine.Sample, 1)
+		}
+		var got []string
+		for step := 1; step <= 8; step++ {
+			if c.engineer && step%3 == 0 {
+				got = append(got, "e")
+				continue
+			}
+			k, h := r.shapeAt(step)
+			got = append(got, fmt.Sprintf("%d@%g", k, h))
+		}
+		if s := strings.Join(got, " "); s != c.want {
+			t.Errorf("agents %v, holes %v (turns: %v): %s, want %s", c.agents, c.holes, c.engineer, s, c.want)
 		}
 	}
 }
@@ -463,5 +498,69 @@ func TestRunSFTLRSchedule(t *testing.T) {
 				t.Fatal("the schedule changed nothing: the weights of the constant rate")
 			}
 		})
+	}
+}
+
+// TestSFTEvalSetHoleRatios: with several hole ratios the evaluation set splits each agent count's
+// instances evenly over them, on more than one size each; one ratio, given or by default, draws
+// the set it always did; a ratio no map can hold, or out of range, is a field error naming
+// --holes.
+func TestSFTEvalSetHoleRatios(t *testing.T) {
+	const seed = 3
+	t.Logf("seed %d", seed)
+	opt := SFTOptions{Agents: []int{2, 3}, MinSize: 4, MaxSize: 8, EvalInstances: 20, Seed: seed, HoleRatios: []float64{0.1, 0.5}}
+	ins, err := sftEvalSet(&opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	sizes := map[string]map[int]bool{}
+	for _, in := range ins {
+		r := float64(in.NumHoles()) / float64(in.Width*in.Height)
+		key := fmt.Sprintf("%d agents, %s", len(in.Agents), map[bool]string{true: "0.1", false: "0.5"}[math.Abs(r-0.1) < math.Abs(r-0.5)])
+		count[key]++
+		if sizes[key] == nil {
+			sizes[key] = map[int]bool{}
+		}
+		sizes[key][in.Width] = true
+	}
+	for _, key := range []string{"2 agents, 0.1", "2 agents, 0.5", "3 agents, 0.1", "3 agents, 0.5"} {
+		if count[key] != 5 || len(sizes[key]) < 2 {
+			t.Errorf("%s: %d instances on sizes %v, want 5 on several sizes (all: %v)", key, count[key], sizes[key], count)
+		}
+	}
+	ids := func(o SFTOptions) []string {
+		t.Helper()
+		ins, err := sftEvalSet(&o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, in := range ins {
+			out = append(out, in.ID)
+		}
+		return out
+	}
+	one := opt
+	one.HoleRatios = nil
+	given := opt
+	given.HoleRatios = []float64{DefaultSFTHoleRatio}
+	if a, b := ids(one), ids(given); !slices.Equal(a, b) {
+		t.Errorf("the default hole ratio and --holes 0.2 draw different sets:\n%v\n%v", a, b)
+	}
+	for _, bad := range [][]float64{{0.9}, {1}, {-0.1}, {math.NaN()}} {
+		o := SFTOptions{Steps: 1, Batch: 1, EvalInstances: 1, ReportEvery: 1, Dir: "d", Agents: []int{2, 5}, MinSize: 3, MaxSize: 5, HoleRatios: bad}
+		var fe *fielderr.Error
+		if err := o.Validate(); !errors.As(err, &fe) || fe.Flag != "holes" {
+			t.Errorf("holes %v: %v, want a field error about --holes", bad, err)
+		}
+	}
+	var o SFTOptions
+	var fe *fielderr.Error
+	if err := o.ParseHoles("0.1,x"); !errors.As(err, &fe) || fe.Flag != "holes" {
+		t.Errorf("--holes 0.1,x: %v", err)
+	}
+	if err := o.ParseHoles("0.1, 0.3"); err != nil || !slices.Equal(o.HoleRatios, []float64{0.1, 0.3}) {
+		t.Errorf("--holes \"0.1, 0.3\": %v, %v", o.HoleRatios, err)
 	}
 }
