@@ -29,7 +29,7 @@ func TestScriptsUseRealFlags(t *testing.T) {
 		{"scripts/gpu-check/run.sh", []string{shim}, nil, 12},
 		{"scripts/gpu-check/trainee.sh", []string{shim}, []string{"FLAGCHECK=1"}, 18},
 		{"scripts/llm-recipe/trainee.sh", nil, []string{"CHUNKS=2"}, 4},
-		{"scripts/gpu-check/trainee.sh", []string{shim}, []string{"FLAGCHECK=1", "PROMPT=cells", "REWARD_PARTIAL=0.2"}, 18},
+		{"scripts/gpu-check/trainee.sh", []string{shim}, []string{"FLAGCHECK=1", "PROMPT=compact", "REWARD_PARTIAL=0.2", "GRPO_LR=1e-4"}, 18},
 		{"scripts/llm-recipe/trainee.sh", nil, []string{"CHUNKS=1", "PROMPT=cells"}, 3},
 		{"scripts/llm-recipe/trainee.sh", nil, []string{"CHUNKS=1", "PROMPT=grid"}, 3},
 		{"scripts/llm-recipe/grpo.sh", nil, []string{"MODEL=" + filepath.Join(dir, "m"), "REDIS=redis://127.0.0.1:1/0"}, 7},
