@@ -110,8 +110,9 @@ func (s RunSettings) applyTo(o *Options) {
 
 // PolicySpec is the part of a PolicySpec that s describes for a run seeded
 // with seed: the kind, device, group size, mistake rate, rate, checkpoint
-// and, for an LLM, the prompt style, answer length and thinking. A bad
-// prompt style is a *fielderr.Error about --prompt.
+// and, for an LLM, the prompt style, answer length, thinking and partial
+// credit. A bad prompt style or partial credit is a *fielderr.Error about
+// --prompt or --reward-partial.
 func (s RunSettings) PolicySpec(seed uint64) (PolicySpec, error) {
 	spec := PolicySpec{Kind: s.Policy, Device: s.Device, GroupSize: s.GroupSize, Seed: seed, MistakeRate: s.MistakeRate, LR: s.LR, ModelDir: s.Model}
 	if !IsLLM(s.Policy) {
@@ -124,10 +125,12 @@ func (s RunSettings) PolicySpec(seed uint64) (PolicySpec, error) {
 	}
 	spec.Text.MaxNewTokens, spec.Text.Thinking = s.MaxNewTokens, s.Thinking
 	spec.Text.Reward.Partial = s.RewardPartial
-	if err := spec.Text.Reward.Validate(); err != nil {
-		var fe *env.FieldError // the only field a flag here can put out of range
-		errors.As(err, &fe)
-		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "reward-partial", Value: s.RewardPartial, Reason: fe.Reason, Err: err}
+	if err := spec.Text.Reward.Validate(); err != nil { // Partial: the only field set here
+		reason := err.Error()
+		if fe := (*env.FieldError)(nil); errors.As(err, &fe) {
+			reason = fe.Reason
+		}
+		return spec, &fielderr.Error{Kind: ErrOptions, Flag: "reward-partial", Value: s.RewardPartial, Reason: reason, Err: err}
 	}
 	return spec, nil
 }

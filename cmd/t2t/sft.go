@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"github.com/t2t-lab/t2t/engineer"
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/internal/cpuprofile"
-	"github.com/t2t-lab/t2t/internal/fielderr"
 	"github.com/t2t-lab/t2t/learner/engine"
 	"github.com/t2t-lab/t2t/learner/textpolicy"
 	"github.com/t2t-lab/t2t/train"
@@ -102,10 +100,7 @@ func runSFT(args []string, stdout, stderr io.Writer) error {
 		return badInput("--eval-every and --save-every must be ≥ 0")
 	}
 	if err := o.Validate(); err != nil {
-		if fe := (*fielderr.Error)(nil); errors.As(err, &fe) && fe.Flag != "" {
-			return err // a field error naming its flag
-		}
-		return badInput("%v", err)
+		return err // a field error: inputError words it (its flag where it names one)
 	}
 	if err := o.LR.Validate(*f.lr); err != nil {
 		return err // a field error naming its flag

@@ -98,20 +98,22 @@ func (p *Policy) BCStep(samples []engine.Sample) (learner.UpdateStats, error) {
 // 0), and tallies the verified answers (report.Tally; ParsableRate, SizeSummary and
 // FailureSummary summarise them).
 func (p *Policy) Evaluate(ins []*env.Instance) (*report.Eval, error) {
-	eps, err := evaluate.PlayEpisodes(p, ins, evaluate.PlayOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return p.tally(ins, eps), nil
+	_, e, err := p.evaluate(ins)
+	return e, err
 }
 
-// tally is Evaluate's verdict on eps, the episodes played on ins.
-func (p *Policy) tally(ins []*env.Instance, eps []learner.Episode) *report.Eval {
+// evaluate is Evaluate that also returns the episodes it tallied (a map probe compares their
+// plans).
+func (p *Policy) evaluate(ins []*env.Instance) ([]learner.Episode, *report.Eval, error) {
+	eps, err := evaluate.PlayEpisodes(p, ins, evaluate.PlayOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
 	outs := make([]report.Outcome, len(eps))
 	for i := range eps {
 		outs[i] = evaluate.OutcomeOf(ins[i], &eps[i].Report)
 	}
-	return report.Tally(p.Name(), "", outs)
+	return eps, report.Tally(p.Name(), "", outs), nil
 }
 
 // ParsableRate is the share of e's answers that parse (0 without answers).
@@ -551,12 +553,11 @@ func (p *Policy) RunSFT(ctx context.Context, opt SFTOptions) error {
 	}
 	pr := opt.Progress
 	evaluated := func(step int, final bool) error {
-		ev := SFTEval{Step: step, Final: final}
-		eps, err := evaluate.PlayEpisodes(p, evalIns, evaluate.PlayOptions{})
+		eps, e, err := p.evaluate(evalIns)
 		if err != nil {
 			return err
 		}
-		ev.Eval = p.tally(evalIns, eps)
+		ev := SFTEval{Step: step, Final: final, Eval: e}
 		if opt.MapProbe {
 			mu, err := evaluate.ProbeMapUse(p, evalIns, eps, evaluate.PlayOptions{})
 			if err != nil {
