@@ -12,8 +12,9 @@ import (
 // EvalPolicy is the policy `t2t eval` plays, as its flags give it.
 type EvalPolicy struct {
 	// Kind is "gridnet" (Checkpoint on Device), "scripted" (optimal plans
-	// with MistakeRate) or "endpoint" (an OpenAI-compatible server at URL
-	// serving Model, at most MaxTokens per answer) (--policy).
+	// with MistakeRate), "endpoint" (an OpenAI-compatible server at URL
+	// serving Model, at most MaxTokens per answer) or "rows-first" (the
+	// blind baseline, evaluate.RowsFirst) (--policy).
 	Kind string
 	// Checkpoint is the gridnet checkpoint folder (--checkpoint); Device
 	// its compute device (--device).
@@ -39,7 +40,7 @@ type EvalPolicy struct {
 // *fielderr.Error worded with t2t eval's flags; a gridnet checkpoint that
 // does not load is LoadGridPolicy's error.
 func (p EvalPolicy) SetPlayer(opt *evaluate.Options) error {
-	if p.Prompt != "" && (p.Kind == "gridnet" || p.Kind == "scripted") {
+	if p.Prompt != "" && p.Kind != "endpoint" {
 		return &fielderr.Error{Flag: "prompt", Value: p.Prompt, Reason: "only --policy endpoint reads a prompt"}
 	}
 	switch p.Kind {
@@ -59,6 +60,8 @@ func (p EvalPolicy) SetPlayer(opt *evaluate.Options) error {
 		opt.Player = &ScriptedPolicy{MistakeRate: p.MistakeRate}
 		opt.PolicyID = fmt.Sprintf("scripted(mistake=%g,seed=%d)", p.MistakeRate, opt.Play.Seed)
 		opt.Play.PerInstance = true
+	case "rows-first":
+		opt.Player, opt.PolicyID = evaluate.RowsFirst{}, "rows-first"
 	case "endpoint":
 		if p.URL == "" || p.Model == "" {
 			return &fielderr.Error{Reason: "--policy endpoint needs --policy-url and --policy-model"}
@@ -78,7 +81,7 @@ func (p EvalPolicy) SetPlayer(opt *evaluate.Options) error {
 		}
 		opt.Player, opt.PolicyID = c, id
 	default:
-		return &fielderr.Error{Reason: fmt.Sprintf("--policy %q: want gridnet, endpoint or scripted", p.Kind)}
+		return &fielderr.Error{Reason: fmt.Sprintf("--policy %q: want gridnet, endpoint, scripted or rows-first", p.Kind)}
 	}
 	return nil
 }

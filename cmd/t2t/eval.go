@@ -28,7 +28,9 @@ func addEvalFlags(fs *flag.FlagSet, o *evaluate.Options) *evalFlags {
 	fs.IntVar(&o.Workers, "workers", 0, "goroutines playing instances (0: one per CPU)")
 	f := &evalFlags{}
 	p := &f.pol
-	fs.StringVar(&p.Kind, "policy", "gridnet", "policy: gridnet (needs --checkpoint), endpoint (an OpenAI-compatible server as a direct solver: --policy-url, --policy-model) or scripted (optimal plans with injected mistakes)")
+	fs.StringVar(&p.Kind, "policy", "gridnet", "policy: gridnet (needs --checkpoint), endpoint (an OpenAI-compatible server as a direct solver: --policy-url, --policy-model),\n"+
+		"scripted (optimal plans with injected mistakes) or rows-first (each agent to its goal's row, then its column, blind to holes and\n"+
+		"the other agents: the baseline whose failure categories a model's are set beside)")
 	fs.StringVar(&p.URL, "policy-url", "", "--policy endpoint: base URL, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, Ollama, t2t serve, a hosted API); API key from $OPENAI_API_KEY")
 	fs.StringVar(&p.Model, "policy-model", "", "--policy endpoint: model name")
 	fs.IntVar(&p.MaxTokens, "max-tokens", 4096, "--policy endpoint: most tokens per answer")
@@ -44,7 +46,7 @@ func addEvalFlags(fs *flag.FlagSet, o *evaluate.Options) *evalFlags {
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("t2t eval", "t2t eval --policy gridnet --checkpoint DIR | --policy endpoint --policy-url URL --policy-model M [--prompt full|compact|cells|grid] | --policy scripted [--suite eval|val|quick|FILE.jsonl] [--per-size N] --out DIR", stderr)
+	fs := newFlags("t2t eval", "t2t eval --policy gridnet --checkpoint DIR | --policy endpoint --policy-url URL --policy-model M [--prompt full|compact|cells|grid] | --policy scripted | --policy rows-first [--suite eval|val|quick|FILE.jsonl] [--per-size N] --out DIR", stderr)
 	var opt evaluate.Options
 	f := addEvalFlags(fs, &opt)
 	if err := parseFlags(fs, args); err != nil {

@@ -223,6 +223,7 @@ func TestEvalBadInput(t *testing.T) {
 		{"eval", "--policy", "scripted"},
 		{"eval", "--policy", "gridnet", "--out", t.TempDir()},
 		{"eval", "--policy", "nosuch", "--out", t.TempDir()},
+		{"eval", "--policy", "rows-first", "--prompt", "cells", "--out", t.TempDir()},
 		{"eval", "--policy", "scripted", "--suite", "nosuch", "--out", t.TempDir()},
 		{"eval", "--policy", "gridnet", "--checkpoint", t.TempDir(), "--out", t.TempDir()},
 	} {
@@ -235,5 +236,39 @@ func TestEvalBadInput(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, evaluate.CacheFile), []byte("{\"policy\":\"x\",\"instance_id\":\"a\"}\nnot json\n"), 0o644)
 	if code, _, e := t2t(t, "eval", "--policy", "scripted", "--suite", "quick", "--per-size", "1", "--out", dir); code != 2 || !strings.Contains(e, evaluate.CacheFile+":2") {
 		t.Fatalf("corrupt cache: exit %d: %s", code, e)
+	}
+}
+
+// TestEvalRowsFirst: t2t eval --policy rows-first tallies the blind baseline on the paper's
+// suite: its valid count is the hand count of env.ManhattanPlan over the suite's lines, and the
+// breakdown names holes and conflicts, the checks it is blind to.
+func TestEvalRowsFirst(t *testing.T) {
+	dir := t.TempDir()
+	code, out, e := t2t(t, "eval", "--policy", "rows-first", "--suite", "eval", "--per-size", "1", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, e)
+	}
+	spec := env.PaperEvalSpec(2026, 1)
+	ins, err := env.GenerateSuite(&spec, 0, spec.Len())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var valid int64
+	for _, in := range ins {
+		var rep env.Report
+		env.Verify(in, env.ManhattanPlan(in), &rep)
+		if rep.Valid {
+			valid++
+		}
+	}
+	ev := readEvalJSON(t, dir)
+	if ev.Policy != "rows-first" || ev.Total.Episodes != int64(len(ins)) || ev.Total.Valid != valid {
+		t.Fatalf("policy %q: %d episodes, %d valid; want rows-first, %d, %d", ev.Policy, ev.Total.Episodes, ev.Total.Valid, len(ins), valid)
+	}
+	if valid == 0 || ev.Total.Failures["hole"] == 0 || ev.Total.Failures["conflict"] == 0 {
+		t.Fatalf("valid %d, failures %v: the baseline should pass some and fail holes and conflicts", valid, ev.Total.Failures)
+	}
+	if !strings.Contains(out, "rows-first") {
+		t.Fatalf("the report does not name the policy:\n%s", out)
 	}
 }
