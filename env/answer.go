@@ -47,6 +47,14 @@ import (
 //     no moves with cells, but lines of both kinds may share an answer. Every
 //     agent 0..k-1 must appear exactly once, in any order.
 //
+//     Steps form (the first line's label is a step's: the steps prompt's form, PromptSteps),
+//     one line per time step, in order from 0:
+//     line    = ws [stars] step ws [stars] ws ":" [stars] cells
+//     step    = ("step" | "t") ws digits          (any case: "T0", "t 3", "Step 12")
+//     Line t holds k cells, agent 0's to agent k-1's cell at time t, so line 0 holds the
+//     starts. An agent that has reached its goal for good writes it on every line after; the
+//     repeats after an agent's last move are not moves (the path ends at its first copy).
+//
 // Anything else is a *ParseError: prose lines inside the body, unknown words
 // or characters in a move list, a missing colon, duplicate agents, missing
 // agents, agent numbers out of range.
@@ -612,9 +620,18 @@ func (p *planParser) line(i int) *planLine {
 	return &p.extra[i-MaxAgents]
 }
 
-// parse reads answer. For a text answer it fills p.lines and returns
-// json == false; for a JSON answer it returns the JSON span.
-func (p *planParser) parse(answer string, k int, open bool) (isJSON bool, lo, hi int, err error) {
+// planForm is the form of an answer's body.
+type planForm uint8
+
+const (
+	planFormLines planForm = iota // one line per agent (moves or cells)
+	planFormJSON                  // {"paths": ...}
+	planFormSteps                 // one line of every agent's cell per time step (parseSteps)
+)
+
+// parse reads answer. For agent lines it fills p.lines and returns planFormLines; for a JSON
+// answer or step lines it returns the form and the span of the body from its first line.
+func (p *planParser) parse(answer string, k int, open bool) (form planForm, lo, hi int, err error) {
 	p.k, p.open = k, open
 	p.total = 0
 	p.fixed = [MaxAgents]planLine{}
@@ -622,7 +639,7 @@ func (p *planParser) parse(answer string, k int, open bool) (isJSON bool, lo, hi
 	p.n = 0
 	lo, hi, err = p.body(answer)
 	if err != nil {
-		return false, 0, 0, err
+		return 0, 0, 0, err
 	}
 	s := p.text
 	sawLine := false
@@ -631,6 +648,9 @@ func (p *planParser) parse(answer string, k int, open bool) (isJSON bool, lo, hi
 		x = next
 		if a == b || strings.HasPrefix(s[a:b], "```") {
 			continue
+		}
+		if !sawLine && planStepLabel(s, a, b) {
+			return planFormSteps, a, hi, nil
 		}
 		if !sawLine && s[a] == '{' {
 			// JSON form: from here to the end of the body, less a closing fence.
@@ -644,15 +664,15 @@ func (p *planParser) parse(answer string, k int, open bool) (isJSON bool, lo, hi
 				}
 				break
 			}
-			return true, a, end, nil
+			return planFormJSON, a, end, nil
 		}
 		sawLine = true
 		if err := p.agentLine(a, b); err != nil {
-			return false, 0, 0, err
+			return 0, 0, 0, err
 		}
 	}
 	if !sawLine {
-		return false, 0, 0, &ParseError{Reason: "empty answer: no agent lines"}
+		return 0, 0, 0, &ParseError{Reason: "empty answer: no agent lines"}
 	}
 	n := k
 	if open {
@@ -660,10 +680,10 @@ func (p *planParser) parse(answer string, k int, open bool) (isJSON bool, lo, hi
 	}
 	for i := range n {
 		if !p.line(i).seen {
-			return false, 0, 0, &ParseError{Reason: fmt.Sprintf("missing agent %d", i)}
+			return 0, 0, 0, &ParseError{Reason: fmt.Sprintf("missing agent %d", i)}
 		}
 	}
-	return false, 0, 0, nil
+	return planFormLines, 0, 0, nil
 }
 
 // fillPaths turns the parsed text lines into positions from the agents'
@@ -736,12 +756,15 @@ func (p *planParser) parseJSON(lo, hi int) (Plan, error) {
 // Errors are *ParseError.
 func ParseAnswer(answer string, in *Instance) (Plan, error) {
 	var p planParser
-	isJSON, lo, hi, err := p.parse(answer, len(in.Agents), false)
+	form, lo, hi, err := p.parse(answer, len(in.Agents), false)
 	if err != nil {
 		return Plan{}, err
 	}
-	if isJSON {
+	switch form {
+	case planFormJSON:
 		return p.parseJSON(lo, hi)
+	case planFormSteps:
+		return p.parseSteps(lo, hi, len(in.Agents))
 	}
 	_, paths := p.fillPaths(in, nil, nil)
 	return Plan{Paths: paths}, nil
@@ -752,12 +775,15 @@ func ParseAnswer(answer string, in *Instance) (Plan, error) {
 // for some n <= MaxAgents. Errors are *ParseError.
 func ParseMoves(answer string) ([][]Move, error) {
 	var p planParser
-	isJSON, lo, _, err := p.parse(answer, MaxAgents, true)
+	form, lo, _, err := p.parse(answer, MaxAgents, true)
 	if err != nil {
 		return nil, err
 	}
-	if isJSON {
+	switch form {
+	case planFormJSON:
 		return nil, p.errAt(lo, "ParseMoves reads the text form only, not JSON")
+	case planFormSteps:
+		return nil, p.errAt(lo, "ParseMoves reads agent lines, not step lines")
 	}
 	k := p.n
 	for i := range k {

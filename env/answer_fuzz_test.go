@@ -34,6 +34,8 @@ func FuzzParseAnswer(f *testing.F) {
 		"</think></think><think></think><answer></answer>",
 		"<answer>\nAgent 0: [0,0] [0,1] [1,1]\nAgent 1: RIGHT\nAgent 2: [ 2 , 0 ]\n</answer>",
 		"Agent 0: [0,0] DOWN\nAgent 1: [1,\nAgent 2: [9999,1]",
+		"<answer>\nT0: [0,0] [3,3] [2,0]\nT1: [0,1] [3,2] [2,0]\nT2: [1,1] [3,1] [2,0]\n</answer>",
+		"**Step 0:** [0,0], [3,3], [2,0]\nt 1: [0,1] [3,2]\nT1: UP",
 	} {
 		f.Add(s, uint8(0))
 		f.Add(s, uint8(2))
@@ -72,7 +74,8 @@ func FuzzParseAnswer(f *testing.F) {
 }
 
 // planFuzzRoundTrip: a plan that the text form can express comes back
-// unchanged through FormatMoves, or FormatCells, and ParseAnswer.
+// unchanged through FormatMoves, or FormatCells, and ParseAnswer; through FormatSteps less the
+// copies of its last cell that end a path.
 func planFuzzRoundTrip(t *testing.T, in *Instance, p Plan) {
 	if len(p.Paths) != len(in.Agents) {
 		return
@@ -87,6 +90,13 @@ func planFuzzRoundTrip(t *testing.T, in *Instance, p Plan) {
 	if cells {
 		if back, err := ParseAnswer(FormatCells(&p), in); err != nil || !reflect.DeepEqual(back, p) {
 			t.Fatalf("cells round trip of %v: %v %v", p.Paths, back.Paths, err)
+		}
+		text, err := FormatSteps(&p)
+		if err != nil {
+			t.Fatalf("FormatSteps of %v: %v", p.Paths, err)
+		}
+		if back, err := ParseAnswer(text, in); err != nil || !reflect.DeepEqual(back.Paths, trimRepeats(p.Paths)) {
+			t.Fatalf("steps round trip of %v: %v %v", p.Paths, back.Paths, err)
 		}
 	}
 	for i, path := range p.Paths {

@@ -18,6 +18,10 @@ const (
 	// AnswerCells asks for "Agent i: [r,c] [r,c] ..." lines, each agent's cells from its start:
 	// the cells prompt's form (PromptCells; the full prompt asks for moves with it).
 	AnswerCells
+	// AnswerSteps asks for "T<t>: [r,c] [r,c] ..." lines, every agent's cell at time t, one
+	// line per step from the starts: the steps prompt's form (PromptSteps; the full prompt asks
+	// for moves with it).
+	AnswerSteps
 )
 
 func (f AnswerFormat) String() string {
@@ -26,6 +30,8 @@ func (f AnswerFormat) String() string {
 		return "json"
 	case AnswerCells:
 		return "cells"
+	case AnswerSteps:
+		return "steps"
 	}
 	return "text"
 }
@@ -49,7 +55,8 @@ type PromptOptions struct {
 	// Objective, ShowCoordinates and NoExample are ignored. With Format AnswerCells it is the
 	// cells prompt (PromptCells): no drawn map but the holes listed as [row,col] cells, the
 	// agents' starts and goals as cells, and each agent's cells asked for (FormatCells), so that
-	// every cell an answer writes is spelt as in the prompt.
+	// every cell an answer writes is spelt as in the prompt; with AnswerSteps the same map and
+	// every agent's cell per time step asked for (FormatSteps, PromptSteps).
 	Compact bool
 	// GridMap draws Compact's map one cell per token: each row its label and then its cells,
 	// '.' or 'H', one space apart ("r2 . H . ."), the agents only in the coordinate list under
@@ -127,8 +134,8 @@ func planRenderMap(in *Instance) string {
 func RenderPrompt(in *Instance, opt PromptOptions) string {
 	var b strings.Builder
 	switch {
-	case opt.Compact && opt.Format == AnswerCells:
-		renderCellsPrompt(&b, in)
+	case opt.Compact && (opt.Format == AnswerCells || opt.Format == AnswerSteps):
+		renderCellsPrompt(&b, in, opt.Format)
 		return b.String()
 	case opt.Compact:
 		renderCompactPrompt(&b, in, opt.GridMap)
@@ -173,10 +180,10 @@ func renderCompactPrompt(b *strings.Builder, in *Instance, grid bool) {
 	p("Answer: <answer> then one line per agent 0..%d, Agent i: MOVE MOVE ... (UP, DOWN, LEFT, RIGHT, WAIT), then </answer>.\n", k-1)
 }
 
-// renderCellsPrompt writes the cells prompt (PromptOptions.Compact with AnswerCells): the grid's
-// shape, its holes as [row,col] cells in row-major order, each agent's start and goal cells,
-// and a one-line answer format.
-func renderCellsPrompt(b *strings.Builder, in *Instance) {
+// renderCellsPrompt writes the cells prompt (PromptOptions.Compact with AnswerCells) or the
+// steps prompt (with AnswerSteps): the grid's shape, its holes as [row,col] cells in row-major
+// order, each agent's start and goal cells, and a one-line answer format, format's.
+func renderCellsPrompt(b *strings.Builder, in *Instance, format AnswerFormat) {
 	k := len(in.Agents)
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("Grid %dx%d: rows 0..%d, cols 0..%d, cells [row,col].\nHoles:", in.Height, in.Width, in.Height-1, in.Width-1)
@@ -195,6 +202,10 @@ func renderCellsPrompt(b *strings.Builder, in *Instance) {
 	b.WriteByte('\n')
 	for i, a := range in.Agents {
 		p("Agent %d: start [%d,%d], goal [%d,%d]\n", i, a.Start.R, a.Start.C, a.Goal.R, a.Goal.C)
+	}
+	if format == AnswerSteps {
+		p("Answer: <answer> then one line per time step t from 0 until every agent is at its goal, Tt: the cells of agents 0..%d at t, then </answer>.\n", k-1)
+		return
 	}
 	p("Answer: <answer> then one line per agent 0..%d, Agent i: [r,c] [r,c] ... (its cells from start to goal), then </answer>.\n", k-1)
 }

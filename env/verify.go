@@ -397,11 +397,14 @@ func (r *Report) conflicts(in *Instance, paths [][]Pos, horizon int) {
 func VerifyAnswer(in *Instance, answer string, rep *Report) {
 	var p Plan
 	ps := &rep.parser
-	isJSON, lo, hi, err := ps.parse(answer, len(in.Agents), false)
+	form, lo, hi, err := ps.parse(answer, len(in.Agents), false)
 	if err == nil {
-		if isJSON {
+		switch form {
+		case planFormJSON:
 			p, err = ps.parseJSON(lo, hi)
-		} else {
+		case planFormSteps:
+			p, err = ps.parseSteps(lo, hi, len(in.Agents))
+		default:
 			rep.flat, rep.paths = ps.fillPaths(in, rep.flat, rep.paths)
 			p.Paths = rep.paths
 		}

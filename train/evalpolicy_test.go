@@ -41,8 +41,9 @@ func TestEvalPolicySetPlayer(t *testing.T) {
 		{EvalPolicy{Kind: "gridnet"}, "--policy gridnet needs --checkpoint DIR"},
 		{EvalPolicy{Kind: "scripted", MistakeRate: 2}, "--mistake-rate 2 out of range [0,1]"},
 		{EvalPolicy{Kind: "endpoint", URL: "http://x"}, "--policy endpoint needs --policy-url and --policy-model"},
-		{EvalPolicy{Kind: "nope"}, `--policy "nope": want gridnet, endpoint or scripted`},
-		{EvalPolicy{Kind: "endpoint", URL: "http://x", Model: "m", Prompt: "tiny"}, "--prompt tiny: want full, compact, cells or grid"},
+		{EvalPolicy{Kind: "nope"}, `--policy "nope": want gridnet, endpoint, scripted or rows-first`},
+		{EvalPolicy{Kind: "rows-first", Prompt: "cells"}, "--prompt cells: only --policy endpoint reads a prompt"},
+		{EvalPolicy{Kind: "endpoint", URL: "http://x", Model: "m", Prompt: "tiny"}, "--prompt tiny: want full, compact, cells, steps or grid"},
 		{EvalPolicy{Kind: "scripted", Prompt: "compact"}, "--prompt compact: only --policy endpoint reads a prompt"},
 		{EvalPolicy{Kind: "gridnet", Checkpoint: "x", Prompt: "full"}, "--prompt full: only --policy endpoint reads a prompt"},
 	} {

@@ -240,10 +240,10 @@ func showPlan(in *env.Instance, planPath, insPath string) (*env.Plan, error) {
 }
 
 func envPrompt(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("t2t env prompt", "t2t env prompt --in FILE.jsonl [--id ID | --line N] [--objective soc|makespan] [--prompt full|compact|cells|grid]", stderr)
+	fs := newFlags("t2t env prompt", "t2t env prompt --in FILE.jsonl [--id ID | --line N] [--objective soc|makespan] [--prompt full|compact|cells|steps|grid]", stderr)
 	sel := addInstanceFlags(fs, "in")
 	objective := fs.String("objective", "soc", "cost objective named in the prompt: soc or makespan")
-	style := fs.String("prompt", "", "the prompt of this style of t2t train and t2t sft: full, compact, cells or grid (default: the plain prompt, the map and the rules without coordinates)")
+	style := fs.String("prompt", "", "the prompt of this style of t2t train and t2t sft: full, compact, cells, steps or grid (default: the plain prompt, the map and the rules without coordinates)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -90,12 +90,12 @@ func TestEnvGenSolveCheckShowPrompt(t *testing.T) {
 		t.Fatalf("prompt: exit %d, output lacks the answer format:\n%s", code, out)
 	}
 	// The styles a model is trained with: each its own prompt; an unknown one is refused.
-	for style, want := range map[string]string{"full": "Agents, as (row, col):", "compact": ", offset ", "cells": "Holes:", "grid": "hole):\nr0 "} {
+	for style, want := range map[string]string{"full": "Agents, as (row, col):", "compact": ", offset ", "cells": "Holes:", "steps": "Tt: the cells of agents", "grid": "hole):\nr0 "} {
 		if code, out, e := t2t(t, "env", "prompt", "--in", sol, "--id", in.ID, "--prompt", style); code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("prompt --prompt %s: exit %d, output lacks %q:\n%s%s", style, code, want, out, e)
 		}
 	}
-	if code, _, e := t2t(t, "env", "prompt", "--in", sol, "--id", in.ID, "--prompt", "tiny"); code != 2 || !strings.Contains(e, "want full, compact, cells or grid") {
+	if code, _, e := t2t(t, "env", "prompt", "--in", sol, "--id", in.ID, "--prompt", "tiny"); code != 2 || !strings.Contains(e, "want full, compact, cells, steps or grid") {
 		t.Fatalf("prompt --prompt tiny: exit %d: %s", code, e)
 	}
 }

@@ -34,7 +34,7 @@ func addEvalFlags(fs *flag.FlagSet, o *evaluate.Options) *evalFlags {
 	fs.StringVar(&p.URL, "policy-url", "", "--policy endpoint: base URL, e.g. http://127.0.0.1:8000/v1 (vLLM, SGLang, Ollama, t2t serve, a hosted API); API key from $OPENAI_API_KEY")
 	fs.StringVar(&p.Model, "policy-model", "", "--policy endpoint: model name")
 	fs.IntVar(&p.MaxTokens, "max-tokens", 4096, "--policy endpoint: most tokens per answer")
-	fs.StringVar(&p.Prompt, "prompt", "", "--policy endpoint: prompt style, full, compact, cells or grid (those of t2t train and t2t sft: evaluate a served checkpoint\n"+
+	fs.StringVar(&p.Prompt, "prompt", "", "--policy endpoint: prompt style, full, compact, cells, steps or grid (those of t2t train and t2t sft: evaluate a served checkpoint\n"+
 		"on the style it was trained on); default: a plain prompt, the map and the rules without coordinates")
 	fs.StringVar(&p.Checkpoint, "checkpoint", "", "gridnet checkpoint folder (as written by t2t train --checkpoint-dir)")
 	fs.Float64Var(&p.MistakeRate, "mistake-rate", train.DefaultMistakeRate, "scripted policy: chance per agent and step of a random move")
@@ -46,7 +46,7 @@ func addEvalFlags(fs *flag.FlagSet, o *evaluate.Options) *evalFlags {
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("t2t eval", "t2t eval --policy gridnet --checkpoint DIR | --policy endpoint --policy-url URL --policy-model M [--prompt full|compact|cells|grid] | --policy scripted | --policy rows-first [--suite eval|val|quick|FILE.jsonl] [--per-size N] --out DIR", stderr)
+	fs := newFlags("t2t eval", "t2t eval --policy gridnet --checkpoint DIR | --policy endpoint --policy-url URL --policy-model M [--prompt full|compact|cells|steps|grid] | --policy scripted | --policy rows-first [--suite eval|val|quick|FILE.jsonl] [--per-size N] --out DIR", stderr)
 	var opt evaluate.Options
 	f := addEvalFlags(fs, &opt)
 	if err := parseFlags(fs, args); err != nil {

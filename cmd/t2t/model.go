@@ -34,7 +34,7 @@ func modelInit(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.TokenizerPath, "tokenizer", "", "tokenizer.json to copy in (the vocabulary grows to fit it); default: learn the tiny byte-level BPE")
 	vocab := fs.Int("tokenizer-vocab", 0, fmt.Sprintf("most ids of the learned tiny tokenizer (without --tokenizer); 0: all its corpus yields (%d from the testbed's texts alone)", textpolicy.DefaultTinyVocab))
 	turnsFile := fs.String("tokenizer-turns", "", "engineer turns (t2t engineer turns --out) whose training turns join the learned tokenizer's corpus, so that a model taught them (t2t sft --engineer-data) reads and writes them in about a third of the tokens; held-out turns are never read")
-	style := fs.String("tokenizer-prompt", "", "also learn the tokenizer on the prompts and optimal answers of this prompt style (compact, cells or grid: the style the model will be fine-tuned with), so that its fixed text and cell punctuation become a few tokens")
+	style := fs.String("tokenizer-prompt", "", "also learn the tokenizer on the prompts and optimal answers of this prompt style (compact, cells, steps or grid: the style the model will be fine-tuned with), so that its fixed text and cell punctuation become a few tokens")
 	fs.Uint64Var(&o.Seed, "seed", 1, "weight initialisation seed")
 	fs.BoolVar(&o.Force, "force", false, "write a 4b-shape checkpoint (16 GB of float32 weights)")
 	fs.IntVar(&o.Shape.Layers, "layers", 0, "number of decoder layers (0: the preset's)")

@@ -148,7 +148,7 @@ func TestSFTCommand(t *testing.T) {
 	if code, _, _ := t2t(t, "sft", "--model", dir); code != 2 {
 		t.Fatalf("sft without --out: exit %d", code)
 	}
-	if code, _, e := t2t(t, "sft", "--model", dir, "--out", out, "--prompt", "verbose"); code != 2 || !strings.Contains(e, "want full, compact, cells or grid") {
+	if code, _, e := t2t(t, "sft", "--model", dir, "--out", out, "--prompt", "verbose"); code != 2 || !strings.Contains(e, "want full, compact, cells, steps or grid") {
 		t.Fatalf("sft --prompt verbose: exit %d: %s", code, e)
 	}
 	for _, bad := range [][]string{{"--agents", "2,x"}, {"--agents", "11"}, {"--sizes", "6-4"}, {"--sizes", "1-5"},
@@ -180,7 +180,7 @@ func TestTrainQwen3Policy(t *testing.T) {
 	if code, _, e := t2t(t, "train", "--policy", "qwen3"); code != 2 || !strings.Contains(e, "--model") {
 		t.Fatalf("qwen3 without --model: exit %d, %q", code, e)
 	}
-	if code, _, e := t2t(t, "train", "--policy", "qwen3", "--model", dir, "--prompt", "short"); code != 2 || !strings.Contains(e, "want full, compact, cells or grid") {
+	if code, _, e := t2t(t, "train", "--policy", "qwen3", "--model", dir, "--prompt", "short"); code != 2 || !strings.Contains(e, "want full, compact, cells, steps or grid") {
 		t.Fatalf("qwen3 --prompt short: exit %d, %q", code, e)
 	}
 }

@@ -48,13 +48,16 @@ func (p *Policy) Target(in *env.Instance) ([]int32, error) {
 }
 
 // AnswerText writes plan in the canonical answer text of format: env.FormatPaths for
-// env.AnswerJSON, env.FormatCells for env.AnswerCells, else env.FormatMoves.
+// env.AnswerJSON, env.FormatCells for env.AnswerCells, env.FormatSteps for env.AnswerSteps, else
+// env.FormatMoves.
 func AnswerText(plan *env.Plan, format env.AnswerFormat) (string, error) {
 	switch format {
 	case env.AnswerJSON:
 		return env.FormatPaths(plan), nil
 	case env.AnswerCells:
 		return env.FormatCells(plan), nil
+	case env.AnswerSteps:
+		return env.FormatSteps(plan)
 	}
 	moves, err := env.PlanMoves(plan)
 	if err != nil {

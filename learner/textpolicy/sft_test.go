@@ -26,7 +26,7 @@ func TestSFTStep(t *testing.T) {
 	lm := tpLM(t, seed)
 	ins := tpInstances(t, seed, 3)
 	var err error
-	for _, style := range []string{env.PromptFull, env.PromptCells} {
+	for _, style := range []string{env.PromptFull, env.PromptCells, env.PromptSteps} {
 		for _, thinking := range []bool{false, true} {
 			o := tpOptions()
 			o.Thinking = thinking
@@ -52,6 +52,9 @@ func TestSFTStep(t *testing.T) {
 					t.Fatalf("%s, thinking %v: target %q judged %+v", style, thinking, text, rep.Passed)
 				}
 				if cells := strings.Contains(text, "Agent 0: ["); cells != (style == env.PromptCells) {
+					t.Fatalf("%s: target %q in the wrong answer form", style, text)
+				}
+				if steps := strings.Contains(text, "T0: ["); steps != (style == env.PromptSteps) {
 					t.Fatalf("%s: target %q in the wrong answer form", style, text)
 				}
 			}
