@@ -32,7 +32,9 @@
 # grpo.txt, score_base.json, score_self.json, experiment.tar.gz (the report) and
 # sft-checkpoint.tar.gz (the SFT checkpoint): 8 files, summary first.
 # PROMPT is the policy's prompt style: cells (default: its tokenizer learns the style, answers get
-# 384 tokens), compact, or grid (the map one token per cell). Cells is the style whose 5 M model
+# 384 tokens), steps (the cells prompt answered one line per time step, every agent's cell at t:
+# README "Why no 5-agent plan is valid"; its tokenizer learns the style, answers get 768 tokens),
+# compact, or grid (the map one token per cell). Cells is the style whose 5 M model
 # reads the holes and, trained on at a lower rate, met the 3- and 4-agent targets on the CPU
 # (README "Does the model read the map?" and "The cells model, trained on"); hence also the SFT's
 # cosine rate (1e-3 down to 1e-4) and GRPO_LR=1e-5 (at 1e-4 GRPO took that model down). The SFT
@@ -69,6 +71,7 @@ engine=(--engine torch --device "$DEVICE")
 [ "$DEVICE" = cpu ] && engine+=(--threads 1) || engine+=(--autocast bf16)
 maxnew=256 scoretokens=512 group=8 unit=8 batch=8 valper=8 evalper=2 tokprompt=()
 [ "$PROMPT" = cells ] && maxnew=384 tokprompt=(--tokenizer-prompt cells)
+[ "$PROMPT" = steps ] && maxnew=768 tokprompt=(--tokenizer-prompt steps)
 [ "$PROMPT" = grid ] && tokprompt=(--tokenizer-prompt grid)
 if [ "${TINY:-0}" = 1 ]; then # the toy scale of the CPU try: every step runs, nothing is measured
 	INIT="--preset tiny" maxnew=16 scoretokens=16 group=2 unit=4 batch=2 valper=1 evalper=1 EXP_INSTANCES=8

@@ -12,14 +12,18 @@
 #   OUT=DIR    the report (experiment.md, .csv, .html, .json) and the run files
 #   PROMPT     the policy's prompt style, the checkpoint's (default cells; compact for
 #              scripts/llm-recipe/trainee.sh's checkpoints); TOKENS its answer cap (default 384 for
-#              cells, which spells every cell, else 256)
+#              cells, which spells every cell, 768 for steps, every agent's cell per step, else 256)
 #   LR         GRPO's learning rate (default 1e-5: at 1e-4 GRPO took the cells model's benchmark
 #              down, README "The cells model, trained on")
 set -eu
 : "${MODEL:?set MODEL to the SFT checkpoint}" "${OUT:?set OUT}"
 T2T=${T2T:-t2t}
 PROMPT=${PROMPT:-cells}
-if [ "$PROMPT" = cells ]; then TOKENS=${TOKENS:-384}; else TOKENS=${TOKENS:-256}; fi
+case $PROMPT in
+cells) TOKENS=${TOKENS:-384} ;;
+steps) TOKENS=${TOKENS:-768} ;;
+*) TOKENS=${TOKENS:-256} ;;
+esac
 CFG=$(dirname "$0")/../../configs/two-to-five-agents.json
 exec $T2T experiment --policy qwen3 --model "$MODEL" --engine torch --threads "${THREADS:-1}" --prompt "$PROMPT" \
 	--max-new-tokens "$TOKENS" --config "$CFG" --strategies fixed,learnability,self,base --baseline fixed \

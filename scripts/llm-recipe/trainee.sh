@@ -18,8 +18,9 @@
 #   EVAL=N       held-out instances evaluated after each chunk (default 64)
 #   INIT="..."   t2t model init's shape flags (default the 5.1 M model: 6 layers, hidden 256)
 #   PROMPT=S     the policy's prompt style, compact (default), cells (its tokenizer learns the style,
-#                answers get 384 tokens; README "Does a prompt that spells the cells help?") or grid
-#                (the map one token per cell; its tokenizer learns the style)
+#                answers get 384 tokens; README "Does a prompt that spells the cells help?"), steps
+#                (cells answered one line per time step; 768 tokens; README "Why no 5-agent plan is
+#                valid") or grid (the map one token per cell; its tokenizer learns the style)
 # A chunk stopped midway goes on from its last save (or the previous chunk's checkpoint).
 set -eu
 : "${OUT:?set OUT to the run folder}"
@@ -31,6 +32,7 @@ INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 -
 PROMPT=${PROMPT:-compact}
 MAXTOK=256 TOKPROMPT=
 [ "$PROMPT" = cells ] && MAXTOK=384 TOKPROMPT="--tokenizer-prompt cells"
+[ "$PROMPT" = steps ] && MAXTOK=768 TOKPROMPT="--tokenizer-prompt steps"
 [ "$PROMPT" = grid ] && TOKPROMPT="--tokenizer-prompt grid"
 ROOT=$(dirname "$0")/../..
 mkdir -p "$OUT"
