@@ -554,24 +554,50 @@ func (p *planParser) agentLabel(a, b int) (agent, d, x int, err error) {
 	default:
 		return 0, 0, 0, p.errAt(x, `expected "Agent <i>: <moves>"`)
 	}
+	agent, d, x, miss := planLabelNumber(s, x, b, 4)
+	switch miss {
+	case planMissRange:
+		return 0, 0, 0, p.errAt(d, "agent number out of range")
+	case planMissNumber:
+		return 0, 0, 0, p.errAt(x, "expected an agent number")
+	case planMissColon:
+		return 0, 0, 0, p.errAt(x, `expected ':' after the agent label`)
+	}
+	return agent, d, x, nil
+}
+
+// planMiss says what planLabelNumber did not find.
+type planMiss uint8
+
+const (
+	planMissNone   planMiss = iota
+	planMissNumber          // no digit
+	planMissRange           // more digits than allowed
+	planMissColon           // no ':' after the number
+)
+
+// planLabelNumber reads the rest of a line label from x in s[:b], past its word ("Agent",
+// "T"): spaces, a number of at most digits digits, emphasis and spaces, and ':' with any
+// emphasis after it. It returns the number, the index d of its first digit and the index y
+// just past the colon; on a miss, y is where the missing part was wanted.
+func planLabelNumber(s string, x, b, digits int) (n, d, y int, miss planMiss) {
 	x = planSkipWS(s, x, b)
 	d = x
 	for x < b && '0' <= s[x] && s[x] <= '9' {
-		if x-d >= 4 {
-			return 0, 0, 0, p.errAt(d, "agent number out of range")
+		if x-d >= digits {
+			return 0, d, x, planMissRange
 		}
-		agent = agent*10 + int(s[x]-'0')
+		n = n*10 + int(s[x]-'0')
 		x++
 	}
 	if x == d {
-		return 0, 0, 0, p.errAt(x, "expected an agent number")
+		return 0, d, x, planMissNumber
 	}
 	x = planSkipWS(s, planSkipStars(s, planSkipWS(s, x, b), b), b)
 	if x >= b || s[x] != ':' {
-		return 0, 0, 0, p.errAt(x, `expected ':' after the agent label`)
+		return 0, d, x, planMissColon
 	}
-	x = planSkipStars(s, x+1, b)
-	return agent, d, x, nil
+	return n, d, planSkipStars(s, x+1, b), planMissNone
 }
 
 // countMoves counts the moves, or the cells, in s[x:b], or returns an error at

@@ -25,23 +25,8 @@ func planStepAt(s string, a, b int) (step, d, x int, ok bool) {
 	default:
 		return 0, 0, 0, false
 	}
-	x = planSkipWS(s, x, b)
-	d = x
-	for x < b && '0' <= s[x] && s[x] <= '9' {
-		if x-d >= 5 {
-			return 0, 0, 0, false
-		}
-		step = step*10 + int(s[x]-'0')
-		x++
-	}
-	if x == d {
-		return 0, 0, 0, false
-	}
-	x = planSkipWS(s, planSkipStars(s, planSkipWS(s, x, b), b), b)
-	if x >= b || s[x] != ':' {
-		return 0, 0, 0, false
-	}
-	return step, d, planSkipStars(s, x+1, b), true
+	step, d, x, miss := planLabelNumber(s, x, b, 5)
+	return step, d, x, miss == planMissNone
 }
 
 // parseSteps reads the step lines of the body s[lo:hi] (its first line is one) into k paths: line
