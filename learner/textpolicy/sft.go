@@ -204,18 +204,22 @@ func SFTConfig() env.Config {
 
 // SFTConfigFor is SFTConfig with agents agents on sizes minSize..maxSize in equal shares.
 func SFTConfigFor(agents, minSize, maxSize int) env.Config {
-	return sftConfig(agents, minSize, maxSize, DefaultSFTHoleRatio)
+	return sftConfig(agents, minSize, maxSize, DefaultSFTHoleRatio, DefaultSFTWaitRatio)
 }
 
 // DefaultSFTHoleRatio is the hole ratio of t2t sft's maps unless --holes says otherwise.
 const DefaultSFTHoleRatio = 0.2
 
-// sftConfig is SFTConfigFor at hole ratio holes, on the sizes whose map can hold it for agents
-// agents (env.CheckFeasible), in equal shares; no size when none can.
-func sftConfig(agents, minSize, maxSize int, holes float64) env.Config {
+// DefaultSFTWaitRatio is the share of t2t sft's instances drawn to need a wait (an agent that
+// must wait or detour for another) unless --wait-ratio says otherwise.
+const DefaultSFTWaitRatio = 0.3
+
+// sftConfig is SFTConfigFor at hole ratio holes and wait ratio waits, on the sizes whose map can
+// hold it for agents agents (env.CheckFeasible), in equal shares; no size when none can.
+func sftConfig(agents, minSize, maxSize int, holes, waits float64) env.Config {
 	cfg := env.Config{Agents: agents}
 	for s := minSize; s <= maxSize; s++ {
-		sc := env.SizeConfig{Size: s, DataRatio: 1, HoleRatio: holes, WaitRatio: 0.3}
+		sc := env.SizeConfig{Size: s, DataRatio: 1, HoleRatio: holes, WaitRatio: waits}
 		if env.CheckFeasible(env.Config{Agents: agents, Sizes: []env.SizeConfig{sc}, Instances: 1}) == nil {
 			cfg.Sizes = append(cfg.Sizes, sc)
 		}
@@ -275,6 +279,10 @@ type SFTOptions struct {
 	// for distinct starts and goals) sits that ratio out. The evaluation set splits each agent
 	// count's instances evenly over them. The paper's benchmark spans 0.1..0.5.
 	HoleRatios []float64
+	// WaitRatio is the share of the instances drawn to need a wait (env.SizeConfig.WaitRatio:
+	// some agent must wait or detour for another), training and evaluation alike; nil:
+	// DefaultSFTWaitRatio. The paper's benchmark has subsets at 0.25, 0.5 and 0.75.
+	WaitRatio *float64
 	// Seed seeds the training instances.
 	Seed uint64
 	// EvalSeed seeds the evaluation instances (0: Seed's), so that runs of different Seed can
@@ -390,6 +398,11 @@ func (o *SFTOptions) Validate() error {
 			}
 		}
 	}
+	if w := o.waitRatio(); !(w >= 0 && w <= 1) {
+		return &fielderr.Error{Kind: ErrOptions, Field: "WaitRatio", Flag: "wait-ratio", Value: w, Reason: "must be in [0, 1]"}
+	} else if o.WaitRatio != nil && w > 0 && slices.Contains(o.agents(), 1) {
+		return &fielderr.Error{Kind: ErrOptions, Field: "WaitRatio", Flag: "wait-ratio", Value: w, Reason: "a single agent never needs a wait: drop 1 from --agents or set 0"}
+	}
 	if k := slices.Max(o.agents()); k > hi {
 		return &fielderr.Error{Kind: ErrOptions, Field: "MinSize..MaxSize", Value: fmt.Sprintf("%d..%d", lo, hi), Reason: fmt.Sprintf("%d agents need a %dx%d map or larger: raise the largest size to %d", k, k, k, k)}
 	}
@@ -435,6 +448,17 @@ func (o *SFTOptions) ParseHoles(holes string) error {
 	return nil
 }
 
+// ParseWaitRatio sets WaitRatio from w (t2t sft --wait-ratio); Validate checks its range. An
+// error is a *fielderr.Error about the flag.
+func (o *SFTOptions) ParseWaitRatio(w string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(w), 64)
+	if err != nil {
+		return &fielderr.Error{Flag: "wait-ratio", Value: strconv.Quote(w), Reason: "want a ratio in [0, 1]"}
+	}
+	o.WaitRatio = &v
+	return nil
+}
+
 // agents is Agents, or 2 alone when unset.
 func (o *SFTOptions) agents() []int {
 	if len(o.Agents) == 0 {
@@ -463,12 +487,20 @@ func (o *SFTOptions) holeRatios() []float64 {
 	return o.HoleRatios
 }
 
+// waitRatio is WaitRatio, or DefaultSFTWaitRatio when unset.
+func (o *SFTOptions) waitRatio() float64 {
+	if o.WaitRatio == nil {
+		return DefaultSFTWaitRatio
+	}
+	return *o.WaitRatio
+}
+
 // config is the distribution of agents agents at hole ratio holes on the run's sizes that fit
 // them: k agents need a k×k map, so a size range starting below k starts at k for them, and a
 // size that cannot hold the ratio for them is left out (sftConfig).
 func (o *SFTOptions) config(agents, instances int, holes float64) env.Config {
 	lo, hi := o.sizes()
-	cfg := sftConfig(agents, max(lo, agents), hi, holes)
+	cfg := sftConfig(agents, max(lo, agents), hi, holes, o.waitRatio())
 	cfg.Instances = instances
 	return cfg
 }

@@ -567,3 +567,67 @@ func TestSFTEvalSetHoleRatios(t *testing.T) {
 		t.Errorf("--holes \"0.1, 0.3\": %v, %v", o.HoleRatios, err)
 	}
 }
+
+// TestSFTWaitRatio: --wait-ratio sets the share of instances drawn to need a wait, in the
+// evaluation set as in the training batches (1: every instance, 0: none); unset, it draws the set
+// the default always did; out of range, unparsable, or with a single agent to train, it is a field
+// error naming --wait-ratio.
+func TestSFTWaitRatio(t *testing.T) {
+	const seed = 5
+	t.Logf("seed %d", seed)
+	needWait := func(o SFTOptions) (n int, ids []string) {
+		t.Helper()
+		ins, err := sftEvalSet(&o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range ins {
+			if in.NeedsWait {
+				n++
+			}
+			ids = append(ids, in.ID)
+		}
+		return n, ids
+	}
+	base := SFTOptions{Agents: []int{2, 3}, MinSize: 3, MaxSize: 6, EvalInstances: 12, Seed: seed}
+	for _, c := range []struct {
+		ratio float64
+		want  int
+	}{{0, 0}, {1, 12}} {
+		o := base
+		o.WaitRatio = &c.ratio
+		if n, _ := needWait(o); n != c.want {
+			t.Errorf("wait ratio %g: %d of 12 instances need a wait, want %d", c.ratio, n, c.want)
+		}
+	}
+	def := DefaultSFTWaitRatio
+	given := base
+	given.WaitRatio = &def
+	if _, a := needWait(base); !slices.Equal(a, func() []string { _, b := needWait(given); return b }()) {
+		t.Errorf("the default wait ratio and --wait-ratio %g draw different sets", def)
+	}
+	o := base
+	o.Steps, o.Batch, o.ReportEvery, o.Dir = 1, 1, 1, "d"
+	for _, bad := range []float64{-0.1, 1.5, math.NaN()} {
+		o.WaitRatio = &bad
+		var fe *fielderr.Error
+		if err := o.Validate(); !errors.As(err, &fe) || fe.Flag != "wait-ratio" {
+			t.Errorf("wait ratio %g: %v, want a field error about --wait-ratio", bad, err)
+		}
+	}
+	one := o
+	one.Agents = []int{1, 2}
+	half := 0.5
+	one.WaitRatio = &half
+	var fe *fielderr.Error
+	if err := one.Validate(); !errors.As(err, &fe) || fe.Flag != "wait-ratio" {
+		t.Errorf("agents 1,2 at wait ratio 0.5: %v, want a field error about --wait-ratio", err)
+	}
+	var p SFTOptions
+	if err := p.ParseWaitRatio("half"); !errors.As(err, &fe) || fe.Flag != "wait-ratio" {
+		t.Errorf("--wait-ratio half: %v", err)
+	}
+	if err := p.ParseWaitRatio(" 0.75"); err != nil || p.WaitRatio == nil || *p.WaitRatio != 0.75 {
+		t.Errorf("--wait-ratio \" 0.75\": %v, %v", p.WaitRatio, err)
+	}
+}
