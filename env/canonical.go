@@ -1,6 +1,7 @@
 package env
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -59,11 +60,22 @@ const canonicalRounds = 8
 
 // canonicalPath replans agent i of out at its cost against the other agents' paths.
 func canonicalPath(in *Instance, out *Plan, i int, at func(j, t int) Pos) ([]Pos, error) {
-	k := len(in.Agents)
-	cost := len(out.Paths[i]) - 1
+	path := canonicalPathAt(in, i, len(out.Paths[i])-1, len(in.Agents), at, func(j, _ int) bool { return j != i })
+	if path == nil {
+		return nil, fmt.Errorf("env: canonical plan of %s: agent %d has no path of cost %d (internal error)", in.ID, i, len(out.Paths[i])-1)
+	}
+	return path, nil
+}
+
+// canonicalPathAt is agent i's path of exactly cost steps (to its goal, where it stays at cost)
+// that takes at every timestep the first of canonicalOrder still reaching the goal at cost
+// without a hole or a vertex or edge conflict with the agents j < k for which counts(j, t) (their
+// cells given by at); nil when there is none. counts sees the timestep, so that a caller can let
+// an agent count only while it matters.
+func canonicalPathAt(in *Instance, i, cost, k int, at func(j, t int) Pos, counts func(j, t int) bool) []Pos {
 	free := func(x Pos, t int) bool {
 		for j := range k {
-			if j != i && at(j, t) == x {
+			if counts(j, t) && at(j, t) == x {
 				return false
 			}
 		}
@@ -71,7 +83,7 @@ func canonicalPath(in *Instance, out *Plan, i int, at func(j, t int) Pos) ([]Pos
 	}
 	swap := func(x, y Pos, t int) bool { // moving x → y between t and t+1 swaps with someone
 		for j := range k {
-			if j != i && at(j, t) == y && at(j, t+1) == x {
+			if counts(j, t) && at(j, t) == y && at(j, t+1) == x {
 				return true
 			}
 		}
@@ -108,14 +120,67 @@ func canonicalPath(in *Instance, out *Plan, i int, at func(j, t int) Pos) ([]Pos
 	}
 	start := in.Agents[i].Start
 	if !reach[cell(start)] {
-		return nil, fmt.Errorf("env: canonical plan of %s: agent %d has no path of cost %d (internal error)", in.ID, i, cost)
+		return nil
 	}
 	path := append(make([]Pos, 0, cost+1), start)
 	for t := range cost {
 		y := next[t][cell(path[t])]
 		path = append(path, Pos{y / in.Width, y % in.Width})
 	}
-	return path, nil
+	return path
+}
+
+// ErrNoPrioritized: PrioritizedPlan found no plan with the agents in index order.
+var ErrNoPrioritized = errors.New("env: no prioritized plan in agent order")
+
+// PrioritizedPlan plans the agents one by one in index order, each against the paths of the
+// agents before it only (prioritized planning): agent i takes the cheapest path to its goal that
+// avoids holes, the earlier agents' cells and swaps with them (an earlier agent stays on its goal
+// once there), and reaches its goal when no earlier agent passes it again; among the paths of
+// that cost, the canonical one (CanonicalPlan's move order: vertical first, waiting late).
+//
+// Every agent's path thus depends on the agents written before it and on no later one, the
+// order in which a model writes an answer; an optimal plan (Solve, CanonicalPlan) often has an
+// early agent wait or detour for a later one. The plan is valid and its sum of costs is at
+// least the optimum. When some agent has no such path (an earlier agent parked on its only way,
+// say) the error wraps ErrNoPrioritized.
+func PrioritizedPlan(in *Instance) (*Plan, error) {
+	k := len(in.Agents)
+	out := &Plan{Paths: make([][]Pos, 0, k)}
+	at := func(j, t int) Pos {
+		path := out.Paths[j]
+		return path[min(t, len(path)-1)]
+	}
+	horizon := 0 // the earlier agents have all stopped by then
+	for i := range k {
+		goal := in.Agents[i].Goal
+		last := -1 // the last timestep an earlier agent is on i's goal
+		for j := range i {
+			for t, x := range out.Paths[j] {
+				if x == goal {
+					last = max(last, t)
+				}
+			}
+		}
+		counts := func(j, _ int) bool { return j < i }
+		var path []Pos
+		for cost := max(last+1, manhattan(in.Agents[i].Start, goal)); cost <= horizon+in.Width*in.Height; cost++ {
+			if path = canonicalPathAt(in, i, cost, i, at, counts); path != nil {
+				break
+			}
+		}
+		if path == nil {
+			return nil, fmt.Errorf("%w: %s, agent %d", ErrNoPrioritized, in.ID, i)
+		}
+		out.Paths = append(out.Paths, path)
+		horizon = max(horizon, len(path)-1)
+	}
+	return out, nil
+}
+
+// manhattan is the grid distance between a and b: no path is shorter.
+func manhattan(a, b Pos) int {
+	return max(a.R-b.R, b.R-a.R) + max(a.C-b.C, b.C-a.C)
 }
 
 // ManhattanPlan is the plan that ignores holes and the other agents: each agent moves

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -117,5 +118,95 @@ func TestManhattanPlan(t *testing.T) {
 	Verify(in, ManhattanPlan(in), &rep)
 	if rep.Valid || rep.Passed[CheckHoleFree] {
 		t.Errorf("a Manhattan plan through a hole passed: %+v", rep.Passed)
+	}
+}
+
+// TestPrioritizedPlan: on generated 3- and 5-agent instances a prioritized plan, when there is
+// one, is valid and costs at least the optimum; its first agent always takes a shortest path
+// (where the optimal plans often have it wait or detour for a later agent), and each agent's
+// path depends on the agents before it alone: the plan of the instance cut to agents 0..i has
+// the same paths.
+func TestPrioritizedPlan(t *testing.T) {
+	rng := planRNG(t)
+	none, optimalFirstDelayed := 0, 0
+	for _, k := range []int{3, 5} {
+		cfg := Config{Agents: k, Instances: 40, Sizes: []SizeConfig{
+			{Size: 6, DataRatio: 0.5, HoleRatio: 0.2, WaitRatio: 0.75},
+			{Size: 8, DataRatio: 0.5, HoleRatio: 0.2, WaitRatio: 0.75},
+		}}
+		ins, err := Generate(cfg, rng.Uint64(), 0, cfg.Instances)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range ins {
+			sol, err := Solve(in, SolveOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt, err := CanonicalPlan(in, &sol.Plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			solo := func(i int) int { // agent i's shortest path, alone on the map
+				p, err := PrioritizedPlan(&Instance{ID: in.ID, Width: in.Width, Height: in.Height, Holes: in.Holes, Agents: in.Agents[i : i+1]})
+				if err != nil {
+					t.Fatalf("%s agent %d alone: %v", in.ID, i, err)
+				}
+				return len(p.Paths[0]) - 1
+			}
+			if PathCost(opt.Paths[0], in.Agents[0].Goal) > solo(0) {
+				optimalFirstDelayed++
+			}
+			got, err := PrioritizedPlan(in)
+			if errors.Is(err, ErrNoPrioritized) {
+				none++
+				continue
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			var rep Report
+			Verify(in, got, &rep)
+			if !rep.Valid {
+				t.Fatalf("%s: prioritized plan %v not valid: %v", in.ID, got.Paths, rep.Failures)
+			}
+			soc := 0
+			for i, path := range got.Paths {
+				soc += PathCost(path, in.Agents[i].Goal)
+			}
+			if soc < in.SOC {
+				t.Fatalf("%s: prioritized plan costs %d, below the optimum %d", in.ID, soc, in.SOC)
+			}
+			if c := len(got.Paths[0]) - 1; c != solo(0) {
+				t.Errorf("%s: the first agent's path costs %d, its shortest %d", in.ID, c, solo(0))
+			}
+			for i := 1; i < k; i++ {
+				cut := *in
+				cut.Agents = in.Agents[:i]
+				pre, err := PrioritizedPlan(&cut)
+				if err != nil {
+					t.Fatalf("%s cut to %d agents: %v", in.ID, i, err)
+				}
+				if !reflect.DeepEqual(pre.Paths, got.Paths[:i]) {
+					t.Fatalf("%s: agents 0..%d plan %v alone, %v with the later agents", in.ID, i-1, pre.Paths, got.Paths[:i])
+				}
+			}
+		}
+	}
+	t.Logf("no prioritized plan: %d of 80; optimal plans whose first agent waits or detours: %d", none, optimalFirstDelayed)
+	if optimalFirstDelayed == 0 || none > 20 {
+		t.Errorf("first agent delayed in %d optimal plans (want some), %d instances without a prioritized plan (want few)", optimalFirstDelayed, none)
+	}
+}
+
+// TestPrioritizedPlanNone: the first agent parks on its goal in the only way through before the
+// second can pass: no prioritized plan, an error that wraps ErrNoPrioritized.
+func TestPrioritizedPlanNone(t *testing.T) {
+	in := solvParse(t, []string{
+		"...",
+		"HH.",
+		"...",
+	}, solvAg(0, 2, 1, 2), solvAg(0, 0, 2, 0))
+	if p, err := PrioritizedPlan(in); !errors.Is(err, ErrNoPrioritized) {
+		t.Errorf("plan %v, error %v; want ErrNoPrioritized", p, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -22,17 +23,44 @@ import (
 	"github.com/t2t-lab/t2t/report"
 )
 
+// TargetPlan names the plan a supervised target teaches (t2t sft --target).
+type TargetPlan string
+
+const (
+	// TargetOptimal is an optimal (sum-of-costs) plan of the solver in canonical form.
+	TargetOptimal TargetPlan = "optimal"
+	// TargetPrioritized is env.PrioritizedPlan: each agent's path planned against the agents
+	// before it only, the order in which an answer is written, so that no line depends on a
+	// line after it; the optimal plan where the agents have no such plan in index order.
+	TargetPrioritized TargetPlan = "prioritized"
+)
+
+// TargetPlanWant lists the target plans for error messages.
+const TargetPlanWant = "want optimal or prioritized"
+
+// ParseTargetPlan reads a --target value; the empty string is TargetOptimal.
+func ParseTargetPlan(s string) (TargetPlan, error) {
+	switch t := TargetPlan(s); t {
+	case "":
+		return TargetOptimal, nil
+	case TargetOptimal, TargetPrioritized:
+		return t, nil
+	}
+	return "", &fielderr.Error{Kind: ErrOptions, Flag: "target", Value: strconv.Quote(s), Reason: TargetPlanWant}
+}
+
 // Target returns the completion that supervised fine-tuning teaches for in: an optimal
 // (sum-of-costs) plan in canonical form (env.CanonicalPlan: vertical moves first, waits as late
 // as possible, whatever ties the solver broke) and the canonical answer text of the prompt's
 // answer format (AnswerText: env.FormatMoves, env.FormatPaths or env.FormatCells), after an
 // empty think block when the policy thinks, ended by <|im_end|>, as token ids.
 func (p *Policy) Target(in *env.Instance) ([]int32, error) {
-	sol, err := env.Solve(in, env.SolveOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("textpolicy: target for %s: %w", in.ID, err)
-	}
-	plan, err := env.CanonicalPlan(in, &sol.Plan)
+	return p.TargetOf(in, TargetOptimal)
+}
+
+// TargetOf is Target teaching the plan kind (TargetOptimal when empty).
+func (p *Policy) TargetOf(in *env.Instance, kind TargetPlan) ([]int32, error) {
+	plan, err := targetPlan(in, kind)
 	if err != nil {
 		return nil, fmt.Errorf("textpolicy: target for %s: %w", in.ID, err)
 	}
@@ -45,6 +73,25 @@ func (p *Policy) Target(in *env.Instance) ([]int32, error) {
 	}
 	ids := p.lm.Tok.Encode(text)
 	return append(ids, p.lm.Stop[0]), nil
+}
+
+// targetPlan is the plan of kind for in: env.PrioritizedPlan for TargetPrioritized when the
+// agents have one in index order, else the solver's optimal plan in canonical form.
+func targetPlan(in *env.Instance, kind TargetPlan) (*env.Plan, error) {
+	if kind == TargetPrioritized {
+		plan, err := env.PrioritizedPlan(in)
+		if err == nil {
+			return plan, nil
+		}
+		if !errors.Is(err, env.ErrNoPrioritized) {
+			return nil, err
+		}
+	}
+	sol, err := env.Solve(in, env.SolveOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return env.CanonicalPlan(in, &sol.Plan)
 }
 
 // AnswerText writes plan in the canonical answer text of format: env.FormatPaths for
@@ -67,12 +114,12 @@ func AnswerText(plan *env.Plan, format env.AnswerFormat) (string, error) {
 }
 
 // SFTStep runs one supervised (behaviour-cloning) step on ins: the mean cross-entropy of the
-// Target tokens after each prompt, through the learner.Trainer (BCStep) that GRPO uses, while
-// no generation runs. It counts as a policy version.
-func (p *Policy) SFTStep(ins []*env.Instance) (learner.UpdateStats, error) {
+// target tokens of kind (TargetOf) after each prompt, through the learner.Trainer (BCStep) that
+// GRPO uses, while no generation runs. It counts as a policy version.
+func (p *Policy) SFTStep(ins []*env.Instance, kind TargetPlan) (learner.UpdateStats, error) {
 	samples := make([]engine.Sample, 0, len(ins))
 	for _, in := range ins {
-		target, err := p.Target(in)
+		target, err := p.TargetOf(in, kind)
 		if err != nil {
 			return learner.UpdateStats{}, err
 		}
@@ -283,6 +330,8 @@ type SFTOptions struct {
 	// some agent must wait or detour for another), training and evaluation alike; nil:
 	// DefaultSFTWaitRatio. The paper's benchmark has subsets at 0.25, 0.5 and 0.75.
 	WaitRatio *float64
+	// Target is the plan the answers teach (TargetOptimal when empty).
+	Target TargetPlan
 	// Seed seeds the training instances.
 	Seed uint64
 	// EvalSeed seeds the evaluation instances (0: Seed's), so that runs of different Seed can
@@ -397,6 +446,9 @@ func (o *SFTOptions) Validate() error {
 					Reason: fmt.Sprintf("no map of sizes %d..%d holds %d agents at hole ratio %g: lower it or raise --sizes", max(lo, k), hi, k, h)}
 			}
 		}
+	}
+	if _, err := ParseTargetPlan(string(o.Target)); err != nil {
+		return err
 	}
 	if w := o.waitRatio(); !(w >= 0 && w <= 1) {
 		return &fielderr.Error{Kind: ErrOptions, Field: "WaitRatio", Flag: "wait-ratio", Value: w, Reason: "must be in [0, 1]"}
@@ -711,7 +763,7 @@ func (r *sftRun) step(step int) error {
 		if gerr != nil {
 			return gerr
 		}
-		st, err = r.p.SFTStep(ins)
+		st, err = r.p.SFTStep(ins, opt.Target)
 	}
 	if err != nil {
 		return err

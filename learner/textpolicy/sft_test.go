@@ -66,7 +66,7 @@ func TestSFTStep(t *testing.T) {
 	}
 	var first, last float64
 	for i := range 4 {
-		st, err := p.SFTStep(ins)
+		st, err := p.SFTStep(ins, TargetOptimal)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestSFTLearnsAnswers(t *testing.T) {
 	}
 	var first, acc float64
 	for step := range 80 {
-		st, err := p.SFTStep(ins)
+		st, err := p.SFTStep(ins, TargetOptimal)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -629,5 +629,80 @@ func TestSFTWaitRatio(t *testing.T) {
 	}
 	if err := p.ParseWaitRatio(" 0.75"); err != nil || p.WaitRatio == nil || *p.WaitRatio != 0.75 {
 		t.Errorf("--wait-ratio \" 0.75\": %v, %v", p.WaitRatio, err)
+	}
+}
+
+// TestTargetPrioritized: --target prioritized teaches env.PrioritizedPlan where the agents have
+// one (valid, and on some 3-agent instances not the optimal plan the default teaches), the optimal
+// plan where they have none; an unknown target is a field error naming --target.
+func TestTargetPrioritized(t *testing.T) {
+	seed := tpTestSeed(t)
+	lm := tpLM(t, seed)
+	o := tpOptions()
+	var err error
+	if o.Prompt, err = env.PromptStyle(env.PromptCells); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(lm, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := env.Config{Agents: 3, Instances: 30, Sizes: []env.SizeConfig{{Size: 6, DataRatio: 1, HoleRatio: 0.2, WaitRatio: 0.75}}}
+	ins, err := env.Generate(cfg, seed, 0, cfg.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	differ, fallback := 0, 0
+	for _, in := range ins {
+		opt, err := p.Target(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.TargetOf(in, TargetPrioritized)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := lm.CompletionText(got)
+		var rep env.Report
+		Judge(in, text, &rep)
+		if !rep.Valid {
+			t.Fatalf("%s: prioritized target %q not valid: %+v", in.ID, text, rep.Failures)
+		}
+		plan, perr := env.PrioritizedPlan(in)
+		switch {
+		case errors.Is(perr, env.ErrNoPrioritized):
+			fallback++
+			if !slices.Equal(got, opt) {
+				t.Errorf("%s: no prioritized plan, yet the target is not the optimal one", in.ID)
+			}
+		case perr != nil:
+			t.Fatal(perr)
+		default:
+			want, err := AnswerText(plan, o.Prompt.Format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: target %q, want the prioritized plan %q", in.ID, text, want)
+			}
+			if !slices.Equal(got, opt) {
+				differ++
+			}
+		}
+	}
+	t.Logf("prioritized targets that differ from the optimal: %d of %d; without a prioritized plan: %d", differ, len(ins), fallback)
+	if differ == 0 {
+		t.Errorf("no prioritized target differs from the optimal one in %d instances", len(ins))
+	}
+	var fe *fielderr.Error
+	if _, err := ParseTargetPlan("shortest"); !errors.As(err, &fe) || fe.Flag != "target" {
+		t.Errorf("--target shortest: %v, want a field error about --target", err)
+	}
+	if k, err := ParseTargetPlan(""); err != nil || k != TargetOptimal {
+		t.Errorf("--target \"\": %q, %v; want optimal", k, err)
+	}
+	bad := SFTOptions{Steps: 1, Batch: 1, EvalInstances: 1, ReportEvery: 1, Dir: "d", Target: "shortest"}
+	if err := bad.Validate(); !errors.As(err, &fe) || fe.Flag != "target" {
+		t.Errorf("SFTOptions.Target shortest: %v, want a field error about --target", err)
 	}
 }
