@@ -39,6 +39,9 @@
 # (README "Does the model read the map?" and "The cells model, trained on"); hence also the SFT's
 # cosine rate (1e-3 down to 1e-4) and GRPO_LR=1e-5 (at 1e-4 GRPO took that model down). The SFT
 # evaluation runs with --map-probe: sft.log's "map probe" line says whether the model reads the holes.
+# TARGET=prioritized teaches each agent's path planned against the agents before it only (README
+# "Targets in the order an answer is written"; default optimal); WAIT_RATIO=W draws that share of
+# the SFT's instances to need a wait (default 0.3, as before; the benchmark's subsets: 0.25..0.75).
 # REWARD_PARTIAL=W gives GRPO's invalid plans partial credit (--reward-partial W: W × the share of
 # agents whose path breaks no rule; README "Partial credit gives GRPO a signal"); default 0, the paper's.
 # Tried on the CPU at toy scale: DEVICE=cpu STEPS=4 BATCH=2 EVAL=4 GRPO_STAGES=2 TINY=1.
@@ -53,6 +56,8 @@ GRPO_STAGES=${GRPO_STAGES:-4}
 EXP_INSTANCES=${EXP_INSTANCES:-64}
 INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 --rope-theta 10000}
 PROMPT=${PROMPT:-cells}
+TARGET=${TARGET:-optimal}
+WAIT_RATIO=${WAIT_RATIO:-0.3}
 GRPO_LR=${GRPO_LR:-1e-5}
 REWARD_PARTIAL=${REWARD_PARTIAL:-0}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -122,7 +127,7 @@ nheld=$(grep -sc '"held_out":true' "$w/turns.jsonl")
 echo "== trainee: SFT, $STEPS steps of $BATCH on 2..5 agents, sizes 3..10 (${DEVICE}) =="
 t0=$SECONDS
 timeout "$(left 360)" "$T2T" sft "${engine[@]}" --model "$w/M" --out "$w/S" --prompt "$PROMPT" --agents 2,3,4,5 \
-	--sizes 3-10 --steps "$STEPS" --batch "$BATCH" --lr 1e-3 --lr-schedule cosine --seed 1001 --engineer-turns "${ntrain:-0}" \
+	--target "$TARGET" --wait-ratio "$WAIT_RATIO" --sizes 3-10 --steps "$STEPS" --batch "$BATCH" --lr 1e-3 --lr-schedule cosine --seed 1001 --engineer-turns "${ntrain:-0}" \
 	--engineer-data "$w/turns.jsonl" --engineer-every 4 --eval "$EVAL" --eval-seed 99 --eval-before=false --map-probe \
 	--max-tokens "$maxnew" --report-every 250 --save-every 500 > "$out/sft.log" 2>&1
 echo "sft: exit $? after $((SECONDS - t0))s"

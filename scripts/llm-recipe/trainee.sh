@@ -21,6 +21,9 @@
 #                answers get 384 tokens; README "Does a prompt that spells the cells help?"), steps
 #                (cells answered one line per time step; 768 tokens; README "Why no 5-agent plan is
 #                valid") or grid (the map one token per cell; its tokenizer learns the style)
+#   TARGET=T     the plan the answers teach, optimal (default) or prioritized (each agent against the
+#                agents before it only: README "Targets in the order an answer is written")
+#   WAIT_RATIO=W the share of instances drawn to need a wait (default 0.3; the benchmark's 0.25..0.75)
 # A chunk stopped midway goes on from its last save (or the previous chunk's checkpoint).
 set -eu
 : "${OUT:?set OUT to the run folder}"
@@ -30,6 +33,8 @@ CHUNKS=${CHUNKS:-24}
 EVAL=${EVAL:-64}
 INIT=${INIT:---layers 6 --hidden 256 --heads 8 --kv-heads 4 --intermediate 768 --rope-theta 10000}
 PROMPT=${PROMPT:-compact}
+TARGET=${TARGET:-optimal}
+WAIT_RATIO=${WAIT_RATIO:-0.3}
 MAXTOK=256 TOKPROMPT=
 [ "$PROMPT" = cells ] && MAXTOK=384 TOKPROMPT="--tokenizer-prompt cells"
 [ "$PROMPT" = steps ] && MAXTOK=768 TOKPROMPT="--tokenizer-prompt steps"
@@ -66,7 +71,7 @@ while [ "$i" -le "$CHUNKS" ]; do
 			before=false
 		fi
 		$T2T sft --engine torch --threads 1 --autocast bf16 --model "$from" --out "$ck" --resume --prompt "$PROMPT" \
-			--agents 2,3,4,5 --sizes 3-10 --steps $((i * CHUNK)) --batch 16 --lr 1e-3 --seed 1001 \
+			--target "$TARGET" --wait-ratio "$WAIT_RATIO" --agents 2,3,4,5 --sizes 3-10 --steps $((i * CHUNK)) --batch 16 --lr 1e-3 --seed 1001 \
 			--engineer-turns "${ntrain:-0}" --engineer-data "$OUT/turns.jsonl" --engineer-every 4 \
 			--eval "$EVAL" --eval-seed 99 --eval-before="$before" --max-tokens "$MAXTOK" --map-probe --report-every 25 --save-every 50 >>"$ck.log" 2>&1
 		touch "$ck.done"
