@@ -450,3 +450,50 @@ func TestCacheLineNotJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheKeepsPlans: the answer cache holds each parsed answer's plan, and verifying the
+// instance with that plan gives the cached outcome again; an answer without a plan has none in
+// its line.
+func TestCacheKeepsPlans(t *testing.T) {
+	seed := testSeed(t)
+	suite := quickSuite(t, 2)
+	dir := t.TempDir()
+	id := fmt.Sprintf("mistakes(seed=%d)", seed)
+	if _, err := Run(context.Background(), Options{Player: &mistakePlayer{rate: 0.4}, PolicyID: id, Suite: suite, Dir: dir,
+		Play: PlayOptions{Seed: seed, PerInstance: true}, Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	cache, err := ReadCache(filepath.Join(dir, CacheFile), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := 0
+	for _, in := range suite.Instances {
+		o, ok := cache[in.ComputeID()]
+		if !ok || len(o.Plan) != len(in.Agents) {
+			t.Fatalf("%s: cached %v with plan %v", in.ID, ok, o.Plan)
+		}
+		var rep env.Report
+		env.Verify(in, &env.Plan{Paths: o.Plan}, &rep)
+		if again := OutcomeOf(in, &rep); again.Valid != o.Valid || again.Optimal != o.Optimal || !slices.Equal(again.Failed, o.Failed) {
+			t.Fatalf("%s: the cached plan verifies to %+v, the cache says %+v", in.ID, again, o)
+		}
+		if o.Valid {
+			valid++
+		}
+	}
+	if valid == 0 || valid == len(suite.Instances) {
+		t.Fatalf("%d valid of %d: the check would not discriminate", valid, len(suite.Instances))
+	}
+	empty := t.TempDir()
+	if _, err := Run(context.Background(), Options{Player: &countingPlayer{}, PolicyID: "counting", Suite: suite, Dir: empty, Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(empty, CacheFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte(`"plan"`)) {
+		t.Errorf("answers without a plan have a plan in the cache:\n%s", data)
+	}
+}

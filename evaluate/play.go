@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/t2t-lab/t2t/env"
 	"github.com/t2t-lab/t2t/learner"
@@ -35,7 +36,7 @@ type PlayOptions struct {
 }
 
 // Play plays ins greedily, one episode each, and returns one outcome per
-// instance, in the order of ins.
+// instance, in the order of ins, with the answer's plan when it parsed.
 func Play(p Player, ins []*env.Instance, opt PlayOptions) ([]report.Outcome, error) {
 	eps, err := PlayEpisodes(p, ins, opt)
 	if err != nil {
@@ -44,6 +45,12 @@ func Play(p Player, ins []*env.Instance, opt PlayOptions) ([]report.Outcome, err
 	outs := make([]report.Outcome, len(eps))
 	for i := range eps {
 		outs[i] = OutcomeOf(ins[i], &eps[i].Report)
+		if paths := eps[i].Plan.Paths; len(paths) > 0 {
+			outs[i].Plan = make([][]env.Pos, len(paths)) // a policy may reuse its buffers
+			for a, path := range paths {
+				outs[i].Plan[a] = slices.Clone(path)
+			}
+		}
 	}
 	return outs, nil
 }

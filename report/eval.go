@@ -27,6 +27,11 @@ type Outcome struct {
 	// Failed lists the failure categories (env.Category names) of an
 	// invalid answer, each once.
 	Failed []string `json:"failed,omitempty"`
+	// Plan is the answer's paths as the verifier read them, one per agent
+	// (env.Verify of the instance and this plan gives the outcome again);
+	// nil for an answer that did not parse. Evaluations keep it in their
+	// answer cache, so what a policy wrote can be read back.
+	Plan [][]env.Pos `json:"plan,omitempty"`
 }
 
 // Cell counts the outcomes of one table cell.

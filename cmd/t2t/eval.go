@@ -24,7 +24,7 @@ type evalFlags struct {
 // addEvalFlags registers the flags, the run's straight into o.
 func addEvalFlags(fs *flag.FlagSet, o *evaluate.Options) *evalFlags {
 	fs.Uint64Var(&o.Play.Seed, "seed", 1, "scripted policy: seed of the injected mistakes (each instance draws from seed and its id)")
-	fs.StringVar(&o.Dir, "out", "", "output folder: answers.jsonl (resumable cache), eval.md/.csv/.json/.html, size.svg, failures.svg")
+	fs.StringVar(&o.Dir, "out", "", "output folder: answers.jsonl (resumable cache: each answer's outcome and parsed plan), eval.md/.csv/.json/.html, size.svg, failures.svg")
 	fs.IntVar(&o.Workers, "workers", 0, "goroutines playing instances (0: one per CPU)")
 	f := &evalFlags{}
 	p := &f.pol
