@@ -52,6 +52,11 @@ type Cell struct {
 	// paper's "mean over sizes").
 	SizeMeanValid   float64 `json:"size_mean_valid,omitempty"`
 	SizeMeanOptimal float64 `json:"size_mean_optimal,omitempty"`
+	// Plans counts the episodes whose outcome holds the answer's plan, and
+	// Waiting those of them in which some agent waits (stays on a cell)
+	// before its last move: whether a policy ever yields to another.
+	Plans   int64 `json:"plans,omitempty"`
+	Waiting int64 `json:"waiting,omitempty"`
 }
 
 // ValidRate is Valid/Episodes (NaN without episodes).
@@ -72,6 +77,12 @@ func rate(k, n int64) float64 {
 
 func (c *Cell) add(o *Outcome) {
 	c.Episodes++
+	if o.Plan != nil {
+		c.Plans++
+		if planWaits(o.Plan) {
+			c.Waiting++
+		}
+	}
 	if o.Valid {
 		c.Valid++
 		if o.Optimal {
@@ -85,6 +96,23 @@ func (c *Cell) add(o *Outcome) {
 		}
 		c.Failures[f]++
 	}
+}
+
+// planWaits reports whether some path of plan stays on a cell and moves on
+// later: a wait before the agent's last move.
+func planWaits(plan [][]env.Pos) bool {
+	for _, path := range plan {
+		last := len(path) - 1
+		for last > 0 && path[last-1] == path[last] {
+			last--
+		}
+		for t := 1; t <= last; t++ {
+			if path[t] == path[t-1] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Eval is one policy's results on one suite, folded into the paper's
@@ -332,6 +360,18 @@ func EvalMarkdown(e *Eval) string {
 	}
 	b.WriteString("\n## Failure breakdown (% of episodes failing each check category)\n\n")
 	failures.markdown(&b)
+	if e.Total.Plans > 0 {
+		b.WriteString("\n## Waits (answers in which some agent waits before its last move)\n\n")
+		waits := &table{header: []string{"agents", "answers with a plan", "with a wait", "with a wait %"}}
+		for _, c := range append(slices.Clone(e.ByAgents), e.Total) {
+			name := fmt.Sprint(c.Agents)
+			if c.Agents == 0 {
+				name = "all"
+			}
+			waits.rows = append(waits.rows, []string{name, fmt.Sprint(c.Plans), fmt.Sprint(c.Waiting), pct1(rate(c.Waiting, c.Plans))})
+		}
+		waits.markdown(&b)
+	}
 	return b.String()
 }
 
