@@ -60,7 +60,7 @@ const canonicalRounds = 8
 
 // canonicalPath replans agent i of out at its cost against the other agents' paths.
 func canonicalPath(in *Instance, out *Plan, i int, at func(j, t int) Pos) ([]Pos, error) {
-	path := canonicalPathAt(in, i, len(out.Paths[i])-1, len(in.Agents), at, func(j, _ int) bool { return j != i })
+	path := canonicalPathAt(in, i, len(out.Paths[i])-1, len(in.Agents), at)
 	if path == nil {
 		return nil, fmt.Errorf("env: canonical plan of %s: agent %d has no path of cost %d (internal error)", in.ID, i, len(out.Paths[i])-1)
 	}
@@ -69,13 +69,12 @@ func canonicalPath(in *Instance, out *Plan, i int, at func(j, t int) Pos) ([]Pos
 
 // canonicalPathAt is agent i's path of exactly cost steps (to its goal, where it stays at cost)
 // that takes at every timestep the first of canonicalOrder still reaching the goal at cost
-// without a hole or a vertex or edge conflict with the agents j < k for which counts(j, t) (their
-// cells given by at); nil when there is none. counts sees the timestep, so that a caller can let
-// an agent count only while it matters.
-func canonicalPathAt(in *Instance, i, cost, k int, at func(j, t int) Pos, counts func(j, t int) bool) []Pos {
+// without a hole or a vertex or edge conflict with the other agents j < k (their cells given by
+// at); nil when there is none.
+func canonicalPathAt(in *Instance, i, cost, k int, at func(j, t int) Pos) []Pos {
 	free := func(x Pos, t int) bool {
 		for j := range k {
-			if counts(j, t) && at(j, t) == x {
+			if j != i && at(j, t) == x {
 				return false
 			}
 		}
@@ -83,7 +82,7 @@ func canonicalPathAt(in *Instance, i, cost, k int, at func(j, t int) Pos, counts
 	}
 	swap := func(x, y Pos, t int) bool { // moving x → y between t and t+1 swaps with someone
 		for j := range k {
-			if counts(j, t) && at(j, t) == y && at(j, t+1) == x {
+			if j != i && at(j, t) == y && at(j, t+1) == x {
 				return true
 			}
 		}
@@ -162,10 +161,9 @@ func PrioritizedPlan(in *Instance) (*Plan, error) {
 				}
 			}
 		}
-		counts := func(j, _ int) bool { return j < i }
 		var path []Pos
 		for cost := max(last+1, manhattan(in.Agents[i].Start, goal)); cost <= horizon+in.Width*in.Height; cost++ {
-			if path = canonicalPathAt(in, i, cost, i, at, counts); path != nil {
+			if path = canonicalPathAt(in, i, cost, i, at); path != nil {
 				break
 			}
 		}

@@ -61,12 +61,8 @@ func addSFTFlags(fs *flag.FlagSet, o *textpolicy.SFTOptions) *sftFlags {
 	f.sizes = fs.String("sizes", "3-5", "map sizes MIN-MAX, in equal shares (3-10: the paper's range); k agents train on the sizes ≥ k")
 	fs.Func("holes", "hole ratios of the maps, comma-separated (default 0.2; 0.1,0.2,0.3,0.4,0.5: the paper's benchmark): the steps take them in turn,\n"+
 		"one per round of --agents; a size too small for a ratio sits it out; the evaluation set splits evenly over them", o.ParseHoles)
-	fs.Func("target", "the plan the answers teach: optimal (the solver's, canonical) or prioritized (each agent planned against the agents\n"+
-		"before it only, the order an answer is written in: no line depends on a later one; valid, its cost at least the optimum;\n"+
-		"the optimal plan where the agents have none in index order) (default optimal)", func(v string) (err error) {
-		o.Target, err = textpolicy.ParseTargetPlan(v)
-		return err
-	})
+	fs.Func("target", "the plan the answers teach: optimal (the solver's) or prioritized (each agent planned against the agents before it\n"+
+		"only, the order an answer is written in; the optimal plan where there is none) (default optimal)", o.ParseTarget)
 	fs.Func("wait-ratio", fmt.Sprintf("share of the instances drawn to need a wait (some agent must wait or detour for another), training and evaluation set (default %g;\n", textpolicy.DefaultSFTWaitRatio)+
 		"the paper's benchmark has subsets at 0.25, 0.5 and 0.75)", o.ParseWaitRatio)
 	f.engTurns = fs.Int("engineer-turns", 0, "mix this many engineer turns (the engineer's prompt after a stage, answered by a teacher strategy)\n"+
